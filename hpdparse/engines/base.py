@@ -1,0 +1,128 @@
+"""The Engine interface shared by every engine, and the page request/result records.
+
+Data flow: the pipeline renders a page, calls `engine.prepare(image)` in a worker (CPU work such as
+PNG encoding or tiling), wraps the payload in a `PageRequest`, and hands a lazy iterator of requests
+to `engine.run(...)`. The engine pulls requests as it has room (at most `max_in_flight` pages
+decoding at once) and yields a `PageResult` for each, in completion order.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from PIL import Image
+
+from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
+
+FINISH_STOP = "stop"
+FINISH_LENGTH = "length"
+FINISH_ERROR = "error"
+
+
+@dataclass
+class EngineConfig:
+    """Every engine option the command line knows; each engine reads the ones it needs."""
+
+    model: str = DEFAULT_MODEL
+    revision: str | None = None
+    server: str = "http://127.0.0.1:8118/v1"
+    fork: bool = True
+    mtp: bool = True
+    speculative_tokens: int = 6
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN
+    device: str | None = None
+    dtype: str | None = None
+    gpu_memory_utilization: float = 0.9
+    request_timeout: float = 600.0
+    retries: int = 3
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What produced a raw page. Raw output is reused on a rerun only when this matches."""
+
+    engine: str
+    model: str
+    revision: str | None
+    prompt: str
+    max_tokens: int
+
+    def reuse_key(self) -> dict[str, Any]:
+        """Fields that must match for a saved raw page to be reused (engine is not one:
+        every engine gives the same text for the same model and prompt)."""
+        return {
+            "model": self.model,
+            "revision": self.revision,
+            "prompt": self.prompt,
+            "max_tokens": self.max_tokens,
+        }
+
+
+@dataclass
+class PageRequest:
+    """One page to decode. `key` is opaque to the engine and comes back on the result."""
+
+    key: Hashable
+    payload: Any
+
+
+@dataclass
+class PageResult:
+    """The raw HPD stream of one page (children spliced in, stop tokens removed)."""
+
+    key: Hashable
+    text: str
+    finish_reason: str  # FINISH_STOP, FINISH_LENGTH or FINISH_ERROR
+    error: str | None = None
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    # Engine statistics, all optional: decoding_steps, forks, child_tokens, cached_tokens,
+    # drafted_tokens, accepted_tokens, retries ...
+    stats: dict[str, int | float] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.finish_reason != FINISH_ERROR
+
+
+class Engine(ABC):
+    """A running model. Use as a context manager or call start()/close()."""
+
+    name: str = "base"
+
+    def __init__(self, config: EngineConfig) -> None:
+        self.config = config
+
+    @property
+    @abstractmethod
+    def info(self) -> EngineInfo:
+        """Model id, revision (if known), prompt and max tokens: recorded with every raw page."""
+
+    def start(self) -> None:  # noqa: B027 - optional hook
+        """Load the model or check the server. Raise EngineError with a one-line message."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Free the model or connections."""
+
+    @abstractmethod
+    def preparer(self) -> Callable[[Image.Image], Any]:
+        """A picklable function image -> payload, run in worker processes ahead of the engine."""
+
+    @abstractmethod
+    def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
+        """Decode pages, pulling `requests` lazily so that at most `max_in_flight` pages are in
+        the engine at once; yield one result per request in completion order. A page that fails
+        yields a result with finish_reason FINISH_ERROR; only engine-wide failures raise."""
+
+    def __enter__(self) -> Engine:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

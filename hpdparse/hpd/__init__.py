@@ -1,0 +1,1 @@
+"""The HPD protocol (tokens, prompts, splicing children) and the raw stream parser."""

@@ -1,0 +1,1 @@
+"""HPD blocks -> Markdown and JSON."""
