@@ -1,0 +1,27 @@
+"""Shared test fixtures: where the repository, the samples and the shared corpus are."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SAMPLES = REPO / "samples"
+FIXTURES = REPO / "tests" / "fixtures"
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+@pytest.fixture(scope="session")
+def corpus_dir() -> Path:
+    """The shared real-world PDF corpus; tests using it skip when it is absent."""
+    if not (CORPUS / "MANIFEST.tsv").is_file():
+        pytest.skip(f"shared corpus not found at {CORPUS}")
+    return CORPUS
+
+
+@pytest.fixture(scope="session")
+def corpus_manifest(corpus_dir: Path) -> list[dict[str, str]]:
+    with open(corpus_dir / "MANIFEST.tsv", newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
