@@ -1,0 +1,199 @@
+"""HPD-Parsing dynamic tiling: grid selection, tiles as uint8, normalisation (every engine uses it).
+
+The grid selector is the one HPD-Parsing runs with ``MAX_PATCHES_WITH_RESIZE=true``, not stock
+InternVL's aspect-ratio-only ``find_closest_aspect_ratio``; the two disagree on ordinary page sizes
+(e.g. 760x865: HPD 2x2, stock 4x5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from PIL import Image
+
+if TYPE_CHECKING:
+    import torch
+
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+# A candidate grid is kept when |cols/rows - width/height| <= ASPECT_TOLERANCE (absolute difference
+# of the ratios). Relative and log-ratio readings were tried: both turn 720x1150 into 3x5 instead of
+# the fixture's 2x3, so the absolute reading is the one the released path uses.
+ASPECT_TOLERANCE = 0.2
+# Among the kept grids, this many closest in area compete on aspect difference.
+AREA_CANDIDATES = 3
+
+
+@dataclass(frozen=True)
+class TilingConfig:
+    """How a page image becomes model input. Defaults are HPD-Parsing's released config."""
+
+    tile_size: int = 448
+    min_tiles: int = 1
+    max_tiles: int = 24
+    use_thumbnail: bool = True
+    patch_size: int = 14
+    downsample_ratio: float = 0.5
+    mean: tuple[float, float, float] = IMAGENET_MEAN
+    std: tuple[float, float, float] = IMAGENET_STD
+
+    def __post_init__(self) -> None:
+        if self.tile_size < 1:
+            raise ValueError(f"tile_size must be positive, got {self.tile_size}")
+        if not 1 <= self.min_tiles <= self.max_tiles + 1:
+            raise ValueError(
+                f"need 1 <= min_tiles <= max_tiles + 1, got min_tiles={self.min_tiles}, "
+                f"max_tiles={self.max_tiles}"
+            )
+        if self.patch_size < 1 or self.tile_size % self.patch_size:
+            raise ValueError(
+                f"tile_size {self.tile_size} is not a multiple of patch_size {self.patch_size}"
+            )
+        if len(self.mean) != 3 or len(self.std) != 3 or min(self.std) <= 0:
+            raise ValueError("mean and std need 3 values each, std positive")
+
+    @classmethod
+    def from_model_config(cls, config: Mapping[str, Any]) -> TilingConfig:
+        """Read an InternVL-layout ``config.json`` dict; missing keys keep the defaults."""
+        vision = config.get("vision_config") or {}
+        kwargs: dict[str, Any] = {}
+        tile = config.get("force_image_size") or vision.get("image_size")
+        if tile is not None:
+            kwargs["tile_size"] = _single_int(tile, "force_image_size/image_size")
+        if vision.get("patch_size") is not None:
+            kwargs["patch_size"] = _single_int(vision["patch_size"], "vision_config.patch_size")
+        for key, field in (("min_dynamic_patch", "min_tiles"), ("max_dynamic_patch", "max_tiles")):
+            if config.get(key) is not None:
+                kwargs[field] = int(config[key])
+        if config.get("use_thumbnail") is not None:
+            kwargs["use_thumbnail"] = bool(config["use_thumbnail"])
+        if config.get("downsample_ratio") is not None:
+            kwargs["downsample_ratio"] = float(config["downsample_ratio"])
+        return cls(**kwargs)
+
+    @property
+    def tokens_per_tile(self) -> int:
+        """Image tokens one tile becomes after pixel shuffle (256 for 448/14 at ratio 0.5)."""
+        # Same expression as InternVL's num_image_token, so a tiny checkpoint agrees with its model.
+        return int((self.tile_size // self.patch_size) ** 2 * self.downsample_ratio**2)
+
+
+DEFAULT_CONFIG = TilingConfig()
+
+
+def _single_int(value: Any, name: str) -> int:
+    # image_size is sometimes written as [448, 448].
+    if isinstance(value, (list, tuple)):
+        if len(set(value)) != 1:
+            raise ValueError(f"{name} must be square, got {value}")
+        value = value[0]
+    return int(value)
+
+
+@lru_cache(maxsize=64)
+def candidate_grids(min_tiles: int, max_tiles: int) -> tuple[tuple[int, int], ...]:
+    """All (cols, rows) with min_tiles <= cols*rows <= max_tiles + 1, by (cols*rows, cols, rows).
+
+    The ``+ 1`` is the released path's (a 4x6 page plus its thumbnail is then 25 tiles); stock
+    InternVL stops at max_tiles.
+    """
+    upper = max_tiles + 1
+    grids = [
+        (cols, rows)
+        for cols in range(1, upper + 1)
+        for rows in range(1, upper // cols + 1)
+        if cols * rows >= min_tiles
+    ]
+    return tuple(sorted(grids, key=lambda g: (g[0] * g[1], g[0], g[1])))
+
+
+def select_grid(width: int, height: int, config: TilingConfig = DEFAULT_CONFIG) -> tuple[int, int]:
+    """The (cols, rows) tile grid HPD-Parsing uses for a width x height image."""
+    if width < 1 or height < 1:
+        raise ValueError(f"image has no pixels ({width}x{height})")
+    aspect = width / height
+    area = width * height
+    tile_area = config.tile_size * config.tile_size
+    grids = candidate_grids(config.min_tiles, config.max_tiles)
+    close = [g for g in grids if abs(g[0] / g[1] - aspect) <= ASPECT_TOLERANCE] or list(grids)
+    # sorted() is stable: equal areas keep the (cols*rows, cols, rows) order, as does min() below.
+    by_area = sorted(close, key=lambda g: abs(area - tile_area * g[0] * g[1]))
+    return min(by_area[:AREA_CANDIDATES], key=lambda g: abs(g[0] / g[1] - aspect))
+
+
+def num_tiles(grid: tuple[int, int], config: TilingConfig = DEFAULT_CONFIG) -> int:
+    """Tiles the model sees for a grid: cols*rows, plus the thumbnail when one is added."""
+    cols, rows = grid
+    n = cols * rows
+    return n + 1 if config.use_thumbnail and n != 1 else n
+
+
+def num_image_tokens(width: int, height: int, config: TilingConfig = DEFAULT_CONFIG) -> int:
+    """How many ``<IMG_CONTEXT>`` tokens the prompt needs for a width x height image."""
+    return num_tiles(select_grid(width, height, config), config) * config.tokens_per_tile
+
+
+def tile_image(image: Image.Image, config: TilingConfig = DEFAULT_CONFIG) -> np.ndarray:
+    """Cut an image into HPD tiles: uint8 array (N, tile, tile, 3), row-major, thumbnail last."""
+    if image.width < 1 or image.height < 1:
+        raise ValueError(f"image has no pixels ({image.width}x{image.height})")
+    if image.mode != "RGB":
+        image = image.convert("RGB")
+    cols, rows = select_grid(image.width, image.height, config)
+    t = config.tile_size
+    n = num_tiles((cols, rows), config)
+    out = np.empty((n, t, t, 3), dtype=np.uint8)
+
+    resized = np.asarray(image.resize((t * cols, t * rows), Image.Resampling.BICUBIC))
+    # (rows*t, cols*t, 3) -> (rows, cols, t, t, 3): tile (r, c) lands at index r*cols + c.
+    blocks = resized.reshape(rows, t, cols, t, 3).swapaxes(1, 2)
+    out[: cols * rows] = blocks.reshape(cols * rows, t, t, 3)
+    if n > cols * rows:
+        out[-1] = np.asarray(image.resize((t, t), Image.Resampling.BICUBIC))
+    return out
+
+
+def _scale_bias(config: TilingConfig) -> tuple[np.ndarray, np.ndarray]:
+    # (x/255 - mean)/std == x*scale + bias, one multiply-add per value.
+    std = np.asarray(config.std, dtype=np.float64)
+    scale = 1.0 / (255.0 * std)
+    bias = -np.asarray(config.mean, dtype=np.float64) / std
+    return scale, bias
+
+
+def normalize(
+    tiles: np.ndarray, config: TilingConfig = DEFAULT_CONFIG, dtype: Any = np.float32
+) -> np.ndarray:
+    """uint8 tiles (N, t, t, 3) -> normalised floats (N, 3, t, t), ImageNet mean/std by default."""
+    if tiles.ndim != 4 or tiles.shape[-1] != 3:
+        raise ValueError(f"expected tiles of shape (N, t, t, 3), got {tiles.shape}")
+    scale, bias = _scale_bias(config)
+    chw = tiles.transpose(0, 3, 1, 2)
+    out = np.empty(chw.shape, dtype=np.float32)
+    np.multiply(chw, scale.astype(np.float32)[:, None, None], out=out)
+    out += bias.astype(np.float32)[:, None, None]
+    return out if np.dtype(dtype) == np.float32 else out.astype(dtype)
+
+
+def normalize_torch(
+    tiles: np.ndarray,
+    config: TilingConfig = DEFAULT_CONFIG,
+    dtype: torch.dtype | None = None,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """Like :func:`normalize`, as a torch tensor: uint8 moves to ``device``, floats made there."""
+    import torch
+
+    if tiles.ndim != 4 or tiles.shape[-1] != 3:
+        raise ValueError(f"expected tiles of shape (N, t, t, 3), got {tiles.shape}")
+    dtype = dtype or torch.float32
+    scale, bias = _scale_bias(config)
+    x = torch.from_numpy(np.ascontiguousarray(tiles)).to(device).permute(0, 3, 1, 2)
+    scale_t = torch.tensor(scale, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
+    bias_t = torch.tensor(bias, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
+    return (x.float() * scale_t + bias_t).to(dtype).contiguous()
