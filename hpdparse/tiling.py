@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from PIL import Image
+from PIL import Image, ImageChops
 
 if TYPE_CHECKING:
     import torch
@@ -138,24 +138,70 @@ def num_image_tokens(width: int, height: int, config: TilingConfig = DEFAULT_CON
     return num_tiles(select_grid(width, height, config), config) * config.tokens_per_tile
 
 
+def grid_image_size(
+    grid: tuple[int, int], config: TilingConfig = DEFAULT_CONFIG
+) -> tuple[int, int]:
+    """(width, height) in pixels the image is resized to before it is cut into ``grid`` tiles."""
+    return grid[0] * config.tile_size, grid[1] * config.tile_size
+
+
 def tile_image(image: Image.Image, config: TilingConfig = DEFAULT_CONFIG) -> np.ndarray:
-    """Cut an image into HPD tiles: uint8 array (N, tile, tile, 3), row-major, thumbnail last."""
+    """Cut an image into HPD tiles: uint8 array (N, tile, tile, 3), row-major, thumbnail last.
+
+    Bicubic resizes as in the released preprocessing (PIL ``resize``), so results are bit-identical
+    to it. A page whose three channels are equal is resized as one band, which gives the same bytes
+    at a third of the cost (about half of real document pages are pure grey).
+    """
     if image.width < 1 or image.height < 1:
         raise ValueError(f"image has no pixels ({image.width}x{image.height})")
-    if image.mode != "RGB":
+    if image.mode not in ("RGB", "L"):
         image = image.convert("RGB")
-    cols, rows = select_grid(image.width, image.height, config)
+    source = _grey_band(image) or image
+    grid = select_grid(image.width, image.height, config)
     t = config.tile_size
-    n = num_tiles((cols, rows), config)
-    out = np.empty((n, t, t, 3), dtype=np.uint8)
+    resized = _as_rgb_array(source.resize(grid_image_size(grid, config), Image.Resampling.BICUBIC))
+    thumbnail = None
+    if num_tiles(grid, config) > grid[0] * grid[1]:
+        thumbnail = _as_rgb_array(source.resize((t, t), Image.Resampling.BICUBIC))
+    return assemble_tiles(resized, grid, thumbnail)
 
-    resized = np.asarray(image.resize((t * cols, t * rows), Image.Resampling.BICUBIC))
+
+def assemble_tiles(
+    resized: np.ndarray, grid: tuple[int, int], thumbnail: np.ndarray | None = None
+) -> np.ndarray:
+    """Cut an image already at :func:`grid_image_size` (H, W, 3) into row-major tiles, then append
+    ``thumbnail`` (t, t, 3) if given. For callers that produce the resized image themselves (e.g.
+    by rasterising a PDF page straight at that size)."""
+    cols, rows = grid
+    height, width = resized.shape[:2]
+    if resized.ndim != 3 or resized.shape[2] != 3 or width % cols or height % rows:
+        raise ValueError(f"image of shape {resized.shape} cannot be cut into {cols}x{rows} tiles")
+    t = width // cols
+    if height // rows != t:
+        raise ValueError(f"image of shape {resized.shape} does not give square {cols}x{rows} tiles")
+    n = cols * rows + (thumbnail is not None)
+    out = np.empty((n, t, t, 3), dtype=np.uint8)
     # (rows*t, cols*t, 3) -> (rows, cols, t, t, 3): tile (r, c) lands at index r*cols + c.
-    blocks = resized.reshape(rows, t, cols, t, 3).swapaxes(1, 2)
-    out[: cols * rows] = blocks.reshape(cols * rows, t, t, 3)
-    if n > cols * rows:
-        out[-1] = np.asarray(image.resize((t, t), Image.Resampling.BICUBIC))
+    out[: cols * rows] = resized.reshape(rows, t, cols, t, 3).swapaxes(1, 2).reshape(-1, t, t, 3)
+    if thumbnail is not None:
+        out[-1] = thumbnail
     return out
+
+
+def _grey_band(image: Image.Image) -> Image.Image | None:
+    """The single band of an image whose channels are all equal, else None."""
+    if image.mode == "L":
+        return image
+    red, green, blue = image.split()
+    if ImageChops.difference(red, green).getbbox() or ImageChops.difference(green, blue).getbbox():
+        return None
+    return red
+
+
+def _as_rgb_array(image: Image.Image) -> np.ndarray:
+    if image.mode == "L":
+        image = Image.merge("RGB", (image, image, image))
+    return np.asarray(image)
 
 
 def _scale_bias(config: TilingConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -193,7 +239,10 @@ def normalize_torch(
         raise ValueError(f"expected tiles of shape (N, t, t, 3), got {tiles.shape}")
     dtype = dtype or torch.float32
     scale, bias = _scale_bias(config)
-    x = torch.from_numpy(np.ascontiguousarray(tiles)).to(device).permute(0, 3, 1, 2)
+    # Reorder as uint8 (a quarter of the bytes), then convert and scale in place.
+    if not tiles.flags.writeable:  # torch.from_numpy warns on read-only arrays
+        tiles = tiles.copy()
+    x = torch.from_numpy(tiles).to(device).permute(0, 3, 1, 2).contiguous()
     scale_t = torch.tensor(scale, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
     bias_t = torch.tensor(bias, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
-    return (x.float() * scale_t + bias_t).to(dtype).contiguous()
+    return x.float().mul_(scale_t).add_(bias_t).to(dtype)

@@ -13,7 +13,9 @@ from hpdparse.tiling import (
     IMAGENET_MEAN,
     IMAGENET_STD,
     TilingConfig,
+    assemble_tiles,
     candidate_grids,
+    grid_image_size,
     normalize,
     normalize_torch,
     num_image_tokens,
@@ -48,6 +50,32 @@ def stock_internvl_grid(width: int, height: int, min_num: int = 1, max_num: int 
         elif diff == best_diff and width * height > 0.5 * 448 * 448 * cols * rows:
             best = (cols, rows)
     return best
+
+
+def reference_tiles(image: Image.Image, config: TilingConfig = DEFAULT_CONFIG) -> np.ndarray:
+    """The released algorithm written plainly: RGB bicubic resize, crop tile by tile, thumbnail."""
+    image = image.convert("RGB")
+    cols, rows = select_grid(image.width, image.height, config)
+    t = config.tile_size
+    resized = image.resize((cols * t, rows * t), Image.Resampling.BICUBIC)
+    tiles = [
+        resized.crop((c * t, r * t, (c + 1) * t, (r + 1) * t))
+        for r in range(rows)
+        for c in range(cols)
+    ]
+    if config.use_thumbnail and cols * rows != 1:
+        tiles.append(image.resize((t, t), Image.Resampling.BICUBIC))
+    return np.stack([np.asarray(tile) for tile in tiles])
+
+
+def page_like_image(width: int, height: int, colour: bool, seed: int = 0) -> Image.Image:
+    """Text-like noise: mostly white with dark specks, optionally a coloured box."""
+    rng = np.random.default_rng(seed)
+    grey = np.where(rng.random((height, width)) < 0.1, rng.integers(0, 120, (height, width)), 255)
+    arr = np.repeat(grey.astype(np.uint8)[..., None], 3, axis=2)
+    if colour:
+        arr[height // 3 : height // 2, width // 4 : width // 2] = (200, 30, 60)
+    return Image.fromarray(arr)
 
 
 def quadrant_image(cell: int, colours: list[list[tuple[int, int, int]]]) -> Image.Image:
@@ -147,6 +175,46 @@ def test_exact_tiles_when_no_resize_is_needed():
     np.testing.assert_array_equal(tiles[3], arr[448:, 448:])
     expected_thumb = np.asarray(Image.fromarray(arr).resize((448, 448), Image.Resampling.BICUBIC))
     np.testing.assert_array_equal(tiles[4], expected_thumb)
+
+
+@pytest.mark.parametrize("colour", [False, True])
+@pytest.mark.parametrize("size", [(827, 1170), (1240, 1754), (300, 300), (2000, 150)])
+def test_tiles_match_plain_released_algorithm(size, colour):
+    image = page_like_image(*size, colour=colour)
+    np.testing.assert_array_equal(tile_image(image), reference_tiles(image))
+
+
+def test_grey_mode_input_matches_rgb_input():
+    image = page_like_image(700, 990, colour=False)
+    np.testing.assert_array_equal(tile_image(image.convert("L")), tile_image(image))
+
+
+def test_real_page_matches_plain_released_algorithm(corpus_dir):
+    pymupdf = pytest.importorskip("pymupdf")
+    with pymupdf.open(corpus_dir / "plumber__issue-90-example.pdf") as doc:
+        pix = doc[0].get_pixmap(dpi=150, alpha=False, colorspace=pymupdf.csRGB)
+    image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+    tiles = tile_image(image)
+    assert tiles.shape == (7, 448, 448, 3)  # A4 at 150 DPI: 2x3 plus thumbnail
+    np.testing.assert_array_equal(tiles, reference_tiles(image))
+
+
+def test_assemble_tiles_from_a_presized_image():
+    rng = np.random.default_rng(1)
+    grid = (3, 2)
+    width, height = grid_image_size(grid, TilingConfig(tile_size=56))
+    assert (width, height) == (168, 112)
+    arr = rng.integers(0, 256, size=(height, width, 3), dtype=np.uint8)
+    thumb = rng.integers(0, 256, size=(56, 56, 3), dtype=np.uint8)
+    tiles = assemble_tiles(arr, grid, thumb)
+    assert tiles.shape == (7, 56, 56, 3)
+    np.testing.assert_array_equal(tiles[4], arr[56:, 56:112])
+    np.testing.assert_array_equal(tiles[6], thumb)
+    assert assemble_tiles(arr, grid).shape == (6, 56, 56, 3)
+    with pytest.raises(ValueError, match="cannot be cut"):
+        assemble_tiles(arr[:, :100], grid)
+    with pytest.raises(ValueError, match="square"):
+        assemble_tiles(arr, (3, 1))
 
 
 def test_non_rgb_modes_are_converted():
