@@ -391,19 +391,20 @@ class _PdfDocument(SourceDocument):
 
     def _open(self, password: str | None) -> pymupdf.Document:
         path = self.path
+        # The error is turned into a message outside the except block: a kept exception would
+        # keep the half-opened document, and its file descriptor, alive through __context__.
+        failure: str | None = None
         try:
             doc = pymupdf.open(path, filetype="pdf")
+        except pymupdf.FileDataError:
+            failure = "damaged PDF, MuPDF could not repair it"
         except Exception as error:
-            with open(path, "rb") as f:
-                head = f.read(1024)
+            failure = f"cannot be opened: {_one_line(error)}"
+        if failure is not None:
             _drain_mupdf_warnings()
-            if isinstance(error, pymupdf.FileDataError) and not _looks_like_pdf(head):
-                reason = "not a PDF or supported image"
-            elif isinstance(error, pymupdf.FileDataError):
-                reason = "damaged PDF, MuPDF could not repair it"
-            else:
-                reason = f"cannot be opened: {_one_line(error)}"
-            raise InputError(f"{path}: {reason}") from None
+            if failure.startswith("damaged") and not _looks_like_pdf(_read_head(path)):
+                failure = "not a PDF or supported image"
+            raise InputError(f"{path}: {failure}")
         try:
             if not doc.is_pdf:
                 raise InputError(f"{path}: {_not_pdf_reason(path, doc)}")
@@ -579,20 +580,23 @@ class _ImageDocument(SourceDocument):
     def __init__(self, path: Path) -> None:
         self.path = path
         self._image: Image.Image | None = None
+        self._file = open(path, "rb")  # noqa: SIM115 - kept open for TIFF frames, see close()
+        failure: str | None = None
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", Image.DecompressionBombWarning)
-                self._image = Image.open(path)
+                self._image = Image.open(self._file)
         except UnidentifiedImageError:
-            raise InputError(f"{path}: not a PDF or supported image") from None
+            failure = "not a PDF or supported image"
         except Image.DecompressionBombError as error:
-            raise InputError(f"{path}: image too large ({_one_line(error)})") from None
+            failure = f"image too large ({_one_line(error)})"
         except Exception as error:
-            raise InputError(f"{path}: image cannot be read: {_one_line(error)}") from None
-        if self._image.format not in _IMAGE_FORMATS:
-            fmt = self._image.format
+            failure = f"image cannot be read: {_one_line(error)}"
+        if failure is None and self._image is not None and self._image.format not in _IMAGE_FORMATS:
+            failure = f"{self._image.format} images are not supported (PNG, JPEG or TIFF)"
+        if failure is not None or self._image is None:
             self.close()
-            raise InputError(f"{path}: {fmt} images are not supported (PNG, JPEG or TIFF)")
+            raise InputError(f"{path}: {failure}")
         self.page_count = getattr(self._image, "n_frames", 1) if self._image.format == "TIFF" else 1
 
     def page_info(self, number: int) -> PageInfo:
@@ -628,6 +632,8 @@ class _ImageDocument(SourceDocument):
         if self._image is not None:
             self._image.close()
             self._image = None
+        if not self._file.closed:
+            self._file.close()
 
 
 def _capped_size(size: tuple[int, int]) -> tuple[int, int]:
