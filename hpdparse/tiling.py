@@ -23,7 +23,8 @@ IMAGENET_STD = (0.229, 0.224, 0.225)
 
 # A candidate grid is kept when |cols/rows - width/height| <= ASPECT_TOLERANCE (absolute difference
 # of the ratios). Relative and log-ratio readings were tried: both turn 720x1150 into 3x5 instead of
-# the fixture's 2x3, so the absolute reading is the one the released path uses.
+# the fixture's 2x3, so the absolute reading is the one the released path uses. "<" and "<=" gave
+# the same grid on every size tried (50..3000 px in both directions), so that choice is moot.
 ASPECT_TOLERANCE = 0.2
 # Among the kept grids, this many closest in area compete on aspect difference.
 AREA_CANDIDATES = 3
@@ -99,8 +100,9 @@ def _single_int(value: Any, name: str) -> int:
 def candidate_grids(min_tiles: int, max_tiles: int) -> tuple[tuple[int, int], ...]:
     """All (cols, rows) with min_tiles <= cols*rows <= max_tiles + 1, by (cols*rows, cols, rows).
 
-    The ``+ 1`` is the released path's (a 4x6 page plus its thumbnail is then 25 tiles); stock
-    InternVL stops at max_tiles.
+    The ``+ 1`` follows the second-hand port of the released path; stock InternVL stops at
+    max_tiles. The known fixture grids come out the same with or without it, so it is unverified:
+    it changes large near-square images (5x5 becomes possible).
     """
     upper = max_tiles + 1
     grids = [

@@ -118,6 +118,12 @@ def test_candidate_grids_bounds_and_order():
     assert all(c * r >= 4 for c, r in candidate_grids(4, 24))
 
 
+def test_plus_one_allows_a_5x5_grid():
+    # The reading taken (max_tiles + 1 candidates, as the port says); stock InternVL caps at 24.
+    assert select_grid(2240, 2240) == (5, 5)
+    assert num_image_tokens(2240, 2240) == 26 * 256
+
+
 def test_min_tiles_forces_tiling():
     config = TilingConfig(min_tiles=2)
     cols, rows = select_grid(100, 100, config)
