@@ -1,0 +1,133 @@
+"""The Python API: `convert(...)` and `render(...)`; the command line is a thin layer over these.
+
+from hpdparse import api
+report = api.convert(["paper.pdf"], "out", engine="openai", server="http://host:8118/v1")
+print(report.exit_code, report.documents[0].status)   # out/paper/paper.md
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from hpdparse.engines import ENGINE_NAMES, Engine, EngineConfig, create_engine
+from hpdparse.errors import EngineError
+from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
+from hpdparse.inputs import discover_inputs, parse_page_ranges
+from hpdparse.markdown.render import RenderOptions
+from hpdparse.pipeline import Converter, ConvertSettings, render_folders
+from hpdparse.progress import Progress
+from hpdparse.report import RunReport
+
+DEFAULT_SERVER = "http://127.0.0.1:8118/v1"
+
+_EXTRAS = {
+    "vllm": ("vLLM", "pip install 'hpdparse[vllm]'"),
+    "torch": ("PyTorch", "pip install 'hpdparse[torch]'"),
+}
+
+
+def make_engine(name: str, config: EngineConfig) -> Engine:
+    """Create engine `name`; a missing optional dependency becomes a one-line EngineError."""
+    if name not in ENGINE_NAMES:
+        raise EngineError(f"unknown engine {name!r}; choose one of {', '.join(ENGINE_NAMES)}")
+    try:
+        return create_engine(name, config)
+    except ImportError as exc:
+        missing = (exc.name or "").split(".")[0]
+        if exc.name and exc.name.startswith("hpdparse."):
+            raise EngineError(
+                f"--engine {name} is not available in this version of hpdparse "
+                f"(use --engine openai with an HPD server)"
+            ) from None
+        what, how = _EXTRAS.get(name, (missing or "a dependency", "pip install 'hpdparse[torch]'"))
+        raise EngineError(
+            f"--engine {name} needs {what}: {how} (missing module {missing or exc})"
+        ) from None
+
+
+def convert(
+    inputs: Sequence[str | Path],
+    output_dir: str | Path = ".",
+    *,
+    engine: str | Engine = "vllm",
+    model: str = DEFAULT_MODEL,
+    revision: str | None = None,
+    server: str = DEFAULT_SERVER,
+    recursive: bool = False,
+    pages: str | None = None,
+    dpi: int = 200,
+    password: str | None = None,
+    batch_size: int = 512,
+    workers: int = 0,
+    overwrite: bool = False,
+    fork: bool = True,
+    mtp: bool = True,
+    speculative_tokens: int = 6,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    device: str | None = None,
+    dtype: str | None = None,
+    render_options: RenderOptions | None = None,
+    report_path: str | Path | None = None,
+    progress: Progress | None = None,
+) -> RunReport:
+    """Convert PDF and image files (files, folders, glob patterns) into `output_dir/<stem>/`.
+
+    `engine` is an engine name (vllm, torch, openai) or an `Engine` (then the caller starts and
+    closes it). `pages` is a 1-based selection such as "1-3,7,10-" (ValueError when invalid).
+    Returns the run report; `report.exit_code` is 0, 1 or 130 (see the command line). Raises
+    EngineError when the engine cannot be created or started.
+    """
+    if dpi < 1:
+        raise ValueError(f"dpi must be positive, not {dpi}")
+    if batch_size < 1:
+        raise ValueError(f"batch size must be at least 1, not {batch_size}")
+    ranges = parse_page_ranges(pages)
+    settings = ConvertSettings(
+        output_dir=Path(output_dir),
+        pages=ranges,
+        dpi=dpi,
+        password=password,
+        batch_size=batch_size,
+        workers=workers,
+        overwrite=overwrite,
+        render_options=render_options or RenderOptions(),
+    )
+    owns_engine = isinstance(engine, str)
+    if isinstance(engine, str):
+        config = EngineConfig(
+            model=model,
+            revision=revision,
+            server=server,
+            fork=fork,
+            mtp=mtp,
+            speculative_tokens=speculative_tokens,
+            max_tokens=max_tokens,
+            device=device,
+            dtype=dtype,
+        )
+        engine = make_engine(engine, config)
+    sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
+    converter = Converter(engine, settings, progress, start_engine=owns_engine)
+    report = converter.run(sources, errors)
+    if report_path is not None:
+        report.write(Path(report_path))
+    return report
+
+
+def render(
+    doc_dirs: Sequence[str | Path],
+    *,
+    password: str | None = None,
+    render_options: RenderOptions | None = None,
+    report_path: str | Path | None = None,
+    progress: Progress | None = None,
+) -> RunReport:
+    """Rebuild `.md`, `.json` and `images/` of converted document folders from their `raw/`
+    pages and their source file (path recorded in `raw/document.json`), without a model."""
+    report = render_folders(
+        [Path(d) for d in doc_dirs], render_options or RenderOptions(), password, progress
+    )
+    if report_path is not None:
+        report.write(Path(report_path))
+    return report

@@ -1,0 +1,295 @@
+"""The `hpdparse` command line: parse arguments, call hpdparse.api, print, set the exit code."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hpdparse import __version__, api
+from hpdparse.errors import HpdparseError
+from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
+from hpdparse.inputs import parse_page_ranges
+from hpdparse.markdown.render import RenderOptions
+from hpdparse.progress import make_progress
+from hpdparse.report import EXIT_FAILED, RunReport, print_summary
+
+EXIT_CODES_HELP = (
+    "Exit codes: 0 every document converted (or skipped as already done); 1 at least one "
+    "document or page failed (the others are still converted); 2 usage error; 130 interrupted."
+)
+
+
+def _render_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--keep-headers",
+            is_flag=True,
+            help="Keep page headers, footers, page numbers and side notes in the Markdown "
+            "(they are always in the JSON).",
+        ),
+        click.option(
+            "--no-images", is_flag=True, help="Do not crop figures into images/ nor link them."
+        ),
+        click.option(
+            "--table-format",
+            type=click.Choice(["auto", "gfm", "html"]),
+            default="auto",
+            show_default=True,
+            help="Tables as GFM pipe tables, HTML, or auto (GFM unless cells span).",
+        ),
+        click.option(
+            "--math",
+            type=click.Choice(["dollar", "latex"]),
+            default="dollar",
+            show_default=True,
+            help="Math delimiters: $...$ and $$...$$, or \\(...\\) and \\[...\\].",
+        ),
+        click.option("--page-markers", is_flag=True, help="Mark page starts with an HTML comment."),
+        click.option(
+            "--no-merge-paragraphs",
+            is_flag=True,
+            help="Do not join paragraphs split across pages.",
+        ),
+        click.option(
+            "--no-merge-tables", is_flag=True, help="Do not join tables split across pages."
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def _make_render_options(kw: dict[str, Any]) -> RenderOptions:
+    return RenderOptions(
+        keep_headers=kw.pop("keep_headers"),
+        images=not kw.pop("no_images"),
+        table_format=kw.pop("table_format"),
+        math=kw.pop("math"),
+        page_markers=kw.pop("page_markers"),
+        merge_paragraphs=not kw.pop("no_merge_paragraphs"),
+        merge_tables=not kw.pop("no_merge_tables"),
+    )
+
+
+def _check_pages(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    try:
+        parse_page_ranges(value)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return value
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="hpdparse")
+def main() -> None:
+    """Convert PDFs and page images to Markdown with the HPD-Parsing document parser."""
+
+
+@main.command(epilog=EXIT_CODES_HELP)
+@click.argument("inputs", nargs=-1, required=True, metavar="INPUT...")
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("."),
+    show_default=True,
+    help="Output folder; each document goes to OUTPUT/<stem>/<stem>.md (a second file with the "
+    "same stem gets <stem>-<hash of its path>).",
+)
+@click.option("-r", "--recursive", is_flag=True, help="Look for inputs in subfolders too.")
+@click.option(
+    "--pages",
+    callback=_check_pages,
+    metavar="RANGES",
+    help="Pages to convert, 1-based: 1-3,7,10- (10 to the end). Default: all.",
+)
+@click.option(
+    "--dpi",
+    type=click.IntRange(10, 1200),
+    default=200,
+    show_default=True,
+    help="Resolution pages are rendered at (very large pages are rendered at less).",
+)
+@click.option("--password", help="Password for encrypted PDFs (ignored for the others).")
+@click.option(
+    "--engine",
+    type=click.Choice(["vllm", "torch", "openai"]),
+    default="vllm",
+    show_default=True,
+    help="vllm: in-process vLLM; torch: plain PyTorch; openai: an OpenAI-compatible HPD "
+    "server (--server).",
+)
+@click.option(
+    "--model",
+    default=DEFAULT_MODEL,
+    show_default=True,
+    help="Model: a hub id or a local folder (for openai: the served model name).",
+)
+@click.option(
+    "--server",
+    default=api.DEFAULT_SERVER,
+    show_default=True,
+    help="Base URL of the HPD server for --engine openai.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, None),
+    default=512,
+    show_default=True,
+    help="Pages decoded at once (in flight), across documents.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(0, None),
+    default=0,
+    help="Processes rendering pages ahead of the engine. Default: one per CPU core (max 8).",
+)
+@click.option("--no-fork", is_flag=True, help="Plain decoding, without hierarchical forks.")
+@click.option("--no-mtp", is_flag=True, help="No P-MTP speculative decoding (vllm, torch).")
+@click.option(
+    "--speculative-tokens",
+    type=click.IntRange(1, 32),
+    default=6,
+    show_default=True,
+    help="Draft tokens per P-MTP step.",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(1, None),
+    default=DEFAULT_MAX_TOKENS,
+    show_default=True,
+    help="Most tokens decoded for one page.",
+)
+@click.option("--device", help="torch device (cpu, cuda, cuda:1, mps); default: the best one.")
+@click.option("--dtype", help="Model dtype (bfloat16, float16, float32); default: per device.")
+@click.option(
+    "--skip-existing/--overwrite",
+    default=True,
+    show_default=True,
+    help="Skip documents already converted with the same settings and resume unfinished ones "
+    "(reusing saved pages), or redo everything.",
+)
+@_render_options
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a JSON report: status, pages and errors per input file, totals, throughput.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Print more (and tracebacks of bugs).")
+def convert(**kw: Any) -> None:
+    """Convert PDF and image files (PNG, JPEG, TIFF), folders and glob patterns to Markdown.
+
+    \b
+    Each document gets OUTPUT/<stem>/ with <stem>.md, <stem>.json (blocks with boxes per
+    page), images/ (cropped figures) and raw/ (the model's raw output per page, saved as soon
+    as the page is done). A rerun skips finished documents and resumes unfinished ones: only
+    pages without saved output are decoded again.
+    """
+    options = _make_render_options(kw)
+    quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
+    if quiet and verbose:
+        raise click.UsageError("--quiet and --verbose exclude each other")
+    progress = make_progress(quiet=quiet, verbose=verbose)
+    try:
+        report = api.convert(
+            kw["inputs"],
+            kw["output"],
+            engine=kw["engine"],
+            model=kw["model"],
+            server=kw["server"],
+            recursive=kw["recursive"],
+            pages=kw["pages"],
+            dpi=kw["dpi"],
+            password=kw["password"],
+            batch_size=kw["batch_size"],
+            workers=kw["workers"],
+            overwrite=not kw["skip_existing"],
+            fork=not kw["no_fork"],
+            mtp=not kw["no_mtp"],
+            speculative_tokens=kw["speculative_tokens"],
+            max_tokens=kw["max_tokens"],
+            device=kw["device"],
+            dtype=kw["dtype"],
+            render_options=options,
+            report_path=kw["report_path"],
+            progress=progress,
+        )
+    except (HpdparseError, ValueError, OSError) as exc:
+        progress.close()
+        _fail(exc, verbose)
+    except Exception as exc:
+        progress.close()
+        _fail(exc, verbose, internal=True)
+    progress.close()
+    _finish(report, quiet)
+
+
+@main.command(epilog=EXIT_CODES_HELP)
+@click.argument(
+    "doc_dirs",
+    nargs=-1,
+    required=True,
+    metavar="DOC_OUTPUT_DIR...",
+    type=click.Path(file_okay=False, path_type=Path),
+)
+@click.option("--password", help="Password of encrypted sources (to cut figure images).")
+@_render_options
+@click.option(
+    "--report",
+    "report_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write a JSON report of this run.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+@click.option("-v", "--verbose", is_flag=True, help="Print more (and tracebacks of bugs).")
+def render(**kw: Any) -> None:
+    """Rebuild .md, .json and images/ of converted documents from their raw/ pages, without a
+    model (the source file, recorded in raw/document.json, is needed for images)."""
+    options = _make_render_options(kw)
+    quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
+    progress = make_progress(quiet=quiet, verbose=verbose)
+    try:
+        report = api.render(
+            kw["doc_dirs"],
+            password=kw["password"],
+            render_options=options,
+            report_path=kw["report_path"],
+            progress=progress,
+        )
+    except (HpdparseError, ValueError, OSError) as exc:
+        progress.close()
+        _fail(exc, verbose)
+    except Exception as exc:
+        progress.close()
+        _fail(exc, verbose, internal=True)
+    progress.close()
+    _finish(report, quiet)
+
+
+def _fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.filename:
+        message = f"{exc.filename}: {exc.strerror or message}"
+    if internal:
+        message = f"internal error: {type(exc).__name__}: {message} (rerun with -v for details)"
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_FAILED)
+
+
+def _finish(report: RunReport, quiet: bool) -> None:
+    if not quiet:
+        print_summary(report, sys.stdout, rich=sys.stdout.isatty())
+    sys.exit(report.exit_code)
+
+
+if __name__ == "__main__":
+    main()
