@@ -49,57 +49,15 @@ SCAN_SOURCE = "memo"
 SCAN_STEM = "scan"
 
 # A small, repetitive vocabulary keeps the tiny model's tokenizer small.
+# fmt: off
 VOCAB = (
-    "the",
-    "a",
-    "data",
-    "model",
-    "page",
-    "table",
-    "text",
-    "value",
-    "result",
-    "system",
-    "report",
-    "group",
-    "rate",
-    "test",
-    "score",
-    "line",
-    "method",
-    "study",
-    "of",
-    "and",
-    "for",
-    "with",
-    "in",
-    "on",
-    "to",
-    "is",
-    "are",
-    "can",
-    "show",
-    "use",
-    "each",
-    "new",
-    "small",
-    "large",
-    "simple",
-    "clear",
-    "first",
-    "second",
-    "more",
-    "less",
-    "high",
-    "low",
-    "time",
-    "year",
-    "size",
-    "set",
-    "part",
-    "form",
-    "level",
+    "the", "a", "data", "model", "page", "table", "text", "value", "result", "system", "report",
+    "group", "rate", "test", "score", "line", "method", "study", "of", "and", "for", "with", "in",
+    "on", "to", "is", "are", "can", "show", "use", "each", "new", "small", "large", "simple",
+    "clear", "first", "second", "more", "less", "high", "low", "time", "year", "size", "set",
+    "part", "form", "level",
 )
+# fmt: on
 # Long words with their syllable breaks, used to hyphenate a paragraph across a page break.
 HYPHENATED = (
     ("in", "for", "ma", "tion"),
@@ -257,13 +215,55 @@ class Column:
 
 
 @dataclass
+class Spacing:
+    """Scales of the vertical gaps, per (page number, flow name).
+
+    A first layout pass with no scales records, for each flow (a column of blocks that should
+    reach a limit, e.g. the top of a block pinned to the page bottom), the sum of its gaps and
+    the room left; fitted() turns that into scales so the second pass fills the room.
+    """
+
+    scales: dict[tuple[int, str], float] = field(default_factory=dict)
+    composers: list[Composer] = field(default_factory=list)
+
+    def new_page(
+        self, doc: pymupdf.Document, stem: str, number: int, size: tuple[float, float]
+    ) -> Composer:
+        composer = Composer(doc.new_page(width=size[0], height=size[1]), stem, number, self)
+        self.composers.append(composer)
+        return composer
+
+    def fitted(self, max_scale: float = 3.0) -> Spacing:
+        scales = {}
+        for c in self.composers:
+            for flow, room in c.room.items():
+                gaps = c.gap_total.get(flow, 0.0)
+                if gaps > 0 and room > 0:
+                    scales[(c.number, flow)] = min(max_scale, 1 + room / gaps)
+        return Spacing(scales)
+
+
+@dataclass
 class Composer:
     """Draws blocks on one page, in reading order, and records their exact extents."""
 
     page: pymupdf.Page
     stem: str
     number: int
+    spacing: Spacing | None = None
     blocks: list[Block] = field(default_factory=list)
+    gap_total: dict[str, float] = field(default_factory=dict)
+    room: dict[str, float] = field(default_factory=dict)
+
+    def gap(self, points: float, flow: str = "main") -> float:
+        """A vertical gap of a flow, stretched by the fitted spacing."""
+        self.gap_total[flow] = self.gap_total.get(flow, 0.0) + points
+        scale = self.spacing.scales.get((self.number, flow), 1.0) if self.spacing else 1.0
+        return points * scale
+
+    def end_flow(self, y: float, limit: float, flow: str = "main") -> None:
+        """The flow ended at y and may grow down to limit."""
+        self.room[flow] = limit - y
 
     @property
     def width(self) -> float:
@@ -584,22 +584,22 @@ def hyphenated_break(
 # ---------------------------------------------------------------- the samples
 
 
-def _report(doc: pymupdf.Document, rng: random.Random) -> list[SamplePage]:
+def _report(doc: pymupdf.Document, rng: random.Random, spacing: Spacing) -> list[SamplePage]:
     words = Words(rng)
     width, height = A4
     margin = 64 + rng.randint(0, 8)
     col = Column(margin, width - margin)
-    body = Style(REGULAR, 11)
+    body = Style(REGULAR, 13, 1.45)
     small = Style(REGULAR, 9)
-    title = Style(BOLD, 20)
-    section = Style(BOLD, 14)
-    caption = Style(REGULAR, 10)
+    title = Style(BOLD, 24)
+    section = Style(BOLD, 16)
+    caption = Style(REGULAR, 11)
     bottom = height - 70
     header_text = "Data Systems Group - Annual Report"
     pages = []
 
     def frame(number: int) -> Composer:
-        c = Composer(doc.new_page(width=width, height=height), "report", number)
+        c = spacing.new_page(doc, "report", number, A4)
         c.text_block("header", [header_text], col, 34, small)
         return c
 
@@ -609,13 +609,15 @@ def _report(doc: pymupdf.Document, rng: random.Random) -> list[SamplePage]:
     # Page 1
     c = frame(1)
     r = c.text_block("doc_title", ["Annual Report on Data Quality"], col, 80, title)
-    r = c.paragraph(words.sentences(2), col, r.y1 + 18, body)
-    r = c.text_block("paragraph_title", ["1 Introduction"], col, r.y1 + 22, section)
+    r = c.paragraph(words.sentences(2), col, r.y1 + c.gap(18), body)
+    r = c.text_block("paragraph_title", ["1 Introduction"], col, r.y1 + c.gap(24), section)
     items = [words.sentence(4, 7) for _ in range(3)]
-    r = c.bullet_list(items, col, r.y1 + 14, body, gap=6)
+    r = c.bullet_list(items, col, r.y1 + c.gap(14), body, gap=6)
+    # The last paragraph fills the page bottom and is cut inside a hyphenated word.
     cut_lines = 3
     lines, continuation = hyphenated_break(words, col.width, body, cut_lines)
     top = bottom - cut_lines * body.pitch
+    c.end_flow(r.y1, top - 24)
     c.text_block("text", lines, col, top, body)
     page_number(c)
     pages.append(c.result())
@@ -624,13 +626,14 @@ def _report(doc: pymupdf.Document, rng: random.Random) -> list[SamplePage]:
     c = frame(2)
     cont_words = [*continuation.split(), *words.sentence(6, 9).split()]
     r = c.paragraph(" ".join(cont_words), col, 80, body)
-    r = c.text_block("paragraph_title", ["2 Results"], col, r.y1 + 22, section)
-    r = c.text_block("table_caption", ["Table 1: Counts by group"], col, r.y1 + 14, caption)
+    r = c.text_block("paragraph_title", ["2 Results"], col, r.y1 + c.gap(24), section)
+    r = c.text_block("table_caption", ["Table 1: Counts by group"], col, r.y1 + c.gap(14), caption)
     counts = [[Cell("Group"), Cell("Pages"), Cell("Rate")]]
     for name in ("North", "South"):
         counts.append([Cell(name), Cell(str(rng.randint(10, 99))), Cell(str(rng.randint(1, 9)))])
-    r = c.table(counts, [140, 100, 100], col.x0, r.y1 + 6, body)
-    r = c.equation([("E = mc", "base"), ("2", "sup")], "E = mc^{2}", col, r.y1 + 20, body)
+    r = c.table(counts, [160, 110, 110], col.x0, r.y1 + 6, body)
+    eq_top = r.y1 + c.gap(22)
+    r = c.equation([("E = mc", "base"), ("2", "sup")], "E = mc^{2}", col, eq_top, body)
     pieces = [
         (words.sentence(5, 7)[:-1] + " when", None),
         ("x\u00b2", "x^{2}"),
@@ -638,33 +641,35 @@ def _report(doc: pymupdf.Document, rng: random.Random) -> list[SamplePage]:
         ("n = 3", "n = 3"),
         ("in " + " ".join(words.words(3)) + ".", None),
     ]
-    r = c.math_paragraph(pieces, col, r.y1 + 20, body)
+    r = c.math_paragraph(pieces, col, r.y1 + c.gap(22), body)
     # Table 2 sits at the page bottom and continues on page 3.
     table_top = bottom - 4 * Composer.row_height(body)
     cap_top = table_top - 6 - (caption.ascent + caption.descent)
+    c.end_flow(r.y1, cap_top - 24)
     c.text_block("table_caption", ["Table 2: Scores by year"], col, cap_top, caption)
     header_row = [Cell("Year"), Cell("Score"), Cell("Size")]
     years = [
         [Cell(str(2016 + i)), Cell(str(rng.randint(50, 99))), Cell(str(rng.randint(1, 9)))]
         for i in range(6)
     ]
-    c.table([header_row, *years[:3]], [140, 100, 100], col.x0, table_top, body)
+    c.table([header_row, *years[:3]], [160, 110, 110], col.x0, table_top, body)
     page_number(c)
     pages.append(c.result())
 
-    # Page 3
+    # Page 3 (the last page: its flow keeps natural gaps)
     c = frame(3)
-    r = c.table([header_row, *years[3:]], [140, 100, 100], col.x0, 80, body)
-    fig = pymupdf.Rect(col.x0 + 60, r.y1 + 30, col.x1 - 60, r.y1 + 30 + 170)
+    r = c.table([header_row, *years[3:]], [160, 110, 110], col.x0, 80, body)
+    fig_top = r.y1 + c.gap(30)
+    fig = pymupdf.Rect(col.x0 + 60, fig_top, col.x1 - 60, fig_top + 170)
     r = c.bar_chart(fig, [rng.uniform(0.3, 1.0) for _ in range(4)])
     r = c.text_block("image_caption", ["Figure 1: Rate by group"], col, r.y1 + 8, caption, "center")
-    r = c.paragraph(words.sentences(2), col, r.y1 + 24, body)
+    r = c.paragraph(words.sentences(2), col, r.y1 + c.gap(24), body)
     page_number(c)
     pages.append(c.result())
     return pages
 
 
-def _paper(doc: pymupdf.Document, rng: random.Random) -> list[SamplePage]:
+def _paper(doc: pymupdf.Document, rng: random.Random, spacing: Spacing) -> list[SamplePage]:
     words = Words(rng)
     width, height = LETTER
     margin = 54 + rng.randint(0, 6)
@@ -681,8 +686,8 @@ def _paper(doc: pymupdf.Document, rng: random.Random) -> list[SamplePage]:
     def page_number(c: Composer) -> None:
         c.text_block("page_number", [str(c.number)], full, height - 40, Style(REGULAR, 9), "center")
 
-    # Page 1: full-width title, then two columns.
-    c = Composer(doc.new_page(width=width, height=height), "paper", 1)
+    # Page 1: full-width title, then two columns; the left column's footnote at the bottom.
+    c = spacing.new_page(doc, "paper", 1, LETTER)
     r = c.text_block(
         "doc_title", ["A Small Study of Layout Models"], full, 60, Style(BOLD, 18), "center"
     )
@@ -690,39 +695,32 @@ def _paper(doc: pymupdf.Document, rng: random.Random) -> list[SamplePage]:
         "text", ["Ann Lee and Tom Park"], full, r.y1 + 10, Style(REGULAR, 10), "center"
     )
     body_top = r.y1 + 28
+    footnote_top = height - 80
     r = c.text_block("paragraph_title", ["1 Introduction"], left, body_top, section)
     r = c.paragraph(words.sentences(2), left, r.y1 + 8, body)
     r = c.equation(
-        [
-            ("a", "base"),
-            ("2", "sup"),
-            (" + b", "base"),
-            ("2", "sup"),
-            (" = c", "base"),
-            ("2", "sup"),
-        ],
-        "a^{2} + b^{2} = c^{2}",
-        left,
-        r.y1 + 12,
-        body,
-    )
-    r = c.paragraph(words.sentences(1), left, r.y1 + 12, body)
+        [("a", "base"), ("2", "sup"), (" + b", "base"), ("2", "sup"), (" = c", "base"),
+         ("2", "sup")],
+        "a^{2} + b^{2} = c^{2}", left, r.y1 + 14, body,
+    )  # fmt: skip
+    r = c.paragraph(words.sentences(1), left, r.y1 + 14, body)
     r = c.text_block("paragraph_title", ["2 Method"], right, body_top, section)
     r = c.paragraph(words.sentences(1), right, r.y1 + 8, body)
-    r = c.text_block("table_caption", ["Table 1: Scores by model"], right, r.y1 + 12, caption)
+    cap_top = r.y1 + 16
+    r = c.text_block("table_caption", ["Table 1: Scores by model"], right, cap_top, caption)
     spans = [
         [Cell("Model", rowspan=2), Cell("Score", colspan=2)],
         [Cell("Dev"), Cell("Test")],
         [Cell("Base"), Cell(str(rng.randint(60, 79))), Cell(str(rng.randint(60, 79)))],
         [Cell("Large"), Cell(str(rng.randint(80, 95))), Cell(str(rng.randint(80, 95)))],
     ]
-    c.table(spans, [90, 70, 70], right.x0, r.y1 + 6, body)
-    c.text_block("page_footnote", ["1 Code is available on request."], left, height - 80, caption)
+    r = c.table(spans, [90, 70, 70], right.x0, r.y1 + 6, body)
+    c.text_block("page_footnote", ["1 Code is available on request."], left, footnote_top, caption)
     page_number(c)
     pages.append(c.result())
 
-    # Page 2: header, two columns with a figure and a fraction.
-    c = Composer(doc.new_page(width=width, height=height), "paper", 2)
+    # Page 2 (the last page): header, two columns with a figure and a fraction.
+    c = spacing.new_page(doc, "paper", 2, LETTER)
     r = c.text_block(
         "header", ["A Small Study of Layout Models"], full, 30, Style(REGULAR, 8), "right"
     )
@@ -741,13 +739,12 @@ def _paper(doc: pymupdf.Document, rng: random.Random) -> list[SamplePage]:
     return pages
 
 
-def _memo(doc: pymupdf.Document, rng: random.Random) -> list[SamplePage]:
+def _memo(doc: pymupdf.Document, rng: random.Random, spacing: Spacing) -> list[SamplePage]:
     words = Words(rng)
-    width, height = A4
     margin = 72 + rng.randint(0, 8)
-    col = Column(margin, width - margin)
+    col = Column(margin, A4[0] - margin)
     body = Style(REGULAR, 12)
-    c = Composer(doc.new_page(width=width, height=height), "memo", 1)
+    c = spacing.new_page(doc, "memo", 1, A4)
     r = c.text_block("doc_title", ["Memo: Weekly Team Update"], col, 90, Style(BOLD, 22))
     r = c.paragraph(words.sentences(2), col, r.y1 + 24, body)
     r = c.paragraph(words.sentences(2), col, r.y1 + 14, body)
@@ -827,9 +824,14 @@ def render_scan(pdf_path: Path, dpi: int = SCAN_DPI) -> bytes:
 def generate(seed: int = 0) -> Iterator[tuple[str, bytes, list[SamplePage]]]:
     """Yield (stem, PDF bytes, page ground truth) for every synthetic document."""
     for index, (stem, build) in enumerate(DOCUMENTS):
-        rng = random.Random(seed * 1000 + index)
+        # Two passes with the same random draws: the first measures how much room each flow
+        # leaves, the second spreads that room over the flow's gaps.
+        trial = Spacing()
         with pymupdf.open() as doc:
-            pages = build(doc, rng)
+            build(doc, random.Random(seed * 1000 + index), trial)
+        spacing = trial.fitted()
+        with pymupdf.open() as doc:
+            pages = build(doc, random.Random(seed * 1000 + index), spacing)
             yield stem, _pdf_bytes(doc, stem), pages
 
 
