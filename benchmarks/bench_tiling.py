@@ -5,7 +5,10 @@ Usage: .venv/bin/python benchmarks/bench_tiling.py [--pdf FILE --page N] [--dpi 
 By default times two A4 pages of the shared corpus, one with colour (pdfjs__TAMReview.pdf p1) and
 one pure grey (plumber__issue-90-example.pdf p1): tile_image resizes a grey page as one band.
 Without the corpus it renders a generated A4 page of text. Prints median and best ms for tile_image
-alone and with normalize (numpy, and torch on CPU when installed).
+alone and with normalize (numpy, and torch on CPU when installed), then rasterise + tile two ways:
+render at the DPI and tile_image (bit-identical to the released preprocessing), or render straight
+at the grid's pixel size plus a 448 px thumbnail render and assemble_tiles (no resampling at all;
+not bit-identical: text is rendered sharper than bicubic upsampling makes it).
 """
 
 from __future__ import annotations
@@ -19,10 +22,19 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import numpy as np  # noqa: E402
 import pymupdf  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from hpdparse.tiling import normalize, normalize_torch, select_grid, tile_image  # noqa: E402
+from hpdparse.tiling import (  # noqa: E402
+    DEFAULT_CONFIG,
+    assemble_tiles,
+    grid_image_size,
+    normalize,
+    normalize_torch,
+    select_grid,
+    tile_image,
+)
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 DEFAULT_PAGES = [
@@ -82,6 +94,44 @@ def bench_page(label: str, image: Image.Image, dpi: int, repeat: int) -> None:
         print(f"  {name:40s} {median:6.1f} ms/page median  ({best:.1f} best)")
 
 
+def render_and_tile(page: pymupdf.Page, dpi: int) -> np.ndarray:
+    return tile_image(render(page.parent, page.number + 1, dpi))
+
+
+def render_at_grid_size(page: pymupdf.Page, dpi: int) -> np.ndarray:
+    """Rasterise straight at the tiles' pixel size: the resampling step disappears."""
+    width_pt, height_pt = page.rect.width, page.rect.height
+    grid = select_grid(round(width_pt * dpi / 72), round(height_pt * dpi / 72))
+    width, height = grid_image_size(grid)
+    pix = page.get_pixmap(
+        matrix=pymupdf.Matrix(width / width_pt, height / height_pt), colorspace=pymupdf.csRGB
+    )
+    resized = np.frombuffer(pix.samples_mv, np.uint8).reshape(height, width, 3)
+    if grid == (1, 1):
+        return assemble_tiles(resized, grid)
+    t = DEFAULT_CONFIG.tile_size
+    thumb_pix = page.get_pixmap(
+        matrix=pymupdf.Matrix(t / width_pt, t / height_pt), colorspace=pymupdf.csRGB
+    )
+    thumbnail = np.frombuffer(thumb_pix.samples_mv, np.uint8).reshape(t, t, 3)
+    return assemble_tiles(resized, grid, thumbnail)
+
+
+def bench_rasterise(label: str, page: pymupdf.Page, dpi: int, repeat: int) -> None:
+    exact = render_and_tile(page, dpi)
+    direct = render_at_grid_size(page, dpi)
+    diff = np.abs(exact.astype(np.int16) - direct).mean()
+    print(
+        f"{label}: rasterise + tile ({exact.shape[0]} tiles; mean |difference| {diff:.2f} levels)"
+    )
+    for name, fn in [
+        (f"render {dpi} DPI + tile_image", lambda: render_and_tile(page, dpi)),
+        ("render at grid size + assemble_tiles", lambda: render_at_grid_size(page, dpi)),
+    ]:
+        median, best = timed(fn, repeat)
+        print(f"  {name:40s} {median:6.1f} ms/page median  ({best:.1f} best)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="Time HPD tiling of rendered PDF pages.")
     parser.add_argument("--pdf", type=Path, help="time this PDF's page instead of the defaults")
@@ -99,6 +149,8 @@ def main() -> None:
         pages = [("generated A4 page (shared corpus not found)", generated_a4(), 1)]
     for label, doc, page_no in pages:
         bench_page(label, render(doc, page_no, args.dpi), args.dpi, args.repeat)
+    for label, doc, page_no in pages:
+        bench_rasterise(label, doc[page_no - 1], args.dpi, args.repeat)
 
 
 if __name__ == "__main__":
