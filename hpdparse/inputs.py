@@ -672,7 +672,7 @@ def _to_rgb(image: Image.Image) -> Image.Image:
 # Rendering in worker processes
 
 _CACHE_SIZE = 4
-_cache: OrderedDict[tuple[str, str | None], SourceDocument] = OrderedDict()
+_cache: OrderedDict[tuple[str, str | None, int, int], SourceDocument] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -680,9 +680,15 @@ def render_page(path: str, number: int, dpi: int, password: str | None = None) -
     """Render one page of a file; a picklable function for worker processes (or threads).
 
     Keeps the last few documents open per process, so rendering the pages of a document one call
-    at a time does not reopen it each time. Raises InputError like `open_source` and `render`.
+    at a time does not reopen it each time (a file changed on disk since is opened afresh).
+    Threads of one process render one at a time: PyMuPDF is not thread-safe, use processes for
+    parallel rendering. Raises InputError like `open_source` and `render`.
     """
-    key = (str(path), password)
+    try:
+        stat = os.stat(path)
+        key = (str(path), password, stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = (str(path), password, -1, -1)
     with _cache_lock:
         document = _cache.get(key)
         if document is None:

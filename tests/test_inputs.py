@@ -602,3 +602,12 @@ def test_render_page_cache_is_bounded_and_errors_are_clean(tmp_path):
         render_page(str(tmp_path / "nothing.pdf"), 1, 36)
     inputs.close_cached_documents()
     assert not inputs._cache
+
+
+def test_render_page_reopens_a_file_changed_on_disk(tmp_path):
+    path = make_pdf(tmp_path / "changing.pdf")
+    assert render_page(str(path), 1, 72).image.size == A4
+    make_pdf(tmp_path / "changing.pdf", sizes=[(612, 792), (612, 792)])
+    os.utime(path, ns=(1, 1))  # a different mtime even on coarse clocks
+    assert render_page(str(path), 2, 72).image.size == (612, 792)
+    inputs.close_cached_documents()
