@@ -156,8 +156,7 @@ def tile_image(image: Image.Image, config: TilingConfig = DEFAULT_CONFIG) -> np.
     """
     if image.width < 1 or image.height < 1:
         raise ValueError(f"image has no pixels ({image.width}x{image.height})")
-    if image.mode not in ("RGB", "L"):
-        image = image.convert("RGB")
+    image = _rgb_or_grey(image)
     source = _grey_band(image) or image
     grid = select_grid(image.width, image.height, config)
     t = config.tile_size
@@ -188,6 +187,19 @@ def assemble_tiles(
     if thumbnail is not None:
         out[-1] = thumbnail
     return out
+
+
+def _rgb_or_grey(image: Image.Image) -> Image.Image:
+    if image.mode in ("RGB", "L"):
+        return image
+    if image.mode.startswith("I;16") or image.mode == "I":
+        # 16-bit scans (PNG/TIFF open as I;16 or I): Pillow's convert clips at 255, which would
+        # turn almost every pixel white; keep the high byte instead.
+        samples = np.asarray(image).astype(np.int64)
+        if image.mode == "I" and samples.max(initial=0) <= 255:
+            return Image.fromarray(samples.clip(0, 255).astype(np.uint8))
+        return Image.fromarray((samples.clip(0, 65535) >> 8).astype(np.uint8))
+    return image.convert("RGB")
 
 
 def _grey_band(image: Image.Image) -> Image.Image | None:

@@ -229,6 +229,21 @@ def test_non_rgb_modes_are_converted():
         assert tiles.shape[1:] == (448, 448, 3)
 
 
+@pytest.mark.parametrize("mode", ["I;16", "I"])
+def test_16_bit_greyscale_keeps_its_contrast(mode):
+    ramp = np.linspace(0, 65535, 448 * 448).reshape(448, 448).astype(np.uint16)
+    image = Image.fromarray(ramp) if mode == "I;16" else Image.fromarray(ramp.astype(np.int32))
+    assert image.mode == mode
+    tile = tile_image(image)[0]
+    np.testing.assert_array_equal(tile[..., 0], ramp >> 8)
+    assert tile.min() == 0 and tile.max() == 255
+
+
+def test_8_bit_values_in_i_mode_are_kept():
+    image = Image.fromarray(np.full((448, 448), 200, dtype=np.int32))
+    assert (tile_image(image) == 200).all()
+
+
 @pytest.mark.parametrize("size", [(1, 1), (10000, 10), (10, 10000), (1, 5000), (3, 2)])
 def test_degenerate_sizes_do_not_crash(size):
     cols, rows = select_grid(*size)
