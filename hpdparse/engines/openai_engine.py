@@ -1,0 +1,445 @@
+"""The `openai` engine: pages decoded by an OpenAI-compatible server that does HPD server-side
+(the vendor's vLLM image, or later `hpdparse serve`).
+
+Each page is one `POST {server}/chat/completions` with a single user message: the page as a PNG
+data URL, then the HPD instruction; `temperature 0` and `max_tokens`. At most `max_in_flight`
+requests are open at once. Connection errors, timeouts (`request_timeout` per attempt) and HTTP 5xx
+are retried `retries` times with exponential backoff and jitter; HTTP 4xx and answers that are not
+a chat completion fail that page at once. A failed page becomes a PageResult with finish_reason
+"error" and a one-line error; `run` never raises for a single page.
+
+finish_reason from the server: "stop" and "length" are kept; a missing one counts as "stop";
+"abort" and "content_filter" mean the text is incomplete or withheld, so the page is an error;
+any other value (a server's own name for end of sequence) counts as "stop".
+
+Options read from `EngineConfig.extra` (no command-line flag): `api_key` (else the environment
+variable HPDPARSE_API_KEY) sent as a bearer token; `retry_backoff` (first backoff in seconds,
+default 0.5) and `retry_backoff_max` (default 20); `extra_body`, a dict merged into every request
+body (e.g. vLLM's `{"skip_special_tokens": false}` or `{"repetition_penalty": 1.05}`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import concurrent.futures
+import json
+import logging
+import os
+import queue
+import random
+import struct
+import threading
+import time
+import zlib
+from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable, Iterator
+from typing import Any, TypeVar
+
+import httpx
+from PIL import Image
+
+from hpdparse.engines.base import (
+    FINISH_ERROR,
+    FINISH_LENGTH,
+    FINISH_STOP,
+    Engine,
+    EngineConfig,
+    EngineInfo,
+    PageRequest,
+    PageResult,
+)
+from hpdparse.errors import EngineError
+from hpdparse.hpd.protocol import DEFAULT_MODEL, ENDOFTEXT, IM_END, instruction
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_ERROR_FINISH_REASONS = {"abort", "content_filter"}
+_STOP_TOKENS = (IM_END, ENDOFTEXT)
+_MAX_MESSAGE_CHARS = 300
+_CHECK_TIMEOUT = 30.0
+
+
+def encode_page_png(image: Image.Image) -> bytes:
+    """The page as PNG bytes, encoded for speed: no row filters, zlib level 1.
+
+    Pillow's encoder spends most of its time choosing row filters; for rendered pages (mostly
+    flat background) unfiltered rows at level 1 are about as small and take half the time.
+    Transparent images are flattened onto white; every other mode becomes RGB (or stays L).
+    """
+    image = _flatten(image)
+    width, height = image.size
+    channels = 1 if image.mode == "L" else 3
+    pixels = memoryview(image.tobytes())
+    stride = width * channels
+    rows = bytearray((stride + 1) * height)  # each row: filter byte 0 (none), then the pixels
+    for y in range(height):
+        start = y * (stride + 1) + 1
+        rows[start : start + stride] = pixels[y * stride : (y + 1) * stride]
+    color_type = 0 if channels == 1 else 2
+    header = struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)
+    return b"".join(
+        (
+            _PNG_SIGNATURE,
+            _png_chunk(b"IHDR", header),
+            _png_chunk(b"IDAT", zlib.compress(rows, 1)),
+            _png_chunk(b"IEND", b""),
+        )
+    )
+
+
+def _flatten(image: Image.Image) -> Image.Image:
+    if image.mode in ("RGB", "L"):
+        return image
+    has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
+    if has_alpha:
+        rgba = image.convert("RGBA")
+        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
+        return Image.alpha_composite(background, rgba).convert("RGB")
+    return image.convert("RGB")
+
+
+def _png_chunk(kind: bytes, data: bytes) -> bytes:
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def _one_line(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def _server_message(response: httpx.Response) -> str:
+    """The error text of an error response: OpenAI's {"error": {"message"}}, vLLM's
+    {"message"}, FastAPI's {"detail"}, or the body itself."""
+    try:
+        data = response.json()
+    except ValueError:
+        return _one_line(response.text) or "(empty body)"
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return _one_line(error["message"])
+        for field in ("message", "detail", "error"):
+            if data.get(field):
+                return _one_line(str(data[field]))
+    return _one_line(json.dumps(data))
+
+
+def _describe_transport_error(error: Exception, timeout: float) -> str:
+    if isinstance(error, (TimeoutError, asyncio.TimeoutError, httpx.TimeoutException)):
+        if isinstance(error, httpx.ConnectTimeout):
+            return "connection timed out"
+        return f"no answer within {timeout:g} s"
+    text = str(error)
+    if isinstance(error, httpx.ConnectError):
+        if "refused" in text.lower() or "connection attempts failed" in text.lower():
+            return "connection refused"
+        return _one_line(f"cannot connect ({text})")
+    if isinstance(error, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
+        return _one_line(f"connection dropped ({text})" if text else "connection dropped")
+    return _one_line(f"{type(error).__name__}: {text}" if text else type(error).__name__)
+
+
+def _after(retries: int) -> str:
+    if retries == 0:
+        return ""
+    return f" after {retries} retr{'y' if retries == 1 else 'ies'}"
+
+
+class _GarbageAnswer(Exception):
+    """A 2xx answer that is not a usable chat completion."""
+
+
+class OpenAIEngine(Engine):
+    """HPD pages through an OpenAI-compatible chat-completions server (see the module doc)."""
+
+    name = "openai"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self.server = config.server.rstrip("/")
+        self.model = config.model
+        self.prompt = instruction(config.fork)
+        extra = config.extra
+        self._api_key: str | None = extra.get("api_key") or os.environ.get("HPDPARSE_API_KEY")
+        self._backoff = float(extra.get("retry_backoff", 0.5))
+        self._backoff_max = float(extra.get("retry_backoff_max", 20.0))
+        self._extra_body: dict[str, Any] = dict(extra.get("extra_body") or {})
+        self._started = False
+
+    @property
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            engine=self.name,
+            model=self.model,
+            revision=None,
+            prompt=self.prompt,
+            max_tokens=self.config.max_tokens,
+        )
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json"}
+        if self._api_key:
+            headers["Authorization"] = f"Bearer {self._api_key}"
+        return headers
+
+    def start(self) -> None:
+        """Check the server with GET /models and settle the model name to send."""
+        if not self.server.startswith(("http://", "https://")):
+            raise EngineError(f"invalid HPD server URL {self.server!r}: it must start with http://")
+        url = f"{self.server}/models"
+        try:
+            with httpx.Client(timeout=min(self.config.request_timeout, _CHECK_TIMEOUT)) as client:
+                response = client.get(url, headers=self._headers())
+        except httpx.HTTPError as error:
+            reason = _describe_transport_error(error, min(self.config.request_timeout, 30.0))
+            raise EngineError(
+                f"cannot reach HPD server at {self.server}: {reason}; start it or pass --server"
+            ) from None
+        if response.status_code != 200:
+            hint = (
+                "; is the URL right (it usually ends in /v1)?"
+                if response.status_code == 404
+                else ""
+            )
+            raise EngineError(
+                f"HPD server at {self.server} answered GET /models with HTTP "
+                f"{response.status_code}: {_server_message(response)}{hint}"
+            )
+        self.model = self._choose_model(self._served_models(response))
+        self._started = True
+
+    def _served_models(self, response: httpx.Response) -> list[str]:
+        try:
+            data = response.json()["data"]
+            return [str(entry["id"]) for entry in data]
+        except (ValueError, KeyError, TypeError):
+            raise EngineError(
+                f"HPD server at {self.server} answered GET /models with something that is not "
+                f"an OpenAI model list: {_one_line(response.text, 80)}"
+            ) from None
+
+    def _choose_model(self, served: list[str]) -> str:
+        wanted = self.config.model
+        if not served or wanted in served:
+            return wanted
+        if wanted == DEFAULT_MODEL and len(served) == 1:
+            log.debug("server serves %s; using that name for %s", served[0], wanted)
+            return served[0]
+        raise EngineError(
+            f"HPD server at {self.server} does not serve model {wanted!r} "
+            f"(it serves {', '.join(served)}); pass --model"
+        )
+
+    def close(self) -> None:
+        self._started = False
+
+    def preparer(self) -> Callable[[Image.Image], Any]:
+        return encode_page_png
+
+    def _request_body(self, payload: Any) -> bytes:
+        """The JSON request body for one page; payload is PNG bytes, a data URL or an image."""
+        if isinstance(payload, Image.Image):
+            payload = encode_page_png(payload)
+        if isinstance(payload, (bytes, bytearray, memoryview)):
+            url = "data:image/png;base64," + base64.b64encode(payload).decode("ascii")
+        elif isinstance(payload, str) and payload.startswith("data:"):
+            url = payload
+        else:
+            raise TypeError(f"page payload is {type(payload).__name__}, not PNG bytes")
+        body = {
+            "model": self.model,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "image_url", "image_url": {"url": url}},
+                        {"type": "text", "text": self.prompt},
+                    ],
+                }
+            ],
+            "temperature": 0,
+            "max_tokens": self.config.max_tokens,
+            **self._extra_body,
+        }
+        return json.dumps(body).encode("ascii")
+
+    def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
+        """Send pages as room frees up, yield results as they finish (see Engine.run).
+
+        The HTTP requests run on an asyncio loop in a background thread; this generator pulls
+        `requests` itself, only while fewer than `max_in_flight` pages are pulled and not yet
+        yielded, and prefers yielding finished pages to pulling new ones. The iterator must
+        not wait for results of this same run. Closing the generator cancels open requests.
+        """
+        if max_in_flight < 1:
+            raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")
+        if not self._started:
+            self.start()
+        finished: queue.Queue[concurrent.futures.Future[PageResult]] = queue.Queue()
+        loop = _LoopThread()
+        client: httpx.AsyncClient | None = None
+        try:
+            client = loop.submit(self._open_client(max_in_flight)).result()
+            pending = iter(requests)
+            exhausted = False
+            in_flight = 0
+            while True:
+                while not finished.empty():
+                    in_flight -= 1
+                    yield finished.get_nowait().result()
+                if not exhausted and in_flight < max_in_flight:
+                    try:
+                        request = next(pending)
+                    except StopIteration:
+                        exhausted = True
+                        continue
+                    try:
+                        body = self._request_body(request.payload)
+                    except Exception as error:  # a bad payload fails its page only
+                        yield self._error(request.key, f"cannot send page: {_one_line(error)}", 0)
+                        continue
+                    future = loop.submit(self._decode_page(client, request.key, body))
+                    future.add_done_callback(finished.put)
+                    in_flight += 1
+                    continue
+                if in_flight == 0:
+                    return
+                in_flight -= 1
+                yield finished.get().result()
+        finally:
+            loop.stop(client.aclose if client is not None else None)
+
+    async def _open_client(self, max_in_flight: int) -> httpx.AsyncClient:
+        timeout = self.config.request_timeout
+        return httpx.AsyncClient(
+            headers=self._headers(),
+            timeout=httpx.Timeout(timeout, connect=min(timeout, _CHECK_TIMEOUT)),
+            limits=httpx.Limits(
+                max_connections=max_in_flight, max_keepalive_connections=max_in_flight
+            ),
+        )
+
+    def _error(self, key: Hashable, message: str, retries: int, seconds: float = 0.0) -> PageResult:
+        return PageResult(
+            key=key,
+            text="",
+            finish_reason=FINISH_ERROR,
+            error=_one_line(message),
+            seconds=seconds,
+            stats={"retries": retries},
+        )
+
+    async def _decode_page(
+        self, client: httpx.AsyncClient, key: Hashable, body: bytes
+    ) -> PageResult:
+        started = time.perf_counter()
+        url = f"{self.server}/chat/completions"
+        timeout = self.config.request_timeout
+        retries = 0
+        while True:
+            try:
+                response = await asyncio.wait_for(client.post(url, content=body), timeout)
+            except asyncio.CancelledError:
+                raise
+            except (httpx.TransportError, asyncio.TimeoutError) as error:
+                problem = _describe_transport_error(error, timeout)
+            except Exception as error:  # anything else is not worth a retry
+                message = f"server {self.server}: {type(error).__name__}: {error}"
+                return self._error(key, message, retries, time.perf_counter() - started)
+            else:
+                status = response.status_code
+                if 200 <= status < 300:
+                    return self._parse_answer(key, response, retries, time.perf_counter() - started)
+                problem = f"HTTP {status} {response.reason_phrase}: {_server_message(response)}"
+                if status < 500:
+                    message = f"server {self.server}: {problem}{_after(retries)}"
+                    return self._error(key, message, retries, time.perf_counter() - started)
+            if retries >= self.config.retries:
+                message = f"server {self.server}: {problem}{_after(retries)}"
+                return self._error(key, message, retries, time.perf_counter() - started)
+            retries += 1
+            limit = min(self._backoff_max, self._backoff * 2 ** (retries - 1))
+            await asyncio.sleep(limit * random.uniform(0.5, 1.0))
+
+    def _parse_answer(
+        self, key: Hashable, response: httpx.Response, retries: int, seconds: float
+    ) -> PageResult:
+        try:
+            text, finish_reason, usage = _read_completion(response)
+        except _GarbageAnswer as error:
+            return self._error(key, f"server {self.server}: {error}", retries, seconds)
+        if finish_reason in _ERROR_FINISH_REASONS:
+            message = f"server {self.server}: answer ended with finish_reason {finish_reason!r}"
+            return self._error(key, message, retries, seconds)
+        if finish_reason != FINISH_LENGTH:
+            if finish_reason not in (None, FINISH_STOP):
+                log.debug("finish_reason %r taken as stop", finish_reason)
+            finish_reason = FINISH_STOP
+        for token in _STOP_TOKENS:
+            text = text.removesuffix(token)
+        return PageResult(
+            key=key,
+            text=text,
+            finish_reason=finish_reason,
+            prompt_tokens=_count(usage, "prompt_tokens"),
+            output_tokens=_count(usage, "completion_tokens"),
+            seconds=seconds,
+            stats={"retries": retries},
+        )
+
+
+def _read_completion(response: httpx.Response) -> tuple[str, str | None, dict[str, Any]]:
+    try:
+        data = response.json()
+    except ValueError:
+        raise _GarbageAnswer(
+            f"answer is not JSON: {_one_line(response.text, 80) or '(empty body)'}"
+        ) from None
+    choices = data.get("choices") if isinstance(data, dict) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise _GarbageAnswer(f"answer has no choices: {_one_line(response.text, 80)}")
+    message = choices[0].get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if not isinstance(content, str):
+        raise _GarbageAnswer(f"answer has no text content: {_one_line(json.dumps(message), 80)}")
+    finish_reason = choices[0].get("finish_reason")
+    usage = data.get("usage")
+    return content, finish_reason, usage if isinstance(usage, dict) else {}
+
+
+def _count(usage: dict[str, Any], field: str) -> int:
+    value = usage.get(field)
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+class _LoopThread:
+    """An asyncio event loop running in a daemon thread, fed from other threads."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="hpdparse-openai")
+        self.thread.daemon = True
+        self.thread.start()
+
+    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+
+    def stop(self, last: Callable[[], Awaitable[Any]] | None = None) -> None:
+        """Cancel every task, await `last()` (to close the client), stop the loop, join."""
+        try:
+            self.submit(self._shutdown(last)).result(timeout=30)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join()
+            self.loop.close()
+
+    async def _shutdown(self, last: Callable[[], Awaitable[Any]] | None) -> None:
+        current = asyncio.current_task()
+        tasks = [task for task in asyncio.all_tasks() if task is not current]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if last is not None:
+            await last()
