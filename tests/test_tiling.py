@@ -221,6 +221,8 @@ def test_assemble_tiles_from_a_presized_image():
         assemble_tiles(arr[:, :100], grid)
     with pytest.raises(ValueError, match="square"):
         assemble_tiles(arr, (3, 1))
+    with pytest.raises(ValueError, match="expected an"):
+        assemble_tiles(arr[..., 0], grid)
 
 
 def test_non_rgb_modes_are_converted():
