@@ -1,4 +1,4 @@
-"""Placeholder renderer with the final signature; the converter issue replaces its body."""
+"""A document's pages (raw HPD streams) -> one Markdown file, one JSON record and image crops."""
 
 from __future__ import annotations
 
@@ -6,18 +6,44 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpdparse.document import PAGE_FAILED, DocumentRecord
+from hpdparse.document import PAGE_FAILED, DocumentRecord, PageRecord
+from hpdparse.hpd.labels import ROLE_TITLE
+from hpdparse.hpd.stream import parse_page
+from hpdparse.markdown.build import PageBuilder
+from hpdparse.markdown.formulas import display_math, with_tag
+from hpdparse.markdown.headings import assign_levels, heading_markdown, numbering
+from hpdparse.markdown.json_export import document_json, page_json
+from hpdparse.markdown.lists import render_list
+from hpdparse.markdown.merge import merge_across_pages
+from hpdparse.markdown.tables import render_table
+from hpdparse.markdown.text import escape_block_start, render_inline
+from hpdparse.markdown.units import (
+    BARRIER,
+    CODE,
+    COMMENT,
+    FIGURE,
+    FORMULA,
+    FURNITURE,
+    HEADING,
+    LIST,
+    PARAGRAPH,
+    TABLE,
+    Unit,
+)
+
+TABLE_FORMATS = ("auto", "gfm", "html")
+MATH_STYLES = ("dollar", "latex")
 
 
 @dataclass
 class RenderOptions:
-    keep_headers: bool = False
-    images: bool = True
-    table_format: str = "auto"  # gfm | html | auto
+    keep_headers: bool = False  # headers, footers, page numbers, side notes in the Markdown
+    images: bool = True  # crop figures/charts/seals and link them
+    table_format: str = "auto"  # gfm | html | auto (GFM unless the table has spans)
     math: str = "dollar"  # dollar ($ $$) | latex (\( \) \[ \])
-    page_markers: bool = False
-    merge_paragraphs: bool = True
-    merge_tables: bool = True
+    page_markers: bool = False  # <!-- page 3 --> before each page
+    merge_paragraphs: bool = True  # join a paragraph cut by a page break
+    merge_tables: bool = True  # join a table continued on the next page
 
 
 @dataclass
@@ -36,17 +62,140 @@ class RenderedDocument:
     images: list[ImageCrop] = field(default_factory=list)
 
 
-_TAG = re.compile(r"<BLOCK>[^<\[]*(\[[^\]]*\])?|<CHILD>|<FORK>")
-
-
 def render_document(doc: DocumentRecord, options: RenderOptions | None = None) -> RenderedDocument:
-    parts = []
+    """Render every page of `doc`. Never raises on model output, however malformed."""
+    options = options or RenderOptions()
+    dollar = options.math != "latex"
+    units: list[Unit] = []
+    crops: list[ImageCrop] = []
+    pages_json: list[dict[str, Any]] = []
+    blocks_by_ref: dict[tuple[int, int], dict[str, Any]] = {}
+
     for page in doc.pages:
+        if options.page_markers:
+            units.append(Unit(COMMENT, page.number, None, text=_marker(page)))
         if page.status == PAGE_FAILED:
-            parts.append(f"<!-- page {page.number} failed: {page.error} -->")
+            reason = page.error or page.finish_reason or "unknown error"
+            units.append(
+                Unit(BARRIER, page.number, None, text=f"page {page.number} failed: {reason}")
+            )
+            pages_json.append(page_json(page, [], []))
             continue
-        for chunk in _TAG.split(page.raw):
-            if chunk and not chunk.startswith("["):
-                parts.append(chunk.strip())
-    markdown = "\n\n".join(p for p in parts if p) + "\n"
-    return RenderedDocument(markdown=markdown, json={"source": doc.source, "pages": []})
+        parsed = parse_page(page.raw or "", page.finish_reason)
+        builder = PageBuilder(page, parsed, options.images, dollar)
+        builder.build()
+        units.extend(builder.units)
+        for note in builder.notes():
+            units.append(Unit(COMMENT, page.number, None, text=note))
+        crops.extend(ImageCrop(name, page.number, box) for name, box in builder.crops)
+        pages_json.append(page_json(page, parsed.flags, builder.blocks_json))
+        for block in builder.blocks_json:
+            blocks_by_ref[(page.number, block["index"])] = block
+
+    merges: list[dict[str, Any]] = []
+
+    def record(kind: str, first: Unit, second: Unit) -> None:
+        a = {"page": first.page, "block": first.block}
+        b = {"page": second.page, "block": second.block}
+        merges.append({"kind": kind, "first": a, "second": b})
+        blocks_by_ref[(first.page, first.block)].setdefault("continued_by", []).append(b)
+        blocks_by_ref[(second.page, second.block)]["continues"] = a
+
+    merge_across_pages(units, options.merge_paragraphs, options.merge_tables, record)
+    _assign_heading_levels(units, blocks_by_ref)
+
+    parts = [_unit_markdown(unit, options, dollar) for unit in units if not unit.removed]
+    markdown = "\n\n".join(p for p in parts if p)
+    markdown = markdown + "\n" if markdown else ""
+    data = document_json(doc, options_dict(options), pages_json, merges)
+    return RenderedDocument(markdown=markdown, json=data, images=crops if options.images else [])
+
+
+def options_dict(options: RenderOptions) -> dict[str, Any]:
+    return {
+        "keep_headers": options.keep_headers,
+        "images": options.images,
+        "table_format": options.table_format,
+        "math": options.math,
+        "page_markers": options.page_markers,
+        "merge_paragraphs": options.merge_paragraphs,
+        "merge_tables": options.merge_tables,
+    }
+
+
+def _assign_heading_levels(
+    units: list[Unit], blocks_by_ref: dict[tuple[int, int], dict[str, Any]]
+) -> None:
+    headings = [u for u in units if u.kind == HEADING and not u.removed]
+    sections = [u for u in headings if u.role != ROLE_TITLE]
+    if not any(u.role == ROLE_TITLE for u in headings) and sections:
+        # No doc_title: an unnumbered heading that opens the first page is the document title.
+        first = next((u for u in units if u.kind not in (COMMENT, FURNITURE)), None)
+        if first is sections[0] and first.page == units[0].page and numbering(first.text) is None:
+            first.level = 0
+            sections = sections[1:]
+    for unit, level in zip(sections, assign_levels([u.text for u in sections]), strict=True):
+        unit.level = level
+    for unit in headings:
+        if unit.block is not None:
+            blocks_by_ref[(unit.page, unit.block)]["level"] = unit.level
+
+
+def _unit_markdown(unit: Unit, options: RenderOptions, dollar: bool) -> str:
+    kind = unit.kind
+    if kind == PARAGRAPH:
+        return escape_block_start(render_inline(unit.text, dollar))
+    if kind == HEADING:
+        return heading_markdown(render_inline(unit.text, dollar), unit.level)
+    if kind == LIST:
+        return render_list(unit.items, unit.ordered, dollar)
+    if kind == TABLE:
+        return render_table(unit.table, options.table_format, dollar) if unit.table else ""
+    if kind == FORMULA:
+        last = len(unit.formulas) - 1
+        return "\n\n".join(
+            display_math(with_tag(f, unit.tag if i == last else None), dollar)
+            for i, f in enumerate(unit.formulas)
+        )
+    if kind == FIGURE:
+        caption = escape_block_start(render_inline(unit.text, dollar)) if unit.text else ""
+        if not unit.image:
+            return caption
+        alt = _ALT_UNSAFE.sub(r"\\\g<0>", render_inline(unit.alt, dollar))
+        link = f"![{alt}]({unit.image})"
+        return f"{link}\n\n{caption}" if caption else link
+    if kind == CODE:
+        return _code_fence(unit.text, unit.extra.get("language", ""))
+    if kind == FURNITURE:
+        return escape_block_start(render_inline(unit.text, dollar)) if options.keep_headers else ""
+    if kind in (COMMENT, BARRIER):
+        return comment(unit.text)
+    return ""
+
+
+_ALT_UNSAFE = re.compile(r"[\[\]]")
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+def _code_fence(text: str, language: str = "") -> str:
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"
+
+
+_COMMENT_UNSAFE = re.compile(r"-{2,}|[<>]")
+_COMMENT_SAFE = {"<": "‹", ">": "›"}
+
+
+def comment(text: str) -> str:
+    """An HTML comment that nothing in `text` can close or nest: runs of `-` become one, `<` and
+    `>` become `‹` `›`, whitespace is collapsed to one line."""
+    body = " ".join(str(text).split())[:500]
+    body = _COMMENT_UNSAFE.sub(lambda m: _COMMENT_SAFE.get(m.group(0), "-"), body)
+    return f"<!-- {body} -->"
+
+
+def _marker(page: PageRecord) -> str:
+    if page.label and page.label != str(page.number):
+        return f"page {page.number} (label {page.label})"
+    return f"page {page.number}"

@@ -1,0 +1,268 @@
+"""Raw HPD page stream -> ordered blocks. Never raises, whatever the model wrote.
+
+Grammar (hpd-model.md): `<BLOCK>label [x1, y1, x2, y2]<CHILD>content<BLOCK>...`, boxes on a 0-1000
+grid. Blocks without content carry no `<CHILD>`. Everything malformed is repaired or dropped
+with a flag on the block or the page, and the text is always kept.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from hpdparse.hpd.labels import LABEL_ROLES, normalize_label, role_of
+from hpdparse.hpd.protocol import BLOCK, CHILD, FORK
+
+GRID = 1000
+
+# Block flags
+FLAG_NO_HEADER = "no_header"  # content before the first <BLOCK>
+FLAG_NO_LABEL = "no_label"
+FLAG_BAD_BOX = "bad_box"  # box unreadable or empty: dropped, text kept
+FLAG_BOX_CLAMPED = "box_clamped"  # coordinates outside 0-1000 clamped
+FLAG_BOX_SWAPPED = "box_swapped"  # x1 > x2 or y1 > y2: swapped
+FLAG_NO_CHILD_MARKER = "no_child_marker"  # content after a header without <CHILD>
+FLAG_LEAKED_TOKENS = "leaked_tokens"  # control tokens inside content: dropped, text kept
+FLAG_REPETITION = "repetition"  # a repetition loop was cut
+FLAG_TRUNCATED = "truncated"  # the page hit the token limit (on the page and its last block)
+# Page-only flags
+FLAG_EMPTY = "empty"  # no blocks at all
+FLAG_REPEATED_BLOCKS = "repeated_blocks"  # identical blocks repeated to the end: cut
+
+FINISH_LENGTH = "length"
+
+# Special tokens of the chat format (`<|im_end|>`, `<|endoftext|>`...) and the image token.
+_SPECIAL = re.compile(r"<\|[A-Za-z_]{1,20}\|>|<IMG_CONTEXT>")
+_HEADER = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_\-]{0,63})?[ \t]*(\[[-+0-9.,eE \t]*\]?)?")
+_NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+_CONTROL = (CHILD, FORK)
+# A header that leaked into content: `label [x1, y1, x2, y2]<CHILD>` (label optional).
+_LEAKED_HEADER = re.compile(
+    r"(?:\b([A-Za-z_][A-Za-z0-9_\-]{0,63})[ \t]*)?\[[-+0-9.,eE \t]*\][ \t]*<(?:CHILD|FORK)>"
+)
+
+
+@dataclass
+class Block:
+    index: int  # reading order on the page, 0-based
+    label: str  # normalized label as the model wrote it ("" when missing)
+    role: str  # see hpdparse.hpd.labels
+    bbox: tuple[int, int, int, int] | None  # 0-1000 grid, x1 <= x2, y1 <= y2
+    content: str | None  # None: the block had no <CHILD> (image, list container...)
+    flags: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ParsedPage:
+    blocks: list[Block]
+    flags: list[str] = field(default_factory=list)
+
+
+def parse_page(raw: str, finish_reason: str | None = None) -> ParsedPage:
+    """Parse one page's raw stream. Never raises."""
+    try:
+        return _parse(raw if isinstance(raw, str) else str(raw), finish_reason)
+    except Exception:  # noqa: BLE001 - last resort: the whole page becomes one text block
+        text = str(raw).strip()
+        blocks = [Block(0, "", "text", None, text, [FLAG_NO_HEADER])] if text else []
+        return ParsedPage(blocks, ["parse_error"] + ([] if blocks else [FLAG_EMPTY]))
+
+
+def _parse(raw: str, finish_reason: str | None) -> ParsedPage:
+    truncated = finish_reason == FINISH_LENGTH
+    text = _SPECIAL.sub("", raw) if "<" in raw else raw
+    parts = text.split(BLOCK)
+    blocks: list[Block] = []
+
+    preamble = parts[0]
+    if preamble.strip():
+        flags = [FLAG_NO_HEADER]
+        content = _clean_content(preamble, flags)
+        if content:
+            blocks.append(Block(0, "", role_of(""), None, content, flags))
+
+    for part in parts[1:]:
+        blocks.append(_parse_block(part, len(blocks)))
+
+    page_flags: list[str] = []
+    for block in blocks:
+        if block.content:
+            cut = cut_repetition(block.content, strict=not truncated)
+            if cut is not None:
+                block.content = cut
+                block.flags.append(FLAG_REPETITION)
+
+    if _cut_repeated_blocks(blocks, strict=not truncated):
+        page_flags.append(FLAG_REPEATED_BLOCKS)
+    if truncated:
+        page_flags.append(FLAG_TRUNCATED)
+        if blocks:
+            blocks[-1].flags.append(FLAG_TRUNCATED)
+    if not blocks:
+        page_flags.append(FLAG_EMPTY)
+    for flag in (FLAG_REPETITION, FLAG_LEAKED_TOKENS, FLAG_BAD_BOX):
+        if any(flag in b.flags for b in blocks):
+            page_flags.append(flag)
+    return ParsedPage(blocks, page_flags)
+
+
+def _parse_block(part: str, index: int) -> Block:
+    flags: list[str] = []
+    match = _HEADER.match(part)
+    label_text, box_text = match.group(1), match.group(2)
+    rest = part[match.end() :]
+    stripped = rest.lstrip()
+    marker = next((t for t in _CONTROL if stripped.startswith(t)), None)
+
+    if label_text and box_text is None and marker is None and label_text.lower() not in LABEL_ROLES:
+        # No box, no <CHILD>, not a label we know: this is content without a header.
+        label_text, rest = None, part
+        stripped = rest.lstrip()
+
+    label = normalize_label(label_text) if label_text else ""
+    if not label:
+        flags.append(FLAG_NO_LABEL)
+    bbox = parse_box(box_text, flags) if box_text is not None else None
+
+    if marker is not None:
+        content: str | None = _clean_content(stripped[len(marker) :], flags)
+    elif stripped:
+        flags.append(FLAG_NO_CHILD_MARKER)
+        content = _clean_content(stripped, flags)
+    else:
+        content = None
+    return Block(index, label, role_of(label), bbox, content, flags)
+
+
+def parse_box(text: str, flags: list[str]) -> tuple[int, int, int, int] | None:
+    """`[x1, y1, x2, y2]` -> ints on the 0-1000 grid, clamped and ordered; None when unusable."""
+    numbers = _NUMBER.findall(text)
+    if len(numbers) != 4:
+        flags.append(FLAG_BAD_BOX)
+        return None
+    values = []
+    for number in numbers:
+        value = float(number)
+        if not math.isfinite(value):
+            flags.append(FLAG_BAD_BOX)
+            return None
+        values.append(round(value))
+    clamped = [min(max(v, 0), GRID) for v in values]
+    if clamped != values:
+        flags.append(FLAG_BOX_CLAMPED)
+    x1, y1, x2, y2 = clamped
+    if x1 > x2 or y1 > y2:
+        flags.append(FLAG_BOX_SWAPPED)
+        x1, x2 = min(x1, x2), max(x1, x2)
+        y1, y2 = min(y1, y2), max(y1, y2)
+    if x1 == x2 or y1 == y2:
+        flags.append(FLAG_BAD_BOX)
+        return None
+    return (x1, y1, x2, y2)
+
+
+def _clean_content(content: str, flags: list[str]) -> str:
+    # Leaked control tokens: we keep the text and drop the tag (and a header `label [box]` right
+    # before it). Cutting the block at the tag would lose real text whenever the model merely
+    # echoed a token; dropping only the tag loses nothing but the markup.
+    if CHILD in content or FORK in content:
+        flags.append(FLAG_LEAKED_TOKENS)
+        content = _LEAKED_HEADER.sub(_drop_leaked_header, content)
+        content = content.replace(CHILD, "").replace(FORK, "")
+    return content.strip()
+
+
+def _drop_leaked_header(match: re.Match[str]) -> str:
+    label = match.group(1)
+    if label and normalize_label(label) not in LABEL_ROLES:
+        return label + " "  # an ordinary word before a stray box: keep the word
+    return " "
+
+
+# --- repetition loops ------------------------------------------------------------------------
+
+_PROBE = 12
+_MAX_UNIT = 2000
+_MAX_CANDIDATES = 12
+
+
+def cut_repetition(text: str, strict: bool = True) -> str | None:
+    """If `text` ends in a loop (one unit repeated to the end), return it with the loop cut to a
+    single unit; else None. `strict` (page not truncated) asks for a longer loop."""
+    min_repeats, min_chars = (10, 200) if strict else (4, 80)
+    n = len(text)
+    if n < min_chars:
+        return None
+    probe = text[-_PROBE:]
+    # rfind(probe, 0, hi) gives the nearest earlier occurrence; its distance is a candidate period.
+    hi = n - 1
+    for _ in range(_MAX_CANDIDATES):
+        pos = text.rfind(probe, 0, hi)
+        if pos < 0:
+            return None
+        period = n - len(probe) - pos
+        if period > _MAX_UNIT:
+            return None
+        start = _loop_start(text, period)
+        if n - start >= min_chars and n - start >= min_repeats * period:
+            return text[: start + period].rstrip()
+        hi = pos + len(probe) - 1
+    return None
+
+
+def _loop_start(text: str, period: int) -> int:
+    """Earliest index from which `text` is periodic with `period` up to its end."""
+    start = len(text) - period
+    # Galloping over whole units (slice compares run in C), then character by character.
+    k = 1
+    while k >= 1:
+        step = k * period
+        if (
+            start - step >= 0
+            and text[start - step : start] == text[start - step + period : start + period]
+        ):
+            start -= step
+            k *= 2
+        else:
+            k //= 2
+    while start > 0 and text[start - 1] == text[start - 1 + period]:
+        start -= 1
+    return start
+
+
+def _cut_repeated_blocks(blocks: list[Block], strict: bool) -> bool:
+    """Identical blocks repeated to the end of the page: keep the first, flag it."""
+    min_run = 5 if strict else 3
+    if len(blocks) < min_run:
+        return False
+    last = blocks[-1]
+    key = (last.label, last.content or last.bbox)
+    run = 1
+    while run < len(blocks) and _key(blocks[-1 - run]) == key:
+        run += 1
+    if run < min_run:
+        return False
+    del blocks[len(blocks) - run + 1 :]
+    blocks[-1].flags.append(FLAG_REPETITION)
+    return True
+
+
+def _key(block: Block) -> tuple[str, object]:
+    return (block.label, block.content or block.bbox)
+
+
+def bbox_to_pixels(
+    bbox: tuple[int, int, int, int] | None, width: int, height: int
+) -> tuple[int, int, int, int] | None:
+    """0-1000 grid -> pixels of the page image (outward rounding, clamped); None if empty."""
+    if bbox is None or width <= 0 or height <= 0:
+        return None
+    x1, y1, x2, y2 = bbox
+    px1 = min(max(math.floor(x1 * width / GRID), 0), width)
+    py1 = min(max(math.floor(y1 * height / GRID), 0), height)
+    px2 = min(max(math.ceil(x2 * width / GRID), 0), width)
+    py2 = min(max(math.ceil(y2 * height / GRID), 0), height)
+    if px2 <= px1 or py2 <= py1:
+        return None
+    return (px1, py1, px2, py2)

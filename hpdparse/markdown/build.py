@@ -1,0 +1,284 @@
+"""One parsed page -> Markdown units, image crops and the JSON of its blocks."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from hpdparse.document import PageRecord
+from hpdparse.hpd.labels import (
+    FIGURE_CAPTION_LABELS,
+    PAGE_FURNITURE,
+    ROLE_CAPTION,
+    ROLE_CODE,
+    ROLE_FIGURE,
+    ROLE_FORMULA,
+    ROLE_FORMULA_NUMBER,
+    ROLE_HEADING,
+    ROLE_LIST,
+    ROLE_TABLE,
+    ROLE_TEXT,
+    ROLE_TITLE,
+    figure_kind,
+)
+from hpdparse.hpd.stream import FLAG_REPETITION, FLAG_TRUNCATED, Block, ParsedPage, bbox_to_pixels
+from hpdparse.markdown.formulas import clean_latex, split_display, wrap_arithmetic
+from hpdparse.markdown.lists import inside, is_ordered, split_items
+from hpdparse.markdown.tables import parse_table, to_html
+from hpdparse.markdown.text import is_sentinel, join_lines
+from hpdparse.markdown.units import (
+    CODE,
+    FIGURE,
+    FORMULA,
+    FURNITURE,
+    HEADING,
+    LIST,
+    PARAGRAPH,
+    TABLE,
+    Unit,
+)
+
+FLAG_SENTINEL = "sentinel"  # a "no text here" sentence: dropped
+FLAG_TABLE_CLOSED = "table_closed"  # </table> was missing
+FLAG_FORMULA_CLOSED = "formula_closed"  # the closing \] was missing
+FLAG_ARITHMETIC = "arithmetic"  # pure arithmetic text rendered as math
+
+_TAG_NUMBER = re.compile(r"^[(（\[]?\s*([^()（）\[\]]{1,20}?)\s*[)）\]]?$")
+_FENCE = re.compile(r"^```([A-Za-z0-9_+#.-]{0,30})[^\n]*\n(.*?)\n?```\s*$", re.S)
+
+
+class PageBuilder:
+    """Builds the units of one page. `image_numbers` counts crops per kind on this page."""
+
+    def __init__(self, page: PageRecord, parsed: ParsedPage, images: bool, dollar: bool) -> None:
+        self.page = page
+        self.parsed = parsed
+        self.images = images
+        self.dollar = dollar
+        self.units: list[Unit] = []
+        self.crops: list[tuple[str, tuple[int, int, int, int]]] = []
+        self.blocks_json: list[dict[str, Any]] = []
+        self._image_numbers: dict[str, int] = {}
+
+    def build(self) -> None:
+        blocks = self.parsed.blocks
+        for block in blocks:
+            self.blocks_json.append(self._block_json(block))
+            if block.content is not None and is_sentinel(block.content):
+                self._flag(block, FLAG_SENTINEL)
+                self.blocks_json[block.index]["text"] = None
+                block.content = None
+        captions = self._pair_captions(blocks)
+        list_items = self._claim_list_items(blocks)
+        claimed = set(captions.values()) | {i for items in list_items.values() for i in items}
+        tags = self._pair_formula_numbers(blocks)
+        claimed |= set(tags.values())
+
+        for block in blocks:
+            i = block.index
+            if i in claimed:
+                continue
+            if block.role == ROLE_LIST:
+                self._list(block, [blocks[j] for j in list_items.get(i, [])])
+            elif block.role == ROLE_FIGURE:
+                caption = blocks[captions[i]] if i in captions else None
+                self._figure(block, caption)
+            elif block.role == ROLE_TABLE:
+                self._table(block)
+            elif block.role == ROLE_FORMULA:
+                tag = blocks[tags[i]] if i in tags else None
+                self._formula(block, tag)
+            elif block.content is None:
+                continue
+            elif block.role in PAGE_FURNITURE:
+                self._add(FURNITURE, block, text=join_lines(block.content))
+            elif block.role in (ROLE_TITLE, ROLE_HEADING):
+                text = join_lines(block.content)
+                if text:
+                    self._add(HEADING, block, text=text, level=0 if block.role == ROLE_TITLE else 1)
+            elif block.role == ROLE_CODE:
+                language, code = _unfence(block.content)
+                unit = self._add(CODE, block, text=code)
+                unit.extra["language"] = language
+            else:
+                self._paragraph(block)
+
+    # --- pairing -------------------------------------------------------------------------------
+
+    def _pair_captions(self, blocks: list[Block]) -> dict[int, int]:
+        """figure index -> caption index: the caption right after the figure, else right before."""
+        pairs: dict[int, int] = {}
+        used: set[int] = set()
+        for block in blocks:
+            if block.role != ROLE_FIGURE:
+                continue
+            for j in (block.index + 1, block.index - 1):
+                if 0 <= j < len(blocks) and j not in used and _is_figure_caption(blocks[j]):
+                    pairs[block.index] = j
+                    used.add(j)
+                    break
+        return pairs
+
+    def _claim_list_items(self, blocks: list[Block]) -> dict[int, list[int]]:
+        """list container index -> the text blocks right after it whose boxes lie inside it."""
+        claims: dict[int, list[int]] = {}
+        for block in blocks:
+            if block.role != ROLE_LIST or block.content:
+                continue
+            items = []
+            for follower in blocks[block.index + 1 :]:
+                if follower.role not in (ROLE_TEXT, "reference") or not follower.content:
+                    break
+                if not inside(follower.bbox, block.bbox):
+                    break
+                items.append(follower.index)
+            claims[block.index] = items
+        return claims
+
+    def _pair_formula_numbers(self, blocks: list[Block]) -> dict[int, int]:
+        pairs: dict[int, int] = {}
+        for block in blocks:
+            if block.role != ROLE_FORMULA or block.index + 1 >= len(blocks):
+                continue
+            nxt = blocks[block.index + 1]
+            if nxt.role == ROLE_FORMULA_NUMBER and nxt.content and _TAG_NUMBER.match(nxt.content):
+                pairs[block.index] = nxt.index
+        return pairs
+
+    # --- one builder per role ------------------------------------------------------------------
+
+    def _paragraph(self, block: Block) -> None:
+        content = block.content or ""
+        if block.role == ROLE_TEXT:
+            wrapped = wrap_arithmetic(content)
+            if wrapped is not None:
+                self._flag(block, FLAG_ARITHMETIC)
+                content = wrapped
+        text = join_lines(content)
+        if text:
+            self._add(PARAGRAPH, block, text=text)
+
+    def _list(self, block: Block, items: list[Block]) -> None:
+        if block.content:
+            texts = split_items(block.content)
+        else:
+            texts = [join_lines(item.content or "") for item in items]
+            for item in items:
+                self.blocks_json[item.index]["list"] = block.index
+            self.blocks_json[block.index]["items"] = [item.index for item in items]
+        texts = [t for t in texts if t and not is_sentinel(t)]
+        if texts:
+            self._add(LIST, block, items=texts, ordered=is_ordered(texts))
+
+    def _figure(self, block: Block, caption: Block | None) -> None:
+        caption_text = join_lines(caption.content or "") if caption is not None else ""
+        image = None
+        bbox_px = bbox_to_pixels(block.bbox, self.page.width_px, self.page.height_px)
+        if self.images and bbox_px is not None:
+            kind = figure_kind(block.label)
+            number = self._image_numbers.get(kind, 0) + 1
+            self._image_numbers[kind] = number
+            image = f"images/page-{self.page.number:04d}-{kind}-{number:02d}.png"
+            self.crops.append((image, bbox_px))
+            self.blocks_json[block.index]["image"] = image
+        if caption is not None:
+            self.blocks_json[block.index]["caption"] = caption.index
+            self.blocks_json[caption.index]["caption_of"] = block.index
+        if image is not None or caption_text:
+            unit = self._add(FIGURE, block, text=caption_text)
+            unit.image = image
+            unit.alt = caption_text
+
+    def _table(self, block: Block) -> None:
+        if not block.content:
+            return
+        table = parse_table(block.content)
+        if not table.rows:
+            self._paragraph(block)
+            return
+        if table.closed_by_us:
+            self._flag(block, FLAG_TABLE_CLOSED)
+        # The model's HTML is untrusted: the JSON carries only the sanitised table.
+        self.blocks_json[block.index]["text"] = None
+        self.blocks_json[block.index]["html"] = to_html(table, self.dollar)
+        for text in (table.before, table.caption):
+            if text:
+                self._add(PARAGRAPH, block, text=join_lines(text), role=ROLE_CAPTION)
+        self._add(TABLE, block, table=table)
+        if table.after:
+            self._add(PARAGRAPH, block, text=join_lines(table.after), role=ROLE_CAPTION)
+
+    def _formula(self, block: Block, number: Block | None) -> None:
+        if not block.content:
+            return
+        formulas, closed = split_display(block.content)
+        if closed:
+            self._flag(block, FLAG_FORMULA_CLOSED)
+        cleaned = []
+        tag = None
+        for latex in formulas:
+            text, found = clean_latex(latex, display=True)
+            if text:
+                cleaned.append(text)
+                tag = found or tag
+        if number is not None and number.content:
+            match = _TAG_NUMBER.match(number.content.strip())
+            tag = match.group(1).strip() if match else tag
+            self.blocks_json[block.index]["number"] = number.index
+        if not cleaned:
+            return
+        self.blocks_json[block.index]["latex"] = "\n\n".join(cleaned)
+        if tag:
+            self.blocks_json[block.index]["tag"] = tag
+        unit = self._add(FORMULA, block, formulas=cleaned)
+        unit.tag = tag
+
+    # --- helpers -------------------------------------------------------------------------------
+
+    def _add(self, kind: str, block: Block, **fields: Any) -> Unit:
+        role = fields.pop("role", block.role)
+        unit = Unit(kind, self.page.number, block.index, role=role, **fields)
+        self.units.append(unit)
+        return unit
+
+    def _flag(self, block: Block, flag: str) -> None:
+        if flag not in block.flags:
+            block.flags.append(flag)
+
+    def _block_json(self, block: Block) -> dict[str, Any]:
+        bbox_px = bbox_to_pixels(block.bbox, self.page.width_px, self.page.height_px)
+        return {
+            "index": block.index,
+            "label": block.label,
+            "role": block.role,
+            "bbox": list(block.bbox) if block.bbox else None,
+            "bbox_px": list(bbox_px) if bbox_px else None,
+            "text": block.content,
+            "flags": block.flags,  # the same list: flags added while rendering show up
+        }
+
+    def notes(self) -> list[str]:
+        """Comments for the end of the page: truncated output, repetition loops cut."""
+        notes = []
+        if FLAG_TRUNCATED in self.parsed.flags:
+            notes.append(f"page {self.page.number}: output truncated at the token limit")
+        if any(FLAG_REPETITION in b.flags for b in self.parsed.blocks):
+            notes.append(f"page {self.page.number}: a repetition loop was cut")
+        return notes
+
+
+def _is_figure_caption(block: Block) -> bool:
+    return (
+        block.label in FIGURE_CAPTION_LABELS
+        and block.role == ROLE_CAPTION
+        and bool(block.content)
+        and not is_sentinel(block.content or "")
+    )
+
+
+def _unfence(content: str) -> tuple[str, str]:
+    """Code the model fenced itself: (language, code); else ("", content)."""
+    match = _FENCE.match(content.strip())
+    if match:
+        return match.group(1), match.group(2)
+    return "", content.strip("\n")

@@ -1,0 +1,53 @@
+"""List items -> a Markdown list (`- ` bullets, or `1. ` when the items carry their own numbers)."""
+
+from __future__ import annotations
+
+import re
+
+from hpdparse.markdown.text import render_inline
+
+BULLET = re.compile(r"^[•·▪▫◦●○■□◆◇➢➤►▶▸‣⁃✓✔✗✘\-*–—]\s*")
+_NUMBERED = re.compile(r"^(\d{1,4})[.)．]\s*")
+_ORDERED_LOOKALIKE = re.compile(r"^(\d{1,9})([.)])(\s|$)")
+CONTAINED_SLACK = 8  # grid units an item may stick out of its list box
+
+
+def inside(
+    inner: tuple[int, int, int, int] | None, outer: tuple[int, int, int, int] | None
+) -> bool:
+    if inner is None or outer is None:
+        return False
+    s = CONTAINED_SLACK
+    return (
+        inner[0] >= outer[0] - s
+        and inner[1] >= outer[1] - s
+        and inner[2] <= outer[2] + s
+        and inner[3] <= outer[3] + s
+    )
+
+
+def split_items(content: str) -> list[str]:
+    """A list block that carries its own text: one item per line."""
+    return [line.strip() for line in content.splitlines() if line.strip()]
+
+
+def is_ordered(items: list[str]) -> bool:
+    return bool(items) and all(_NUMBERED.match(item) for item in items)
+
+
+def render_list(items: list[str], ordered: bool, dollar: bool) -> str:
+    lines = []
+    for item in items:
+        if ordered:
+            match = _NUMBERED.match(item)
+            number = match.group(1) if match else "1"
+            body = item[match.end() :] if match else item
+            lines.append(f"{int(number)}. {render_inline(body, dollar)}")
+        else:
+            body = render_inline(BULLET.sub("", item, count=1), dollar)
+            # "- 1. x" would open a nested ordered list: escape the number's dot.
+            body = _ORDERED_LOOKALIKE.sub(r"\1\\\2\3", body, count=1)
+            if body[:1] in "#>+" or body.startswith(("- ", "* ")):
+                body = "\\" + body
+            lines.append(f"- {body}")
+    return "\n".join(lines)

@@ -1,0 +1,106 @@
+"""Cross-page merges: a paragraph cut by a page break, a table continued on the next page."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from hpdparse.hpd.labels import ROLE_FOOTNOTE, ROLE_TEXT
+from hpdparse.markdown.tables import merge_tables
+from hpdparse.markdown.text import CJK
+from hpdparse.markdown.units import BARRIER, BODY_KINDS, PARAGRAPH, TABLE, Unit
+
+# A paragraph that ends in one of these ended its sentence.
+_TERMINAL = set(".!?。！？:：;；…\"'”’)]）】」』")
+_HYPHENATED = re.compile(r"[A-Za-zÀ-ÿ]-$")
+_LIST_START = re.compile(r"^(?:[-*•●▪◦]\s|\d{1,3}[.)]\s|\([0-9a-z]{1,3}\)\s)")
+
+
+def ends_mid_sentence(text: str) -> bool:
+    stripped = text.rstrip()
+    return bool(stripped) and stripped[-1] not in _TERMINAL
+
+
+def continues_paragraph(first: str, second: str) -> bool:
+    """`second` (top of the next page) carries on the sentence `first` (bottom of a page) left
+    open: `first` ends mid-sentence, and `second` does not look like the start of a new block."""
+    a, b = first.rstrip(), second.lstrip()
+    if not a or not b or not ends_mid_sentence(a) or _LIST_START.match(b):
+        return False
+    last, head = a[-1], b[0]
+    if head.islower() or last in ",，、-–" or (CJK.match(last) and CJK.match(head)):
+        return True
+    # "... described by" / "Smith et al.": a lower-case word left hanging.
+    return last.isalpha() and last.islower() and not head.isdigit()
+
+
+def join_paragraphs(first: str, second: str) -> str:
+    """Join two halves of a paragraph; a word hyphenated across the break is rejoined."""
+    a, b = first.rstrip(), second.lstrip()
+    if _HYPHENATED.search(a) and b[:1].islower():
+        return a[:-1] + b
+    if CJK.match(a[-1:]) and CJK.match(b[:1]):
+        return a + b
+    return a + " " + b
+
+
+def _is_body(unit: Unit) -> bool:
+    return not unit.removed and unit.kind in BODY_KINDS and unit.role != ROLE_FOOTNOTE
+
+
+def merge_across_pages(
+    units: list[Unit],
+    paragraphs: bool,
+    tables: bool,
+    record: Callable[[str, Unit, Unit], None],
+) -> None:
+    """Merge in place (the later unit gets `removed`); `record(kind, first, second)` is called for
+    every merge so that the JSON can link the blocks."""
+    if not (paragraphs or tables):
+        return
+    boundaries = [i for i in range(1, len(units)) if units[i].page != units[i - 1].page]
+    for boundary in boundaries:
+        first = _last_body(units, boundary)
+        second = _first_body(units, boundary)
+        if first is None or second is None or first.page >= second.page:
+            continue
+        if (
+            paragraphs
+            and first.kind == PARAGRAPH == second.kind
+            and first.role == ROLE_TEXT == second.role
+            and continues_paragraph(first.text, second.text)
+        ):
+            first.text = join_paragraphs(first.text, second.text)
+            second.removed = True
+            record("paragraph", first, second)
+        elif (
+            tables
+            and first.kind == TABLE == second.kind
+            and first.table is not None
+            and second.table is not None
+            and first.table.width > 0
+            and first.table.width == second.table.width
+            and not second.table.before
+        ):
+            merge_tables(first.table, second.table)
+            second.removed = True
+            record("table", first, second)
+
+
+def _last_body(units: list[Unit], boundary: int) -> Unit | None:
+    for unit in reversed(units[:boundary]):
+        if unit.kind == BARRIER:
+            return None
+        if _is_body(unit):
+            return unit
+    return None
+
+
+def _first_body(units: list[Unit], boundary: int) -> Unit | None:
+    page = units[boundary].page
+    for unit in units[boundary:]:
+        if unit.page != page or unit.kind == BARRIER:
+            return None
+        if _is_body(unit):
+            return unit
+    return None

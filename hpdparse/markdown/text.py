@@ -1,0 +1,114 @@
+"""Running text -> Markdown: inline math, escaping, line joining, sentinel texts."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from hpdparse.markdown.formulas import clean_latex, display_math, inline_math, math_for_markdown
+
+# Texts the model writes when a region holds no text: dropped (hpd-model.md).
+_SENTINELS = frozenset(
+    {"[Non-Text]", "The image is too blurry to recognize any text content.", "[non-text]"}
+)
+_SENTINEL_PREFIX = "The image contains no text or characters."
+
+
+def is_sentinel(text: str) -> bool:
+    stripped = text.strip()
+    return stripped in _SENTINELS or stripped.startswith(_SENTINEL_PREFIX)
+
+
+CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
+_NEWLINE = re.compile(r"[ \t]*\n\s*")
+_SPACES = re.compile(r"[ \t\r\f\v\u00a0]{2,}")
+
+
+def join_lines(text: str) -> str:
+    """Soft line breaks -> one space (nothing between two CJK characters)."""
+    if "\n" in text:
+
+        def joiner(match: re.Match[str]) -> str:
+            before = text[match.start() - 1 : match.start()]
+            after = text[match.end() : match.end() + 1]
+            if before and after and CJK.match(before) and CJK.match(after):
+                return ""
+            return " "
+
+        text = _NEWLINE.sub(joiner, text)
+    if "  " in text or "\t" in text:
+        text = _SPACES.sub(" ", text)
+    return text.strip()
+
+
+# Inline `\( \)` and display `\[ \]` inside running text; an unclosed one runs to the end.
+_MATH = re.compile(r"\\\((.*?)(?:\\\)|\Z)|\\\[(.*?)(?:\\\]|\Z)", re.S)
+_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
+_DOLLAR = re.compile(r"(?<!\\)\$")
+
+MODE_MD = "md"  # a Markdown paragraph
+MODE_GFM = "gfm"  # a GFM table cell: pipes escaped, breaks as <br>
+MODE_HTML = "html"  # an HTML table cell: everything HTML-escaped, breaks as <br>
+
+
+def render_inline(text: str, dollar: bool, mode: str = MODE_MD) -> str:
+    """Text with inline math -> Markdown (or table cell) text. Math is cleaned and delimited per
+    `dollar`; plain text is escaped so that it cannot open an HTML tag or start math."""
+    if mode == MODE_MD:
+        text = join_lines(text)
+    out: list[str] = []
+    pos = 0
+    if "\\(" in text or "\\[" in text:
+        for match in _MATH.finditer(text):
+            out.append(_plain(text[pos : match.start()], dollar, mode))
+            inline, display = match.group(1), match.group(2)
+            if inline is not None:
+                latex, _ = clean_latex(inline, display=False)
+                if latex:
+                    out.append(_math(latex, dollar, mode, display=False))
+            else:
+                latex, tag = clean_latex(display or "", display=False)
+                if latex:
+                    out.append(_math(latex, dollar, mode, display=True))
+            pos = match.end()
+    out.append(_plain(text[pos:], dollar, mode))
+    result = "".join(out)
+    if mode != MODE_MD:
+        result = result.strip().replace("\n", "<br>")
+    return result
+
+
+def _plain(text: str, dollar: bool, mode: str) -> str:
+    if not text:
+        return text
+    if mode == MODE_HTML:
+        return html.escape(text, quote=False)
+    if "<" in text:
+        text = _HTML_START.sub("&lt;", text)
+    if dollar and "$" in text:
+        text = _DOLLAR.sub(r"\\$", text)
+    if mode == MODE_GFM and "|" in text:
+        text = text.replace("|", "\\|")
+    return text
+
+
+def _math(latex: str, dollar: bool, mode: str, display: bool) -> str:
+    if mode == MODE_HTML:
+        body = html.escape(math_for_markdown(latex, dollar), quote=False)
+        return f"${body}$" if dollar else f"\\({body}\\)"
+    if mode == MODE_GFM:
+        latex = " ".join(latex.split()).replace("|", "\\|")
+        return inline_math(latex, dollar)
+    if display:
+        return display_math(latex, dollar).replace("\n", " ")
+    return inline_math(latex, dollar)
+
+
+_BLOCK_START = re.compile(r"^(#{1,6}(?=\s|$)|>|={3,}\s*$|-{3,}\s*$|[+*](?=\s))")
+
+
+def escape_block_start(text: str) -> str:
+    """A paragraph must not turn into a heading, quote or rule by its first characters."""
+    if text and text[0] in "#>=-+*" and _BLOCK_START.match(text):
+        return "\\" + text
+    return text

@@ -1,0 +1,42 @@
+"""The renderer's intermediate form: Markdown units built from blocks, before merges and levels."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpdparse.markdown.tables import Table
+
+# Unit kinds
+HEADING = "heading"  # level 0 is the document title
+PARAGRAPH = "paragraph"
+LIST = "list"
+TABLE = "table"
+FORMULA = "formula"
+FIGURE = "figure"
+CODE = "code"
+FURNITURE = "furniture"  # header, footer, page number, side note (only with keep_headers)
+COMMENT = "comment"  # page markers, failed/truncated page notes
+BARRIER = "barrier"  # a failed page: nothing merges across it
+
+
+@dataclass
+class Unit:
+    kind: str
+    page: int  # 1-based page number
+    block: int | None  # index of the (first) block it comes from; None for comments
+    role: str = ""
+    text: str = ""  # paragraph / heading / code text, comment body
+    level: int = 1  # headings
+    items: list[str] = field(default_factory=list)  # list items
+    ordered: bool = False
+    table: Table | None = None
+    formulas: list[str] = field(default_factory=list)
+    tag: str | None = None  # equation number
+    image: str | None = None  # images/page-0003-figure-01.png
+    alt: str = ""
+    removed: bool = False  # merged into an earlier unit
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+BODY_KINDS = frozenset({HEADING, PARAGRAPH, LIST, TABLE, FORMULA, FIGURE, CODE})
