@@ -7,6 +7,8 @@ print(report.exit_code, report.documents[0].status)   # out/paper/paper.md
 
 from __future__ import annotations
 
+import importlib.util
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -15,35 +17,38 @@ from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.inputs import discover_inputs, parse_page_ranges
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.pipeline import Converter, ConvertSettings, render_folders
+from hpdparse.pipeline import Converter, ConvertSettings, dependency_error, render_folders
 from hpdparse.progress import Progress
 from hpdparse.report import RunReport
 
 DEFAULT_SERVER = "http://127.0.0.1:8118/v1"
 
-_EXTRAS = {
-    "vllm": ("vLLM", "pip install 'hpdparse[vllm]'"),
-    "torch": ("PyTorch", "pip install 'hpdparse[torch]'"),
-}
+
+# The third-party module each heavy engine cannot run without: checked before the engine is
+# built, so a missing install is reported as such (not as a later, less clear failure).
+_ENGINE_MODULES = {"vllm": "vllm", "torch": "torch"}
+
+
+def _importable(module: str) -> bool:
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def make_engine(name: str, config: EngineConfig) -> Engine:
     """Create engine `name`; a missing optional dependency becomes a one-line EngineError."""
     if name not in ENGINE_NAMES:
         raise EngineError(f"unknown engine {name!r}; choose one of {', '.join(ENGINE_NAMES)}")
+    needed = _ENGINE_MODULES.get(name)
+    if needed and not _importable(needed):
+        raise dependency_error(name, ModuleNotFoundError(name=needed))
     try:
         return create_engine(name, config)
     except ImportError as exc:
-        missing = (exc.name or "").split(".")[0]
-        if exc.name and exc.name.startswith("hpdparse."):
-            raise EngineError(
-                f"--engine {name} is not available in this version of hpdparse "
-                f"(use --engine openai with an HPD server)"
-            ) from None
-        what, how = _EXTRAS.get(name, (missing or "a dependency", "pip install 'hpdparse[torch]'"))
-        raise EngineError(
-            f"--engine {name} needs {what}: {how} (missing module {missing or exc})"
-        ) from None
+        raise dependency_error(name, exc) from None
 
 
 def convert(

@@ -318,6 +318,25 @@ def _failed_numbers(record: DocumentRecord) -> dict[int, str]:
     return {p.number: p.error or "failed" for p in record.pages if p.status == PAGE_FAILED}
 
 
+_EXTRAS = {
+    "vllm": ("vLLM", "pip install 'hpdparse[vllm]'"),
+    "torch": ("PyTorch", "pip install 'hpdparse[torch]'"),
+}
+
+
+def dependency_error(engine_name: str, exc: ImportError) -> EngineError:
+    """The one-line error for an engine whose optional dependency cannot be imported."""
+    module = exc.name or ""
+    if module.startswith("hpdparse."):
+        return EngineError(
+            f"--engine {engine_name} is not available in this version of hpdparse "
+            f"(use --engine openai with an HPD server)"
+        )
+    what, how = _EXTRAS.get(engine_name, (module or "a dependency", "pip install hpdparse"))
+    missing = f" (cannot import {module})" if module else f" ({' '.join(str(exc).split())})"
+    return EngineError(f"--engine {engine_name} needs {what}: {how}{missing}")
+
+
 # --- the conversion run ---------------------------------------------------------------------------
 
 
@@ -415,7 +434,10 @@ class Converter:
             return
         if self._start_engine:
             self._engine_started = True
-            self.engine.start()
+            try:
+                self.engine.start()
+            except ImportError as exc:
+                raise dependency_error(self.engine.name, exc) from None
         self._first_sent = time.monotonic()
         results = self.engine.run(_chain(first, requests), max_in_flight=self.settings.batch_size)
         try:
