@@ -478,19 +478,28 @@ class FakeHPDServer:
 
     def _answer_chat(self, handler: _Handler, raw: bytes) -> None:
         try:
-            body = json.loads(raw)
-            if not isinstance(body, dict):
-                raise _BadRequest(400, "the request body must be a JSON object")
-            model = str(body.get("model"))
-            if model not in self.models:
-                raise _BadRequest(404, f"The model `{model}` does not exist.")
-            image, prompt = _decode_image(body)
-        except json.JSONDecodeError:
-            handler._send(400, _error_body(400, "the request body is not JSON"))
-            return
+            request = self._read_chat(raw)
         except _BadRequest as error:
             handler._send(error.status, _error_body(error.status, str(error)))
             return
+        try:
+            self._respond(handler, request)
+        finally:
+            with self._lock:
+                self.in_flight -= 1
+
+    def _read_chat(self, raw: bytes) -> ChatRequest:
+        """Parse, log and count one chat request; take its fault from the queue ("ok": none)."""
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            raise _BadRequest(400, "the request body is not JSON") from None
+        if not isinstance(body, dict):
+            raise _BadRequest(400, "the request body must be a JSON object")
+        model = str(body.get("model"))
+        if model not in self.models:
+            raise _BadRequest(404, f"The model `{model}` does not exist.")
+        image, prompt = _decode_image(body)
         fingerprint = image_fingerprint(image)
         page_id = self.index.identify(image) if len(self.index) else None
         with self._lock:
@@ -510,50 +519,53 @@ class FakeHPDServer:
             queued = self._faults.popleft() if self._faults else "ok"
             self.in_flight += 1
             self.max_concurrent = max(self.max_concurrent, self.in_flight)
-        try:
-            request.fault = (
-                queued if queued != "ok" else (self.fault(request) if self.fault else None)
-            )
-            self._respond(handler, request)
-        finally:
-            request.image = None
-            with self._lock:
-                self.in_flight -= 1
+        request.fault = queued
+        return request
 
     def _respond(self, handler: _Handler, request: ChatRequest) -> None:
-        delay = self.delay(request) if callable(self.delay) else self.delay
-        if delay > 0 and self._stopping.wait(delay):
-            handler._drop()
-            return
+        # The answer is made first so that the page image is not held while waiting.
+        try:
+            if request.fault == "ok":  # the queue said nothing: ask the rule
+                request.fault = self.fault(request) if self.fault else None
+            delay = self.delay(request) if callable(self.delay) else self.delay
+            status, body, content_type = self._make_answer(request)
+        except Exception as error:  # a broken responder or callback must show up in the test
+            status, body, content_type = 500, _error_body(500, f"fake server: {error!r}"), ""
+            delay = 0.0
+            request.fault = None
+        finally:
+            request.image = None
         fault = request.fault
-        if fault in (None, "ok", "length"):
-            try:
-                answer = self.responder(request)
-            except Exception as error:  # a broken responder must show up in the test
-                handler._send(500, _error_body(500, f"responder failed: {error!r}"))
-                return
-            if isinstance(answer, str):
-                answer = Answer(answer)
-            if fault == "length":
-                answer = Answer(answer.text[: len(answer.text) // 2], "length")
-            handler._send(200, self._completion(request, answer))
-        elif fault == "drop":
+        if (delay > 0 and self._stopping.wait(delay)) or fault == "drop":
             handler._drop()
         elif fault == "hang":
             self._stopping.wait()
             handler._drop()
-        elif fault == "garbage":
-            handler._send(200, b"<html><body>502 Bad Gateway</body></html>", "text/html")
-        elif fault == "no-choices":
-            handler._send(200, json.dumps({"id": "x", "object": "chat.completion"}).encode())
-        elif fault == "bad-content":
+        else:
+            handler._send(status, body, content_type or "application/json")
+
+    def _make_answer(self, request: ChatRequest) -> tuple[int, bytes, str]:
+        fault = request.fault
+        if fault in (None, "ok", "length"):
+            answer = self.responder(request)
+            if isinstance(answer, str):
+                answer = Answer(answer)
+            if fault == "length":
+                answer = Answer(answer.text[: len(answer.text) // 2], "length")
+            return 200, self._completion(request, answer), ""
+        if fault in ("drop", "hang"):
+            return 0, b"", ""
+        if fault == "garbage":
+            return 200, b"<html><body>502 Bad Gateway</body></html>", "text/html"
+        if fault == "no-choices":
+            return 200, json.dumps({"id": "x", "object": "chat.completion"}).encode(), ""
+        if fault == "bad-content":
             message = {"role": "assistant", "content": [1, 2]}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
-            handler._send(200, json.dumps({"choices": [choice]}).encode())
-        elif fault.isdigit():
-            handler._send(int(fault), _error_body(int(fault), f"fake fault {fault}"))
-        else:
-            raise ValueError(f"unknown fault {fault!r}")
+            return 200, json.dumps({"choices": [choice]}).encode(), ""
+        if fault.isdigit():
+            return int(fault), _error_body(int(fault), f"fake fault {fault}"), ""
+        raise ValueError(f"unknown fault {fault!r}")
 
     def _completion(self, request: ChatRequest, answer: Answer) -> bytes:
         text, finish_reason = answer.text, answer.finish_reason
