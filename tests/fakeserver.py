@@ -13,6 +13,13 @@ It stands in for a network peer, so it imports nothing from hpdparse.
         server.fingerprints()                  # image_fingerprint of each request's page
         server.page_ids()                      # ("report", 2) per recognised sample page, else None
         server.max_concurrent                  # most chat requests being answered at once
+        server.in_flight, server.models_count  # being answered now; GET /v1/models received
+        server.clear_log()                     # forget requests and counters (between runs)
+
+A ChatRequest has: number (0-based arrival order), model, prompt, max_tokens, temperature, size
+(w, h), fingerprint, page_id, fault, received, and `image` (the decoded page, only while the
+request is being answered: inside responder/delay/fault callbacks). To check which pages were
+sent, compare `server.fingerprints()` with `image_fingerprint(img)` of the pages you rendered.
 
 Answers. For each `POST /v1/chat/completions` the server decodes the page image (a base64 data
 URL in the user message), recognises sample pages and calls the responder. The default responder
@@ -25,13 +32,17 @@ output token). An answer longer than the request's `max_tokens` is cut and ends 
 finish_reason "length".
 
 Options (all keyword-only):
-    responder   Callable[[ChatRequest], str | Answer]; replaces the default answers.
+    responder   Callable[[ChatRequest], str | Answer]; replaces the default answers
+                (`Answer(text, finish_reason="length")` to choose the finish reason).
     models      model ids listed by GET /v1/models (default: the hub id); a chat request for
                 another model gets HTTP 404, as vLLM does.
-    delay       seconds before answering: a float, or Callable[[ChatRequest], float].
+    delay       seconds before answering: a float, or Callable[[ChatRequest], float]
+                (e.g. `lambda r: 30 if r.page_id == ("report", 3) else 0` to kill a run
+                while that page is in flight). Stopping the server drops waiting requests.
     faults      fault names applied to the first chat requests, one each, in arrival order
                 (`server.add_faults(...)` queues more while running).
-    fault       Callable[[ChatRequest], str | None]: a fault for requests the queue leaves alone.
+    fault       Callable[[ChatRequest], str | None]: a fault for requests the queue leaves alone
+                (e.g. `lambda r: "400" if r.page_id == ("paper", 2) else None`).
     models_fault  a fault for GET /v1/models: an HTTP status ("503") or "garbage".
     samples, streams  folders of sample documents and their ground truth (default: the repo's).
 
@@ -45,7 +56,12 @@ Fault names:
     "hang"         answer nothing until the server stops (for client timeouts)
     "ok" or None   answer normally
 
-Run it by hand: `python tests/fakeserver.py --port 8118` (Ctrl-C stops it).
+Helpers: `image_fingerprint(image)`, `generic_stream(image, fingerprint)`, `load_streams(dir)`,
+`sample_index(samples, streams).identify(image)`.
+
+It answers about 20 pages/s of 200-DPI A4 pages (decoding dominates); for memory or throughput
+figures run it in its own process: `python tests/fakeserver.py --port 8118 [--delay S]`
+(Ctrl-C stops it).
 """
 
 from __future__ import annotations

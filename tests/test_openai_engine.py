@@ -382,3 +382,16 @@ def test_other_pages_get_a_generic_stream_that_depends_only_on_the_image() -> No
     assert results[0].text == results[1].text == generic_stream(image, image_fingerprint(image))
     for label in ("header", "doc_title", "text", "equation", "table", "image", "page_number"):
         assert f"<BLOCK>{label} [" in results[0].text
+
+
+def test_an_image_sample_is_told_apart_from_the_pdf_page_it_was_rendered_from() -> None:
+    scan, memo = SAMPLES_DIR / "scan.png", SAMPLES_DIR / "memo.pdf"
+    if not (scan.is_file() and memo.is_file()):
+        pytest.skip("scan.png and memo.pdf samples not generated")
+    with pymupdf.open(memo) as pdf:
+        memo_page = render(pdf, 1, 200)
+    requests = [PageRequest("scan", Image.open(scan)), PageRequest("memo", memo_page)]
+    with FakeHPDServer() as server:
+        results = list(make_engine(server).run(iter(requests), max_in_flight=1))
+        assert server.page_ids() == [("scan", 1), ("memo", 1)]
+    assert all(r.ok for r in results)

@@ -104,7 +104,7 @@ def _png_chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
-def _one_line(text: str, limit: int = _MAX_MESSAGE_CHARS) -> str:
+def _one_line(text: object, limit: int = _MAX_MESSAGE_CHARS) -> str:
     line = " ".join(str(text).split())
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
@@ -193,7 +193,9 @@ class OpenAIEngine(Engine):
             with httpx.Client(timeout=min(self.config.request_timeout, _CHECK_TIMEOUT)) as client:
                 response = client.get(url, headers=self._headers())
         except httpx.HTTPError as error:
-            reason = _describe_transport_error(error, min(self.config.request_timeout, 30.0))
+            reason = _describe_transport_error(
+                error, min(self.config.request_timeout, _CHECK_TIMEOUT)
+            )
             raise EngineError(
                 f"cannot reach HPD server at {self.server}: {reason}; start it or pass --server"
             ) from None
@@ -360,8 +362,17 @@ class OpenAIEngine(Engine):
                 message = f"server {self.server}: {problem}{_after(retries)}"
                 return self._error(key, message, retries, time.perf_counter() - started)
             retries += 1
-            limit = min(self._backoff_max, self._backoff * 2 ** (retries - 1))
-            await asyncio.sleep(limit * random.uniform(0.5, 1.0))
+            pause = min(self._backoff_max, self._backoff * 2 ** (retries - 1))
+            pause *= random.uniform(0.5, 1.0)
+            log.info(
+                "page %s: %s; retry %d of %d in %.1f s",
+                key,
+                problem,
+                retries,
+                self.config.retries,
+                pause,
+            )
+            await asyncio.sleep(pause)
 
     def _parse_answer(
         self, key: Hashable, response: httpx.Response, retries: int, seconds: float
