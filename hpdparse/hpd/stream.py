@@ -36,6 +36,8 @@ FINISH_LENGTH = "length"
 _SPECIAL = re.compile(r"<\|[A-Za-z_]{1,20}\|>|<IMG_CONTEXT>")
 _HEADER = re.compile(r"[ \t]*([A-Za-z_][A-Za-z0-9_\-]{0,63})?[ \t]*(\[[-+0-9.,eE \t]*\]?)?")
 _NUMBER = re.compile(r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_PLAIN_BOX = re.compile(r"\[(\d{1,4}), ?(\d{1,4}), ?(\d{1,4}), ?(\d{1,4})\]")
 _CONTROL = (CHILD, FORK)
 # A header that leaked into content: `label [x1, y1, x2, y2]<CHILD>` (label optional).
 _LEAKED_HEADER = re.compile(
@@ -62,15 +64,26 @@ class ParsedPage:
 def parse_page(raw: str, finish_reason: str | None = None) -> ParsedPage:
     """Parse one page's raw stream. Never raises."""
     try:
-        return _parse(raw if isinstance(raw, str) else str(raw), finish_reason)
+        text = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
+        return _parse(text, finish_reason)
     except Exception:  # noqa: BLE001 - last resort: the whole page becomes one text block
         text = str(raw).strip()
         blocks = [Block(0, "", "text", None, text, [FLAG_NO_HEADER])] if text else []
         return ParsedPage(blocks, ["parse_error"] + ([] if blocks else [FLAG_EMPTY]))
 
 
+def valid_text(text: str) -> str:
+    """`text` as valid Unicode: lone surrogates (not encodable as UTF-8) become U+FFFD."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
 def _parse(raw: str, finish_reason: str | None) -> ParsedPage:
     truncated = finish_reason == FINISH_LENGTH
+    raw = valid_text(raw)
     text = _SPECIAL.sub("", raw) if "<" in raw else raw
     parts = text.split(BLOCK)
     blocks: list[Block] = []
@@ -137,6 +150,11 @@ def _parse_block(part: str, index: int) -> Block:
 
 def parse_box(text: str, flags: list[str]) -> tuple[int, int, int, int] | None:
     """`[x1, y1, x2, y2]` -> ints on the 0-1000 grid, clamped and ordered; None when unusable."""
+    plain = _PLAIN_BOX.fullmatch(text)
+    if plain:
+        x1, y1, x2, y2 = (int(v) for v in plain.groups())
+        if x1 < x2 <= GRID and y1 < y2 <= GRID:
+            return (x1, y1, x2, y2)
     numbers = _NUMBER.findall(text)
     if len(numbers) != 4:
         flags.append(FLAG_BAD_BOX)

@@ -88,7 +88,7 @@ def drop_degenerate_tail(latex: str) -> str:
 _TALL = re.compile(
     r"\\(?:[dt]?frac|over|atop|choose|sum|prod|coprod|int|iint|iiint|oint|begin|binom|sqrt|lim"
     r"|big(?:cup|cap|oplus|otimes|vee|wedge)|stackrel|overset|underset|matrix|array|substack"
-    r"|overbrace|underbrace|displaystyle)\b|\^\s*\{[^{}]*[\^_]"
+    r"|overbrace|underbrace|displaystyle)(?![A-Za-z])|\^\s*\{[^{}]*[\^_]"
 )
 _LEFT_RIGHT = re.compile(r"\\left\s*([(\[])((?:(?!\\left|\\right).)*?)\\right\s*([)\]])", re.S)
 
@@ -224,36 +224,36 @@ _ENV = re.compile(r"\\(begin|end)\s*\{([A-Za-z*]+)\}")
 def balance_braces(latex: str) -> str:
     """Close what a cut-off formula left open: unmatched `{` get `}`, stray `}` are dropped,
     `\\begin{env}` without `\\end{env}` gets one."""
-    out = []
+    text = latex
+    if text.endswith("\\") and (len(text) - len(text.rstrip("\\"))) % 2 == 1:
+        text = text[:-1]  # a lone trailing backslash
     depth = 0
-    i, n = 0, len(latex)
-    while i < n:
-        ch = latex[i]
-        if ch == "\\" and i + 1 < n:
-            out.append(latex[i : i + 2])
-            i += 2
-            continue
-        if ch == "{":
+    stray: list[int] = []
+    for match in _BRACE.finditer(text):
+        brace = match.group(0)
+        if brace == "{":
             depth += 1
-        elif ch == "}":
+        elif brace == "}":
             if depth == 0:
-                i += 1
-                continue
-            depth -= 1
-        out.append(ch)
-        i += 1
-    if latex.endswith("\\") and not latex.endswith("\\\\"):
-        out[-1] = ""  # a lone trailing backslash
-    text = "".join(out) + "}" * depth
-    stack: list[str] = []
-    for kind, env in _ENV.findall(text):
-        if kind == "begin":
-            stack.append(env)
-        elif stack and stack[-1] == env:
-            stack.pop()
-    for env in reversed(stack):
-        text += f"\\end{{{env}}}"
+                stray.append(match.start())
+            else:
+                depth -= 1
+    for index in reversed(stray):
+        text = text[:index] + text[index + 1 :]
+    text += "}" * depth
+    if "\\begin" in text:
+        stack: list[str] = []
+        for kind, env in _ENV.findall(text):
+            if kind == "begin":
+                stack.append(env)
+            elif stack and stack[-1] == env:
+                stack.pop()
+        for env in reversed(stack):
+            text += f"\\end{{{env}}}"
     return text
+
+
+_BRACE = re.compile(r"\\\\|\\[{}]|[{}]")  # escaped backslash, escaped brace, or a brace
 
 
 _ARITHMETIC = re.compile(r"^[\d\s.,+\-−×÷*/=<>≤≥≠≈()%]+$")

@@ -88,7 +88,8 @@ def merge_across_pages(
 
 
 def _last_body(units: list[Unit], boundary: int) -> Unit | None:
-    for unit in reversed(units[:boundary]):
+    for i in range(boundary - 1, -1, -1):
+        unit = units[i]
         if unit.kind == BARRIER:
             return None
         if _is_body(unit):
@@ -98,7 +99,8 @@ def _last_body(units: list[Unit], boundary: int) -> Unit | None:
 
 def _first_body(units: list[Unit], boundary: int) -> Unit | None:
     page = units[boundary].page
-    for unit in units[boundary:]:
+    for i in range(boundary, len(units)):
+        unit = units[i]
         if unit.page != page or unit.kind == BARRIER:
             return None
         if _is_body(unit):

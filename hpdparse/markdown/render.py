@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import gc
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from hpdparse.document import PAGE_FAILED, DocumentRecord, PageRecord
 from hpdparse.hpd.labels import ROLE_TITLE
-from hpdparse.hpd.stream import parse_page
+from hpdparse.hpd.stream import parse_page, valid_text
 from hpdparse.markdown.build import PageBuilder
 from hpdparse.markdown.formulas import display_math, with_tag
 from hpdparse.markdown.headings import assign_levels, heading_markdown, numbering
@@ -64,7 +67,24 @@ class RenderedDocument:
 
 def render_document(doc: DocumentRecord, options: RenderOptions | None = None) -> RenderedDocument:
     """Render every page of `doc`. Never raises on model output, however malformed."""
-    options = options or RenderOptions()
+    with _gc_paused():
+        return _render(doc, options or RenderOptions())
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    # Rendering allocates many small acyclic objects; the cyclic collector's passes over them made
+    # long documents render superlinearly (2,000 pages: 1.5-2x slower). Nothing here forms cycles.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
     dollar = options.math != "latex"
     units: list[Unit] = []
     crops: list[ImageCrop] = []
@@ -190,7 +210,7 @@ _COMMENT_SAFE = {"<": "‹", ">": "›"}
 def comment(text: str) -> str:
     """An HTML comment that nothing in `text` can close or nest: runs of `-` become one, `<` and
     `>` become `‹` `›`, whitespace is collapsed to one line."""
-    body = " ".join(str(text).split())[:500]
+    body = " ".join(valid_text(str(text)).split())[:500]
     body = _COMMENT_UNSAFE.sub(lambda m: _COMMENT_SAFE.get(m.group(0), "-"), body)
     return f"<!-- {body} -->"
 

@@ -46,6 +46,9 @@ _MATH = re.compile(r"\\\((.*?)(?:\\\)|\Z)|\\\[(.*?)(?:\\\]|\Z)", re.S)
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
 _DOLLAR = re.compile(r"(?<!\\)\$")
 
+# Text without any of these is returned as it is (stripped): the common case, made fast.
+_NEEDS_WORK = re.compile(r"[\\<>$|\n&\t\r\f\v\u00a0]|  ")
+
 MODE_MD = "md"  # a Markdown paragraph
 MODE_GFM = "gfm"  # a GFM table cell: pipes escaped, breaks as <br>
 MODE_HTML = "html"  # an HTML table cell: everything HTML-escaped, breaks as <br>
@@ -54,6 +57,8 @@ MODE_HTML = "html"  # an HTML table cell: everything HTML-escaped, breaks as <br
 def render_inline(text: str, dollar: bool, mode: str = MODE_MD) -> str:
     """Text with inline math -> Markdown (or table cell) text. Math is cleaned and delimited per
     `dollar`; plain text is escaped so that it cannot open an HTML tag or start math."""
+    if not _NEEDS_WORK.search(text):
+        return text.strip()
     if mode == MODE_MD:
         text = join_lines(text)
     out: list[str] = []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpdparse.document import PageRecord, DocumentRecord
+from hpdparse.document import DocumentRecord, PageRecord
 from hpdparse.markdown.render import RenderOptions
 
 GOLDEN = Path(__file__).parent / "golden"

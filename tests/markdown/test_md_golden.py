@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+from golden_cases import GOLDEN, load_own, load_synth, own_cases, synth_cases
 
 from hpdparse.markdown.render import render_document
-from golden_cases import GOLDEN, load_own, load_synth, own_cases, synth_cases
 
 UPDATE = os.environ.get("HPDPARSE_UPDATE_GOLDEN") == "1"
 
@@ -22,7 +22,8 @@ def _check(rendered, expected_dir: Path) -> None:
         "expected.md": rendered.markdown,
         "expected.json": json.dumps(rendered.json, indent=1, ensure_ascii=False) + "\n",
         "expected-images.txt": "".join(
-            f"{c.filename} page={c.page_number} bbox_px={list(c.bbox_px)}\n" for c in rendered.images
+            f"{c.filename} page={c.page_number} bbox_px={list(c.bbox_px)}\n"
+            for c in rendered.images
         ),
     }
     if UPDATE:

@@ -1,0 +1,186 @@
+"""Hypothesis strategies for HPD page streams (shared by the tests and benchmarks/fuzz_stream.py),
+and the Markdown safety checks every rendered document must pass."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import strategies as st
+
+from hpdparse.hpd.labels import LABEL_ROLES
+
+LABELS = sorted(LABEL_ROLES) + ["", "Doc-Title", "weird label", "x" * 70, "表格"]
+
+FRAGMENTS = [
+    "<BLOCK>",
+    "<CHILD>",
+    "<FORK>",
+    "<|im_end|>",
+    "<|endoftext|>",
+    "<IMG_CONTEXT>",
+    "[1, 2, 3, 4]",
+    "[-5, 2000, 3.5, 1e9]",
+    "[12, 34",
+    "\\(",
+    "\\)",
+    "\\[",
+    "\\]",
+    "$$",
+    "$",
+    "\\tag{1}",
+    "\\left(",
+    "\\right)",
+    "\\frac{a}{b",
+    "\\begin{matrix}",
+    "{",
+    "}",
+    "<table>",
+    "</table>",
+    "<tr>",
+    "<td rowspan=2>",
+    "<td colspan='3' style=x>",
+    "</td>",
+    "<th>",
+    "<br>",
+    "<div>",
+    "</div>",
+    "<img src=x onerror=alert(1)>",
+    "<script>alert(1)</script>",
+    "<!--",
+    "-->",
+    "--!>",
+    "<a href='javascript:x'>",
+    "&lt;",
+    "&amp;",
+    "|",
+    "`",
+    "```",
+    "#",
+    "> ",
+    "- ",
+    "1. ",
+    "• ",
+    "\n",
+    "\n\n",
+    " ",
+    "[Non-Text]",
+    "The image contains no text or characters.",
+    "×",
+    "÷",
+    "≤",
+    "α",
+    "中文",
+    "\x00",
+    "\u202e",
+    "word ",
+    "loop loop loop loop loop loop loop loop loop loop loop loop loop loop loop loop ",
+]
+
+text_pieces = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=20))
+
+
+@st.composite
+def random_streams(draw: st.DrawFn) -> str:
+    """Token soup: grammar fragments and arbitrary text in any order."""
+    return "".join(draw(st.lists(text_pieces, max_size=40)))
+
+
+@st.composite
+def block_content(draw: st.DrawFn) -> str:
+    kind = draw(st.sampled_from(["text", "math", "table", "soup", "loop"]))
+    if kind == "text":
+        return draw(st.text(max_size=80))
+    if kind == "math":
+        latex = "".join(
+            draw(st.lists(st.sampled_from(FRAGMENTS[9:22] + ["x", "+", "α"]), max_size=12))
+        )
+        return draw(st.sampled_from(["\\[\n{}\n\\]", "\\({}\\)", "{}", "\\[{}"])).format(latex)
+    if kind == "table":
+        cells = draw(st.lists(st.text(max_size=8), max_size=12))
+        ncols = draw(st.integers(1, 4))
+        rows = [cells[i : i + ncols] for i in range(0, len(cells), ncols)]
+        html = "<table>" + "".join(
+            "<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows
+        )
+        return html + draw(st.sampled_from(["</table>", "", "</tr>"]))
+    if kind == "loop":
+        unit = draw(st.text(min_size=1, max_size=6))
+        return draw(st.text(max_size=10)) + unit * draw(st.integers(5, 300))
+    return "".join(draw(st.lists(text_pieces, max_size=10)))
+
+
+@st.composite
+def grammar_streams(draw: st.DrawFn) -> str:
+    """A well-formed page built from the grammar, then corrupted."""
+    blocks = []
+    for _ in range(draw(st.integers(0, 12))):
+        label = draw(st.sampled_from(LABELS))
+        box = draw(
+            st.one_of(
+                st.tuples(*[st.integers(0, 1000)] * 4).map(lambda b: "[{}, {}, {}, {}]".format(*b)),
+                st.tuples(*[st.integers(-2000, 3000)] * 4).map(
+                    lambda b: "[{}, {}, {}, {}]".format(*b)
+                ),
+                st.sampled_from(["", "[1, 2, 3]", "[a, b, c, d]", "[1.5, 2.5, 900.2, 1000.9]"]),
+            )
+        )
+        has_child = draw(st.booleans())
+        content = draw(block_content()) if has_child else ""
+        sep = draw(st.sampled_from(["", "\n", " "]))
+        blocks.append(f"<BLOCK>{label} {box}" + ("<CHILD>" + content if has_child else "") + sep)
+    stream = "".join(blocks)
+    for _ in range(draw(st.integers(0, 4))):
+        if not stream:
+            break
+        op = draw(st.sampled_from(["cut", "insert", "delete", "truncate"]))
+        at = draw(st.integers(0, len(stream)))
+        if op == "cut":
+            stream = stream[:at]
+        elif op == "insert":
+            stream = stream[:at] + draw(text_pieces) + stream[at:]
+        elif op == "delete":
+            stream = stream[:at] + stream[at + draw(st.integers(1, 10)) :]
+        else:
+            stream = stream[: max(at, len(stream) // 2)]
+    return stream
+
+
+# --- Markdown checks -------------------------------------------------------------------------
+
+_ALLOWED_TAG = re.compile(
+    r'<(?:/?(?:table|tr|td|th)|(?:td|th)(?: (?:rowspan|colspan)="\d+")+)>|<br>'
+)
+_TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
+_COMMENT = re.compile(r"<!-- (?:(?!--).)* -->")
+_FENCE = re.compile(r"^(`{3,})")
+
+
+def markdown_outside_code(markdown: str) -> str:
+    """The Markdown with fenced code blocks removed (their content is literal text)."""
+    out, fence = [], None
+    for line in markdown.split("\n"):
+        match = _FENCE.match(line)
+        if fence is None and match:
+            fence = match.group(1)
+            continue
+        if fence is not None:
+            if line.startswith(fence) and not line[len(fence) :].strip():
+                fence = None
+            continue
+        out.append(line)
+    return "\n".join(out)
+
+
+def disallowed_html(markdown: str) -> list[str]:
+    """Every `<` that starts markup other than our table tags, `<br>` and our comments."""
+    text = markdown_outside_code(markdown)
+    bad = []
+    for match in _TAG_START.finditer(text):
+        rest = text[match.start() :]
+        if _ALLOWED_TAG.match(rest):
+            continue
+        comment = _COMMENT.match(rest)
+        if comment and "\n" not in comment.group(0):
+            continue
+        bad.append(rest[:40])
+    return bad

@@ -1,0 +1,80 @@
+"""Property tests: any stream, however broken, renders without raising, to valid UTF-8, with no
+HTML outside the allowed table tags. A longer run: benchmarks/fuzz_stream.py."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from stream_strategies import disallowed_html, grammar_streams, random_streams
+
+from hpdparse.document import DocumentRecord, PageRecord
+from hpdparse.hpd.stream import parse_page
+from hpdparse.markdown.render import RenderOptions, render_document
+
+PROPERTY_SETTINGS = settings(
+    max_examples=1000,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+options_strategy = st.builds(
+    RenderOptions,
+    keep_headers=st.booleans(),
+    images=st.booleans(),
+    table_format=st.sampled_from(["auto", "gfm", "html"]),
+    math=st.sampled_from(["dollar", "latex"]),
+    page_markers=st.booleans(),
+)
+
+
+def check_document(raws: list[str], finish: str, options: RenderOptions) -> None:
+    pages = [
+        PageRecord(number=i + 1, width_px=800, height_px=1000, raw=raw, finish_reason=finish)
+        for i, raw in enumerate(raws)
+    ]
+    doc = DocumentRecord(source="/in/x.pdf", stem="x", page_count=len(pages), pages=pages)
+    rendered = render_document(doc, options)
+    assert isinstance(rendered.markdown, str)
+    rendered.markdown.encode("utf-8")  # valid UTF-8: no lone surrogates
+    json.dumps(rendered.json, ensure_ascii=False).encode("utf-8")
+    assert disallowed_html(rendered.markdown) == [], rendered.markdown
+    for crop in rendered.images:
+        x1, y1, x2, y2 = crop.bbox_px
+        assert 0 <= x1 < x2 <= 800 and 0 <= y1 < y2 <= 1000
+        assert crop.filename.startswith("images/page-")
+
+
+@PROPERTY_SETTINGS
+@given(raw=random_streams(), finish=st.sampled_from(["stop", "length"]))
+def test_random_streams_never_break_the_parser(raw: str, finish: str) -> None:
+    page = parse_page(raw, finish)
+    for block in page.blocks:
+        assert block.bbox is None or all(0 <= v <= 1000 for v in block.bbox)
+        assert block.content is None or "<CHILD>" not in block.content
+
+
+@PROPERTY_SETTINGS
+@given(
+    raws=st.lists(random_streams(), min_size=1, max_size=3),
+    finish=st.sampled_from(["stop", "length"]),
+    options=options_strategy,
+)
+def test_random_streams_render_safely(raws, finish, options) -> None:
+    check_document(raws, finish, options)
+
+
+@PROPERTY_SETTINGS
+@given(
+    raws=st.lists(grammar_streams(), min_size=1, max_size=3),
+    finish=st.sampled_from(["stop", "length"]),
+    options=options_strategy,
+)
+def test_corrupted_grammar_streams_render_safely(raws, finish, options) -> None:
+    check_document(raws, finish, options)
+
+
+def test_lone_surrogates_become_valid_utf8() -> None:
+    check_document(["<BLOCK>text [1, 2, 3, 4]<CHILD>bad \ud800 char"], "stop", RenderOptions())
