@@ -736,8 +736,8 @@ class Converter:
                     remove_if_empty(doc.doc_dir)
                     if not doc.doc_dir.exists():
                         r.output_dir = None
-                first = failed[min(failed)] if failed else "no page converted"
-                self._close_doc(doc, STATUS_FAILED, _without_prefix(first, doc.source))
+                first = failed[min(failed)] if failed else f"{doc.source}: no page converted"
+                self._close_doc(doc, STATUS_FAILED, first)
                 return
             rendered_doc = render_document(record, self.settings.render_options)
             crop_errors = self._write_images(doc.doc_dir, state, rendered_doc)
