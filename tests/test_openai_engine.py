@@ -111,9 +111,12 @@ def test_preparer_is_picklable_and_encodes_png() -> None:
 
 def test_results_come_in_completion_order_with_the_request_the_server_expects() -> None:
     count = 5
+    first_arrival: dict[str, float] = {}
 
     def later_for_lower_index(request) -> float:
-        return (count - index_of(request)) * 0.15
+        # Deadlines counted from the first arrival, so that arrival jitter cannot reorder pages.
+        start = first_arrival.setdefault("t", request.received) + 0.6
+        return start + (count - index_of(request)) * 0.15 - time.monotonic()
 
     with FakeHPDServer(echo, delay=later_for_lower_index) as server:
         engine = make_engine(server, max_tokens=1234)
@@ -146,7 +149,7 @@ def test_no_fork_sends_the_plain_prompt() -> None:
 def test_concurrency_is_bounded_and_requests_are_pulled_lazily() -> None:
     pulled: list[int] = []
     yielded = 0
-    with FakeHPDServer(echo, delay=0.05) as server:
+    with FakeHPDServer(echo, delay=0.2) as server:
         engine = make_engine(server)
         for _ in engine.run(requests_for(12, pulled), max_in_flight=3):
             assert len(pulled) - yielded <= 3
