@@ -84,6 +84,8 @@ def valid_text(text: str) -> str:
 def _parse(raw: str, finish_reason: str | None) -> ParsedPage:
     truncated = finish_reason == FINISH_LENGTH
     raw = valid_text(raw)
+    if "\r" in raw:  # a lone CR ends a Markdown line: normalise line endings first
+        raw = raw.replace("\r\n", "\n").replace("\r", "\n")
     text = _SPECIAL.sub("", raw) if "<" in raw else raw
     parts = text.split(BLOCK)
     blocks: list[Block] = []

@@ -305,8 +305,12 @@ def math_for_markdown(latex: str, dollar: bool) -> str:
     return text
 
 
+_BLANK_LINES = re.compile(r"\n\s*\n")
+
+
 def display_math(latex: str, dollar: bool) -> str:
-    body = math_for_markdown(latex, dollar)
+    # A blank line would end the Markdown paragraph in the middle of the formula.
+    body = _BLANK_LINES.sub("\n", math_for_markdown(latex, dollar))
     return f"$$\n{body}\n$$" if dollar else f"\\[\n{body}\n\\]"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from hpdparse.markdown.text import render_inline
+from hpdparse.markdown.text import escape_block_start, render_inline
 
 BULLET = re.compile(r"^[•·▪▫◦●○■□◆◇➢➤►▶▸‣⁃✓✔✗✘\-*–—]\s*")
 _NUMBERED = re.compile(r"^(\d{1,4})[.)．]\s*")
@@ -42,12 +42,11 @@ def render_list(items: list[str], ordered: bool, dollar: bool) -> str:
             match = _NUMBERED.match(item)
             number = match.group(1) if match else "1"
             body = item[match.end() :] if match else item
-            lines.append(f"{int(number)}. {render_inline(body, dollar)}")
+            lines.append(f"{int(number)}. {escape_block_start(render_inline(body, dollar))}")
         else:
             body = render_inline(BULLET.sub("", item, count=1), dollar)
             # "- 1. x" would open a nested ordered list: escape the number's dot.
             body = _ORDERED_LOOKALIKE.sub(r"\1\\\2\3", body, count=1)
-            if body[:1] in "#>+" or body.startswith(("- ", "* ")):
-                body = "\\" + body
+            body = "\\" + body if body.startswith("- ") else escape_block_start(body)
             lines.append(f"- {body}")
     return "\n".join(lines)

@@ -78,3 +78,14 @@ def test_corrupted_grammar_streams_render_safely(raws, finish, options) -> None:
 
 def test_lone_surrogates_become_valid_utf8() -> None:
     check_document(["<BLOCK>text [1, 2, 3, 4]<CHILD>bad \ud800 char"], "stop", RenderOptions())
+
+
+def test_the_html_check_itself_catches_markup() -> None:
+    assert disallowed_html("a <div>b</div>") == ["<div>b</div>", "</div>"]
+    assert disallowed_html("<img src=x>") != []
+    assert disallowed_html("<td style=x>") != []
+    assert disallowed_html("<!-- a --> b -->") == []
+    assert disallowed_html("<!-- a -- b -->") != []
+    assert disallowed_html('<table>\n<tr><td rowspan="2">a<br>b</td></tr>\n</table>') == []
+    assert disallowed_html("```\n<div>\n```\n") == []  # code is literal text
+    assert disallowed_html("a &lt;div> and $a\\lt b$") == []

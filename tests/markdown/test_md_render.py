@@ -249,3 +249,25 @@ def test_empty_document(fmt) -> None:
     rendered = render_document(_doc(), RenderOptions(table_format=fmt))
     assert rendered.markdown == ""
     assert rendered.json["pages"] == []
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        ("# not a heading", "\\# not a heading"),
+        ("```python", "\\```python"),
+        ("~~~", "\\~~~"),
+        ("[1]: http://x", "\\[1]: http://x"),
+        ("> quote", "\\> quote"),
+        ("* star", "\\* star"),
+        ("a\r# b", "a # b"),
+    ],
+)
+def test_paragraphs_cannot_become_other_blocks(content, expected) -> None:
+    markdown = render_document(_doc(f"<BLOCK>text [1, 2, 3, 4]<CHILD>{content}")).markdown
+    assert markdown == expected + "\n"
+
+
+def test_display_math_has_no_blank_lines() -> None:
+    raw = "<BLOCK>equation [1, 2, 3, 4]<CHILD>\\[\na\n\n\nb\n\\]"
+    assert render_document(_doc(raw)).markdown == "$$\na\nb\n$$\n"
