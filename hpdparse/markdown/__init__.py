@@ -1,1 +1,5 @@
-"""HPD blocks -> Markdown and JSON."""
+"""HPD blocks -> Markdown and JSON (JSON structure: SCHEMA.md in this folder)."""
+
+from hpdparse.markdown.render import ImageCrop, RenderedDocument, RenderOptions, render_document
+
+__all__ = ["ImageCrop", "RenderOptions", "RenderedDocument", "render_document"]

@@ -9,6 +9,7 @@ splitting adjacent inline formulas into paragraphs, `\\supset` -> `\\sqsupset`) 
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 # --- delimiters ------------------------------------------------------------------------------
 
@@ -277,8 +278,10 @@ def wrap_arithmetic(text: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=4096)
 def clean_latex(latex: str, display: bool) -> tuple[str, str | None]:
-    """All cleanups, in order. Returns (latex, equation tag or None)."""
+    """All cleanups, in order. Returns (latex, equation tag or None). Cached: a table cell's math
+    is cleaned for both its GFM and its HTML form."""
     text, tag = remove_tag(latex)
     text = unicode_to_latex(text)
     text = drop_degenerate_tail(text)
