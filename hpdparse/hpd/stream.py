@@ -251,21 +251,27 @@ def _loop_start(text: str, period: int) -> int:
     return start
 
 
+_MAX_BLOCK_PERIOD = 4
+
+
 def _cut_repeated_blocks(blocks: list[Block], strict: bool) -> bool:
-    """Identical blocks repeated to the end of the page: keep the first, flag it."""
-    min_run = 5 if strict else 3
-    if len(blocks) < min_run:
-        return False
-    last = blocks[-1]
-    key = (last.label, last.content or last.bbox)
-    run = 1
-    while run < len(blocks) and _key(blocks[-1 - run]) == key:
-        run += 1
-    if run < min_run:
-        return False
-    del blocks[len(blocks) - run + 1 :]
-    blocks[-1].flags.append(FLAG_REPETITION)
-    return True
+    """A group of 1-4 identical blocks repeated to the end of the page: keep one group, flag its
+    last block."""
+    min_repeats = 5 if strict else 3
+    # A page that stopped by itself rarely loops: there, blocks repeat only if their boxes do too.
+    keys = [(b.label, b.content, b.bbox) if strict else _key(b) for b in blocks]
+    n = len(keys)
+    for period in range(1, _MAX_BLOCK_PERIOD + 1):
+        if n < min_repeats * period:
+            break
+        start = n - period
+        while start > 0 and keys[start - 1] == keys[start - 1 + period]:
+            start -= 1
+        if (n - start) // period >= min_repeats:
+            del blocks[start + period :]
+            blocks[-1].flags.append(FLAG_REPETITION)
+            return True
+    return False
 
 
 def _key(block: Block) -> tuple[str, object]:

@@ -202,3 +202,30 @@ def test_non_string_input_never_raises() -> None:
     page = parse_page(None, None)  # type: ignore[arg-type]
     assert (page.blocks, page.flags) == ([], ["empty"])
     assert parse_page(b"<BLOCK>text [1, 2, 3, 4]<CHILD>x", None).blocks  # type: ignore[arg-type]
+
+
+def test_repeated_groups_of_blocks_are_cut() -> None:
+    group = "<BLOCK>text [1, 2, 3, 4]<CHILD>a<BLOCK>image [5, 6, 7, 8]"
+    page = parse_page("<BLOCK>title [1, 2, 3, 4]<CHILD>T" + group * 20, "length")
+    assert [(b.label, b.content) for b in page.blocks] == [
+        ("title", "T"),
+        ("text", "a"),
+        ("image", None),
+    ]
+    assert page.blocks[-1].flags == ["repetition", "truncated"]
+
+
+def test_distinct_blocks_are_not_repetition() -> None:
+    raw = "".join(f"<BLOCK>text [1, 2, 3, 4]<CHILD>line {i}" for i in range(30))
+    assert len(parse_page(raw, "length").blocks) == 30
+    images = "".join(f"<BLOCK>image [{i}, 2, {i + 10}, 40]" for i in range(30))
+    assert len(parse_page(images, "length").blocks) == 30
+
+
+def test_finished_page_needs_identical_boxes_to_call_blocks_a_loop() -> None:
+    form = "".join(
+        f"<BLOCK>text [10, {y}, 50, {y + 5}]<CHILD>Yes<BLOCK>text [60, {y}, 90, {y + 5}]<CHILD>No"
+        for y in range(0, 600, 50)
+    )
+    assert len(parse_page(form, "stop").blocks) == 24
+    assert len(parse_page(form, "length").blocks) == 2
