@@ -1,0 +1,96 @@
+"""Torch HPD decoding on the tiny checkpoint: decoding steps per page and pages/s per schedule.
+
+    .venv/bin/python benchmarks/bench_torch_decoding.py [--model tests/fixtures/tiny-hpd]
+        [--threads 1] [--repeat 3] [--device cpu]
+
+For the sample pages (samples/, rendered at 200 dpi): plain, serial fork, concurrent fork and
+concurrent fork + P-MTP; decoding steps = batched forward passes of the decoder (prefill
+included) a page took part in. Pages are decoded all together in the concurrent schedules and
+one at a time in the others. Image encoding is excluded from the timings. Prints, asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from hpdparse.engines.model.checkpoint import load_model, open_checkpoint
+from hpdparse.engines.model.decoding import DecodeOptions, HpdDecoder, PageJob
+from hpdparse.engines.model.prompt import PromptBuilder, load_tokenizer, token_ids
+from hpdparse.inputs import open_source
+from hpdparse.tiling import TilingConfig, normalize_torch, tile_image
+
+REPO = Path(__file__).resolve().parents[1]
+
+RUNS = (
+    ("plain", DecodeOptions(fork=False)),
+    ("plain + P-MTP", DecodeOptions(fork=False, mtp=True)),
+    ("serial fork", DecodeOptions(schedule="serial")),
+    ("concurrent fork", DecodeOptions(schedule="concurrent")),
+    ("concurrent fork + P-MTP", DecodeOptions(schedule="concurrent", mtp=True)),
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default=str(REPO / "tests" / "fixtures" / "tiny-hpd"))
+    parser.add_argument("--samples", type=Path, default=REPO / "samples")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+
+    ckpt = open_checkpoint(args.model)
+    model = load_model(ckpt, device=args.device)
+    tok = load_tokenizer(ckpt.path, args.model)
+    ids = token_ids(tok, ckpt.raw_config, args.model)
+    prompts = PromptBuilder(tok, ids, ckpt.tokenizer_config().get("chat_template"))
+    tiling = TilingConfig.from_model_config(ckpt.raw_config)
+    features = []
+    files = sorted(args.samples.glob("*.pdf")) + sorted(args.samples.glob("*.png"))
+    with torch.no_grad():
+        for path in files:
+            with open_source(path) as doc:
+                for number in range(1, doc.page_count + 1):
+                    tiles = tile_image(doc.render(number, 200).image, tiling)
+                    px = normalize_torch(tiles, tiling, device=args.device)
+                    f = model.image_features(px)
+                    features.append((f"{path.stem}/{number}", f.reshape(-1, f.shape[-1])))
+    print(
+        f"{len(features)} pages from {args.samples}, model {args.model}, device {args.device}, "
+        f"{args.threads} thread(s), best of {args.repeat}"
+    )
+    print(
+        f"{'schedule':<26}{'steps/page':>11}{'max steps':>10}{'pages/s':>9}"
+        f"{'tokens/s':>10}{'accepted':>10}"
+    )
+    texts = {}
+    for name, options in RUNS:
+        jobs = [PageJob(k, prompts.build(f.shape[0], options.fork), f) for k, f in features]
+        best = float("inf")
+        for _ in range(args.repeat):
+            decoder = HpdDecoder(model, ids, options)
+            start = time.perf_counter()
+            results = decoder.decode(jobs)
+            best = min(best, time.perf_counter() - start)
+        steps = [r.stats["decoding_steps"] for r in results]
+        tokens = sum(r.stats["parent_tokens"] + r.stats["child_tokens"] for r in results)
+        drafted = sum(r.stats["drafted_tokens"] for r in results)
+        accepted = sum(r.stats["accepted_tokens"] for r in results)
+        rate = f"{accepted / drafted:.1%}" if drafted else "-"
+        print(
+            f"{name:<26}{statistics.mean(steps):>11.1f}{max(steps):>10}"
+            f"{len(jobs) / best:>9.2f}{tokens / best:>10.0f}{rate:>10}"
+        )
+        texts[name] = [tok.decode(r.token_ids, skip_special_tokens=False) for r in results]
+    same = all(t == texts["plain"] for t in texts.values())
+    print(f"same text from every schedule: {same}")
+
+
+if __name__ == "__main__":
+    main()

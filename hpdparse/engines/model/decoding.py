@@ -1,0 +1,409 @@
+"""Greedy HPD decoding on the PyTorch model: plain, serial fork and concurrent fork, each with
+optional P-MTP speculative decoding.
+
+A page is a tree of branches. The parent (layout) branch decodes from the prompt; each `<FORK>` it
+emits at position p spawns a child whose cache is the parent's cache up to p (not including the
+`<FORK>`) and whose first input is `<CHILD>` at position p. Children decode until a stop token and
+never fork. The page's text is the parent's tokens with every `<FORK>` replaced by `<CHILD>` and
+that child's tokens, in fork order.
+
+Schedules (same text by construction, tested):
+- `serial`: one branch of a page at a time; a child runs to its end right after its fork.
+- `concurrent`: every live branch of every page advances in one batched forward pass per step.
+
+Branch caches: a branch keeps a list of segments; a child refers to its parent's segments up to
+the fork position (no copy: positions below a branch's length are never rewritten) plus its own.
+transformers' attention needs one dense key/value tensor per layer, so each step gathers the
+batch's caches into a padded tensor (a copy per step; fine for a reference implementation).
+
+P-MTP: after each forward pass a branch has the hidden state `h` that produced its next token `t`;
+the draft head proposes k tokens from (h, embed(t)) recurrently; the next pass feeds
+[t, d1..dk] and keeps the longest prefix of drafts equal to the model's own greedy choices, plus
+the model's next token. Output is therefore identical to plain greedy decoding.
+
+A decoding step is one batched forward pass of the decoder (prefill included); per page we count
+the passes the page took part in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from transformers.cache_utils import DynamicCache
+
+from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP
+
+SCHEDULES = ("serial", "concurrent")
+
+
+@dataclass(frozen=True)
+class DecodeOptions:
+    fork: bool = True
+    schedule: str = "concurrent"  # "serial" or "concurrent"; ignored when fork is False
+    mtp: bool = False
+    num_speculative_tokens: int = 6
+    max_tokens: int = 8000  # per branch, like one vLLM request per branch
+    max_model_len: int = 16384
+
+    def __post_init__(self) -> None:
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
+        if self.num_speculative_tokens < 0 or self.max_tokens < 1:
+            raise ValueError("num_speculative_tokens must be >= 0 and max_tokens >= 1")
+
+
+@dataclass
+class PageJob:
+    """One page to decode: prompt ids (with the image context tokens) and its image features."""
+
+    key: Hashable
+    prompt_ids: list[int]
+    image_embeds: torch.Tensor  # (number of <IMG_CONTEXT> tokens, hidden)
+
+
+@dataclass
+class PageDecode:
+    """The spliced token ids of a page (stop tokens removed) and its statistics."""
+
+    key: Hashable
+    token_ids: list[int]
+    finish_reason: str
+    prompt_tokens: int
+    stats: dict[str, int] = field(default_factory=dict)
+
+
+class _Segment:
+    """A growable run of cache positions: keys/values per layer, (kv_heads, capacity, head_dim)."""
+
+    def __init__(self, like: list[torch.Tensor], capacity: int) -> None:
+        self.k = [
+            torch.empty(t.shape[0], capacity, t.shape[2], dtype=t.dtype, device=t.device)
+            for t in like
+        ]
+        self.v = [torch.empty_like(t) for t in self.k]
+        self.n = 0
+
+    def append(self, ks: list[torch.Tensor], vs: list[torch.Tensor]) -> None:
+        t = ks[0].shape[1]
+        cap = self.k[0].shape[1]
+        if self.n + t > cap:
+            new_cap = max(2 * cap, self.n + t)
+            for lst in (self.k, self.v):
+                for i, old in enumerate(lst):
+                    grown = old.new_empty(old.shape[0], new_cap, old.shape[2])
+                    grown[:, : self.n] = old[:, : self.n]
+                    lst[i] = grown
+        for i in range(len(ks)):
+            self.k[i][:, self.n : self.n + t] = ks[i]
+            self.v[i][:, self.n : self.n + t] = vs[i]
+        self.n += t
+
+
+class _Branch:
+    def __init__(self, page: _Page, is_child: bool, prefix: list[tuple[_Segment, int]]) -> None:
+        self.page = page
+        self.is_child = is_child
+        self.prefix = prefix  # shared (segment, used length) pairs, read only
+        self.own: _Segment | None = None
+        self.length = sum(n for _, n in prefix)  # cache length = position of the next input
+        self.pending: int | None = None  # produced, not yet fed
+        self.hidden: torch.Tensor | None = None  # hidden state that produced `pending`
+        self.tokens: list[int] = []  # produced tokens (no stop token)
+        self.children: list[_Branch] = []  # in fork order (parent only)
+        self.done = False
+        self.finish = FINISH_STOP
+
+    def segments(self) -> list[tuple[_Segment, int]]:
+        own = [(self.own, self.own.n)] if self.own is not None and self.own.n else []
+        return self.prefix + own
+
+    def prefix_until(self, position: int) -> list[tuple[_Segment, int]]:
+        """The cache of positions [0, position), as shared segments."""
+        out, left = [], position
+        for seg, n in self.segments():
+            if left <= 0:
+                break
+            out.append((seg, min(n, left)))
+            left -= n
+        return out
+
+
+class _Page:
+    def __init__(self, job: PageJob) -> None:
+        self.job = job
+        self.parent = _Branch(self, False, [])
+        self.prefilled = False
+        self.steps = 0
+        self.drafted = 0
+        self.accepted = 0
+        self.serial_stack: list[_Branch] = []  # serial schedule: children waiting to run
+
+    def branches(self) -> list[_Branch]:
+        return [self.parent, *self.parent.children]
+
+    @property
+    def done(self) -> bool:
+        return all(b.done for b in self.branches())
+
+
+class _StepCache(DynamicCache):
+    """Hands transformers' attention the batch's padded past keys/values and keeps the new ones."""
+
+    def __init__(self, past_k: list[torch.Tensor], past_v: list[torch.Tensor]) -> None:
+        super().__init__()
+        self.past_k, self.past_v = past_k, past_v
+        self.new_k: list[torch.Tensor | None] = [None] * len(past_k)
+        self.new_v: list[torch.Tensor | None] = [None] * len(past_k)
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):  # noqa: ANN001
+        self.new_k[layer_idx], self.new_v[layer_idx] = key_states, value_states
+        return (
+            torch.cat([self.past_k[layer_idx], key_states], dim=2),
+            torch.cat([self.past_v[layer_idx], value_states], dim=2),
+        )
+
+
+class HpdDecoder:
+    """Decodes pages on an HpdModel with the given token ids (see prompt.TokenIds)."""
+
+    def __init__(self, model: Any, ids: Any, options: DecodeOptions) -> None:
+        self.model = model
+        self.ids = ids
+        self.options = options
+        if options.mtp and not model.has_mtp:
+            self.options = DecodeOptions(**{**options.__dict__, "mtp": False})
+        cfg = model.language_model.config
+        self.num_layers = cfg.num_hidden_layers
+        self.kv_heads = cfg.num_key_value_heads
+        self.head_dim = getattr(cfg, "head_dim", None) or cfg.hidden_size // cfg.num_attention_heads
+        param = next(model.parameters())
+        self.device, self.dtype = param.device, param.dtype
+
+    # ------------------------------------------------------------------ public
+
+    def decode(self, jobs: Sequence[PageJob]) -> list[PageDecode]:
+        """Decode all pages together (concurrent) or one after the other (serial, plain)."""
+        if self.options.fork and self.options.schedule == "concurrent":
+            pages = [_Page(j) for j in jobs]
+            while not all(p.done for p in pages):
+                self.step(pages)
+            return [self.result(p) for p in pages]
+        out = []
+        for job in jobs:
+            page = _Page(job)
+            while not page.done:
+                self.step([page])
+            out.append(self.result(page))
+        return out
+
+    def new_page(self, job: PageJob) -> _Page:
+        return _Page(job)
+
+    @torch.inference_mode()
+    def step(self, pages: Sequence[_Page]) -> None:
+        """One batched forward pass: the prefill of pages not yet prefilled, or else one decoding
+        step of every runnable branch of the other pages."""
+        fresh = [p for p in pages if not p.prefilled and not p.done]
+        if fresh:
+            self._prefill(fresh)
+            return
+        branches = [b for p in pages if not p.done for b in self._runnable(p)]
+        if branches:
+            self._advance(branches)
+
+    def result(self, page: _Page) -> PageDecode:
+        parent = page.parent
+        ids: list[int] = []
+        children = iter(parent.children)
+        for tok in parent.tokens:
+            if tok == self.ids.fork and self.options.fork:
+                child = next(children)
+                ids.append(self.ids.child)
+                ids.extend(child.tokens)
+            else:
+                ids.append(tok)
+        branches = page.branches()
+        finish = FINISH_LENGTH if any(b.finish == FINISH_LENGTH for b in branches) else FINISH_STOP
+        return PageDecode(
+            key=page.job.key,
+            token_ids=ids,
+            finish_reason=finish,
+            prompt_tokens=len(page.job.prompt_ids),
+            stats={
+                "parent_tokens": len(parent.tokens),
+                "child_tokens": sum(len(c.tokens) for c in parent.children),
+                "forks": len(parent.children),
+                "decoding_steps": page.steps,
+                "drafted_tokens": page.drafted,
+                "accepted_tokens": page.accepted,
+            },
+        )
+
+    # ------------------------------------------------------------------ internals
+
+    def _runnable(self, page: _Page) -> list[_Branch]:
+        if self.options.fork and self.options.schedule == "concurrent":
+            return [b for b in page.branches() if not b.done]
+        # Serial: the oldest unfinished child first, else the parent.
+        for child in page.parent.children:
+            if not child.done:
+                return [child]
+        return [] if page.parent.done else [page.parent]
+
+    def _prefill(self, pages: list[_Page]) -> None:
+        embeds = []
+        for p in pages:
+            ids = torch.tensor(p.job.prompt_ids, device=self.device)
+            e = self.model.embed_tokens(ids)
+            mask = ids == self.ids.img_context
+            img = p.job.image_embeds.to(device=self.device, dtype=e.dtype)
+            if int(mask.sum()) != img.shape[0]:
+                raise ValueError(
+                    f"prompt has {int(mask.sum())} image tokens, image gives {img.shape[0]}"
+                )
+            e = e.clone()
+            e[mask] = img
+            embeds.append(e)
+        branches = [p.parent for p in pages]
+        hidden = self._forward(branches, embeds, [len(p.job.prompt_ids) for p in pages])
+        for p, b, h in zip(pages, branches, hidden, strict=True):
+            p.prefilled = True
+            p.steps += 1
+            self._keep(b, len(p.job.prompt_ids))
+            last = h[len(p.job.prompt_ids) - 1]
+            b.hidden = last
+            self._produce(b, int(self.model.logits(last).argmax()), b.length)
+
+    def _advance(self, branches: list[_Branch]) -> None:
+        opts = self.options
+        inputs: list[list[int]] = []
+        drafts: list[list[int]] = []
+        drafting = [b for b in branches if opts.mtp and b.hidden is not None]
+        proposed = self._draft(drafting) if drafting else {}
+        for b in branches:
+            if b.pending is None:  # a fresh child: its first input is <CHILD>
+                b.pending = self.ids.child
+            d = proposed.get(id(b), [])
+            drafts.append(d)
+            inputs.append([b.pending, *d])
+        embeds = [self.model.embed_tokens(torch.tensor(x, device=self.device)) for x in inputs]
+        hidden = self._forward(branches, embeds, [len(x) for x in inputs])
+        pages_seen: set[int] = set()
+        for b, d, h in zip(branches, drafts, hidden, strict=True):
+            if id(b.page) not in pages_seen:
+                pages_seen.add(id(b.page))
+                b.page.steps += 1
+            n = len(d) + 1
+            greedy = self.model.logits(h[:n]).argmax(-1).tolist()
+            accepted = 0
+            while accepted < len(d) and d[accepted] == greedy[accepted]:
+                accepted += 1
+            b.page.drafted += len(d)
+            b.page.accepted += accepted
+            first = b.length + 1  # where greedy[0] will be fed
+            self._keep(b, accepted + 1)
+            b.pending = None
+            # Produce the accepted drafts then the model's own next token, stopping early if
+            # the branch ends (stop token or limit) on the way.
+            for i in range(accepted + 1):
+                if b.done:
+                    break
+                b.hidden = h[i]
+                self._produce(b, greedy[i], first + i)
+
+    def _draft(self, branches: list[_Branch]) -> dict[int, list[int]]:
+        opts = self.options
+        budgets = []
+        for b in branches:
+            room = min(
+                opts.max_tokens - len(b.tokens),
+                opts.max_model_len - b.length - 1,
+            )
+            budgets.append(max(0, min(opts.num_speculative_tokens, room - 1)))
+        k = max(budgets, default=0)
+        if k == 0:
+            return {}
+        h = torch.stack([b.hidden for b in branches])
+        tok = torch.tensor([b.pending for b in branches], device=self.device)
+        out = []
+        for _ in range(k):
+            h = self.model.mtp(h, self.model.embed_tokens(tok))
+            tok = self.model.logits(h).argmax(-1)
+            out.append(tok)
+        table = torch.stack(out, dim=1).tolist()
+        return {id(b): table[i][: budgets[i]] for i, b in enumerate(branches)}
+
+    def _produce(self, b: _Branch, token: int, position: int) -> None:
+        """Record a token the branch produced; `position` is where it will be fed."""
+        opts = self.options
+        if token in self.ids.stop:
+            b.done, b.finish = True, FINISH_STOP
+            return
+        b.tokens.append(token)
+        if not b.is_child and opts.fork and token == self.ids.fork:
+            child = _Branch(b.page, True, b.prefix_until(position))
+            b.children.append(child)
+        if len(b.tokens) >= opts.max_tokens or position + 1 >= opts.max_model_len:
+            b.done, b.finish = True, FINISH_LENGTH
+            return
+        b.pending = token
+
+    def _keep(self, b: _Branch, n: int) -> None:
+        """Append the first n new cache entries of the last forward pass to the branch."""
+        ks = [k[:, :n] for k in b._new_k]
+        vs = [v[:, :n] for v in b._new_v]
+        if b.own is None:
+            b.own = _Segment(ks, capacity=max(64, 2 * n))
+        b.own.append(ks, vs)
+        b.length += n
+        del b._new_k, b._new_v
+
+    def _forward(
+        self, branches: list[_Branch], embeds: list[torch.Tensor], lengths: list[int]
+    ) -> list[torch.Tensor]:
+        """One forward pass of the decoder over the batch; returns per-branch hidden states
+        (n_b, hidden) after the final norm. New cache entries are parked on each branch."""
+        bsz = len(branches)
+        past_lens = [b.length for b in branches]
+        lmax, nmax = max(past_lens), max(lengths)
+        hidden = embeds[0].shape[-1]
+        dev, dt = self.device, self.dtype
+        past_k = [
+            torch.zeros(bsz, self.kv_heads, lmax, self.head_dim, device=dev, dtype=dt)
+            for _ in range(self.num_layers)
+        ]
+        past_v = [torch.zeros_like(t) for t in past_k]
+        for i, b in enumerate(branches):
+            start = lmax - past_lens[i]
+            for seg, n in b.segments():
+                for layer in range(self.num_layers):
+                    past_k[layer][i, :, start : start + n] = seg.k[layer][:, :n]
+                    past_v[layer][i, :, start : start + n] = seg.v[layer][:, :n]
+                start += n
+        x = torch.zeros(bsz, nmax, hidden, device=dev, dtype=dt)
+        positions = torch.zeros(bsz, nmax, dtype=torch.long, device=dev)
+        allowed = torch.zeros(bsz, nmax, lmax + nmax, dtype=torch.bool, device=dev)
+        causal = torch.ones(nmax, nmax, dtype=torch.bool, device=dev).tril()
+        for i, (e, n) in enumerate(zip(embeds, lengths, strict=True)):
+            x[i, :n] = e
+            positions[i] = past_lens[i] + torch.arange(nmax, device=dev)
+            allowed[i, :n, lmax - past_lens[i] : lmax] = True
+            allowed[i, :, lmax:] = causal
+            allowed[i, :n, lmax + n :] = False
+        mask = torch.zeros(allowed.shape, dtype=dt, device=dev)
+        mask.masked_fill_(~allowed, torch.finfo(dt).min)
+        cache = _StepCache(past_k, past_v)
+        out = self.model.decoder(
+            inputs_embeds=x,
+            attention_mask={"full_attention": mask[:, None]},
+            position_ids=positions,
+            past_key_values=cache,
+            use_cache=True,
+        ).last_hidden_state
+        for i, b in enumerate(branches):
+            b._new_k = [k[i] for k in cache.new_k]
+            b._new_v = [v[i] for v in cache.new_v]
+        return [out[i, : lengths[i]] for i in range(bsz)]
