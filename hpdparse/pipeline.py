@@ -369,7 +369,7 @@ class Converter:
         self.progress = progress or Progress()
         self._start_engine = start_engine
         self._engine_started = False
-        self._info: EngineInfo = engine.info
+        self._info: EngineInfo | None = None  # set in run(), after engine.preparer()
         self._events: deque[tuple[str, _Doc, Any]] = deque()
         self._inflight: dict[tuple[int, int], _PreparedPage] = {}
         self._pool: _WorkerPool | None = None
@@ -381,12 +381,8 @@ class Converter:
     # The public entry point.
     def run(self, sources: list[Path], input_errors: list[HpdparseError] = ()) -> RunReport:
         started = time.monotonic()
-        report = RunReport(
-            command="convert",
-            engine=self._info.engine,
-            model=self._info.model,
-            revision=self._info.revision,
-            output_dir=str(self.settings.output_dir),
+        report = self._report = RunReport(
+            command="convert", output_dir=str(self.settings.output_dir)
         )
         for error in input_errors:
             spec = str(error).split(":", 1)[0]
@@ -400,17 +396,23 @@ class Converter:
             self._docs.append(_Doc(Path(src).absolute(), dirs[src], doc_report))
             report.documents.append(doc_report)
         self.progress.start(len(report.documents))
-        self._pool = _WorkerPool(self.settings.worker_count(), self.engine.preparer())
-        self._report = report
         try:
+            # preparer() first: an engine may resolve its checkpoint (and revision) there, and the
+            # reuse key of saved pages must carry that revision.
+            self._pool = _WorkerPool(self.settings.worker_count(), self.engine.preparer())
+            self._info = self.engine.info
+            report.engine = self._info.engine
+            report.model = self._info.model
+            report.revision = self._info.revision
             self._run_pages()
         except KeyboardInterrupt:
             report.interrupted = True
         except EngineError as exc:
             report.engine_error = str(exc)
-            self.progress.error(f"engine {self._info.engine}: {exc}")
+            self.progress.error(f"engine {self.engine.name}: {exc}")
         finally:
-            self._pool.shutdown(cancel=True)
+            if self._pool is not None:
+                self._pool.shutdown(cancel=True)
             if self._engine_started and self._start_engine:
                 with contextlib.suppress(Exception):
                     self.engine.close()
@@ -534,6 +536,7 @@ class Converter:
     def _plan_or_raise(self, doc: _Doc) -> list[int] | None:
         s = self.settings
         info = self._info
+        assert info is not None
         src = doc.source
         doc_dir = doc.doc_dir
         options = dataclasses.asdict(s.render_options)
@@ -645,6 +648,7 @@ class Converter:
         self, doc: _Doc, number: int, result: PageResult, prepared: _PreparedPage
     ) -> None:
         info = self._info
+        assert info is not None
         meta = {
             "page": number,
             "engine": info.engine,

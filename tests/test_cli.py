@@ -273,3 +273,29 @@ def test_python_module_entry_point() -> None:
         timeout=60,
     )
     assert proc.returncode == 0 and "hpdparse" in proc.stdout
+
+
+def test_terminal_gets_rich_progress_and_table(srv: FakeHPDServer, tmp_path: Path) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    cmd = [sys.executable, "-m", "hpdparse", "convert", str(SAMPLES / "memo.pdf"), "-o",
+           str(tmp_path), "--engine", "openai", "--server", srv.url, "--dpi", "72"]  # fmt: skip
+    env = {**os.environ, "COLUMNS": "120", "TERM": "xterm"}
+    proc = subprocess.Popen(cmd, stdout=follower, stderr=follower, cwd=REPO, env=env)
+    os.close(follower)
+    chunks = []
+    while True:
+        try:
+            data = os.read(leader, 65536)
+        except OSError:  # EIO: the child closed the terminal
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(leader)
+    assert proc.wait(timeout=120) == 0
+    text = b"".join(chunks).decode("utf-8", "replace")
+    assert "documents" in text and "pages" in text  # the progress bars
+    assert "converted" in text and "memo.pdf" in text  # the summary table
+    assert "Traceback" not in text

@@ -1,0 +1,132 @@
+"""Host side of the pipeline on one core: rasterize + prepare a page for the engine, pages/s.
+
+Usage: .venv/bin/python benchmarks/bench_pipeline.py [--pdf FILE] [--dpi 200] [--pages 40]
+
+Default PDF: the shared corpus' pdfjs__tracemonkey.pdf (14 pages, a two-column paper) when present,
+and always a generated text PDF (--pages pages of two text columns). For each, pages/s of:
+- inline: render_page + the engine's preparer in this process (one core, no pipeline),
+- pipeline: the pipeline's own path, one rasterizer process (`--workers 1`) with its read-ahead,
+  the main process only receiving payloads (what `hpdparse convert --workers 1` feeds an engine);
+for two preparers: `png` (the openai engine: PNG bytes) and `tiles` (vllm/torch: HPD tiles, uint8).
+Pages per CPU-second (this process and its rasterizer, user + system) is printed beside the wall
+rate: on a shared machine it is the figure that does not depend on the other jobs.
+Target: >= 25 pages/s at 200 dpi for ordinary text pages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import os
+import time
+from collections import deque
+from pathlib import Path
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+import psutil  # noqa: E402
+import pymupdf  # noqa: E402
+
+from hpdparse.engines.openai_engine import encode_page_png  # noqa: E402
+from hpdparse.engines.vllm_engine import prepare_tiles  # noqa: E402
+from hpdparse.inputs import close_cached_documents, render_page  # noqa: E402
+from hpdparse.pipeline import _prepare_page, _WorkerPool  # noqa: E402
+from hpdparse.tiling import TilingConfig  # noqa: E402
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
+TRACEMONKEY = CORPUS / "pdfjs__tracemonkey.pdf"
+
+
+def generated_pdf(path: Path, pages: int) -> Path:
+    doc = pymupdf.open()
+    words = "hierarchical parallel decoding of document layout with forked branches " * 40
+    for n in range(pages):
+        page = doc.new_page(width=612, height=792)
+        page.insert_text((50, 45), f"Page {n + 1}", fontsize=14)
+        for column in range(2):
+            x = 50 + column * 262
+            page.insert_textbox(pymupdf.Rect(x, 60, x + 250, 740), words, fontsize=9)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def cpu_seconds() -> float:
+    """CPU time of this process and its children (the rasterizer processes), user + system."""
+    me = psutil.Process()
+    total = sum(me.cpu_times()[:2])
+    for child in me.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            total += sum(child.cpu_times()[:2])
+    return total
+
+
+def inline_rate(pdf: Path, pages: list[int], dpi: int, prepare) -> tuple[float, float]:
+    close_cached_documents()
+    prepare(render_page(str(pdf), pages[0], dpi).image)  # warm-up
+    start, cpu = time.perf_counter(), cpu_seconds()
+    for number in pages:
+        prepare(render_page(str(pdf), number, dpi).image)
+    return len(pages) / (time.perf_counter() - start), len(pages) / (cpu_seconds() - cpu)
+
+
+def pipeline_rate(
+    pdf: Path, pages: list[int], dpi: int, prepare, read_ahead: int = 4
+) -> tuple[float, float]:
+    pool = _WorkerPool(1, prepare)
+    try:
+        pool.submit(_prepare_page, str(pdf), pages[0], dpi, None).result()  # start + warm-up
+        start, cpu = time.perf_counter(), cpu_seconds()
+        window: deque = deque()
+        todo = iter(pages)
+        done = 0
+        while True:
+            while len(window) < read_ahead:
+                number = next(todo, None)
+                if number is None:
+                    break
+                window.append(pool.submit(_prepare_page, str(pdf), number, dpi, None))
+            if not window:
+                break
+            result = window.popleft().result()
+            assert not isinstance(result, str), result
+            done += 1
+        return done / (time.perf_counter() - start), done / (cpu_seconds() - cpu)
+    finally:
+        pool.shutdown()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pdf", type=Path, action="append")
+    parser.add_argument("--dpi", type=int, default=200)
+    parser.add_argument("--pages", type=int, default=40, help="pages of the generated PDF")
+    args = parser.parse_args()
+    pymupdf.TOOLS.mupdf_display_errors(False)
+    pdfs = list(args.pdf or [])
+    if not pdfs:
+        if TRACEMONKEY.is_file():
+            pdfs.append(TRACEMONKEY)
+        pdfs.append(generated_pdf(Path("/tmp/hpdparse-bench-pipeline.pdf"), args.pages))
+    preparers = {
+        "png": encode_page_png,
+        "tiles": functools.partial(prepare_tiles, tiling=TilingConfig()),
+    }
+    print(f"dpi {args.dpi}, one core (OMP_NUM_THREADS=1, one rasterizer process)")
+    for pdf in pdfs:
+        with pymupdf.open(pdf) as doc:
+            pages = list(range(1, doc.page_count + 1))
+        size = render_page(str(pdf), 1, args.dpi).image.size
+        print(f"{pdf.name}: {len(pages)} pages, page 1 is {size[0]}x{size[1]} px")
+        for name, prepare in preparers.items():
+            inline = inline_rate(pdf, pages, args.dpi, prepare)
+            piped = pipeline_rate(pdf, pages, args.dpi, prepare)
+            print(
+                f"  {name:<6} inline {inline[0]:6.1f} pages/s ({inline[1]:6.1f} per CPU-second)"
+                f"   pipeline, 1 worker {piped[0]:6.1f} pages/s ({piped[1]:6.1f} per CPU-second)"
+            )
+
+
+if __name__ == "__main__":
+    main()
