@@ -73,6 +73,7 @@ class PageBuilder:
         claimed = set(captions.values()) | {i for items in list_items.values() for i in items}
         tags = self._pair_formula_numbers(blocks)
         claimed |= set(tags.values())
+        claimed |= self._figure_containers(blocks)
 
         for block in blocks:
             i = block.index
@@ -134,6 +135,22 @@ class PageBuilder:
                 items.append(follower.index)
             claims[block.index] = items
         return claims
+
+    def _figure_containers(self, blocks: list[Block]) -> set[int]:
+        """Figure blocks that wrap the figure right after them (`image_block` around `image`):
+        only the inner one is cropped."""
+        containers = set()
+        for block in blocks[:-1]:
+            inner = blocks[block.index + 1]
+            if (
+                block.role == ROLE_FIGURE == inner.role
+                and not block.content
+                and inner.bbox != block.bbox
+                and inside(inner.bbox, block.bbox)
+            ):
+                containers.add(block.index)
+                self.blocks_json[block.index]["container_of"] = inner.index
+        return containers
 
     def _pair_formula_numbers(self, blocks: list[Block]) -> dict[int, int]:
         pairs: dict[int, int] = {}

@@ -271,3 +271,16 @@ def test_paragraphs_cannot_become_other_blocks(content, expected) -> None:
 def test_display_math_has_no_blank_lines() -> None:
     raw = "<BLOCK>equation [1, 2, 3, 4]<CHILD>\\[\na\n\n\nb\n\\]"
     assert render_document(_doc(raw)).markdown == "$$\na\nb\n$$\n"
+
+
+def test_figure_container_is_not_cropped_twice() -> None:
+    raw = (
+        "<BLOCK>image_block [100, 100, 900, 600]"
+        "<BLOCK>image [110, 110, 890, 500]"
+        "<BLOCK>image_caption [110, 510, 890, 590]<CHILD>Figure 1: Inner"
+    )
+    rendered = render_document(_doc(raw))
+    assert [c.filename for c in rendered.images] == ["images/page-0001-figure-01.png"]
+    assert rendered.images[0].bbox_px == (110, 220, 890, 1000)
+    assert rendered.markdown.count("![") == 1
+    assert rendered.json["pages"][0]["blocks"][0]["container_of"] == 1
