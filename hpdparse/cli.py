@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import signal
 import sys
 import traceback
 from collections.abc import Callable
@@ -16,7 +18,7 @@ from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.inputs import parse_page_ranges
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.progress import make_progress
-from hpdparse.report import EXIT_FAILED, RunReport, print_summary
+from hpdparse.report import EXIT_FAILED, EXIT_INTERRUPTED, RunReport, print_summary
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 every document converted (or skipped as already done); 1 at least one "
@@ -197,6 +199,7 @@ def convert(**kw: Any) -> None:
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose exclude each other")
     progress = make_progress(quiet=quiet, verbose=verbose)
+    previous = _stop_cleanly_on_sigterm()
     try:
         report = api.convert(
             kw["inputs"],
@@ -221,12 +224,18 @@ def convert(**kw: Any) -> None:
             report_path=kw["report_path"],
             progress=progress,
         )
+    except KeyboardInterrupt:
+        progress.close()
+        click.echo("error: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except (HpdparseError, ValueError, OSError) as exc:
         progress.close()
         _fail(exc, verbose)
     except Exception as exc:
         progress.close()
         _fail(exc, verbose, internal=True)
+    finally:
+        _restore_sigterm(previous)
     progress.close()
     _finish(report, quiet)
 
@@ -271,6 +280,25 @@ def render(**kw: Any) -> None:
         _fail(exc, verbose, internal=True)
     progress.close()
     _finish(report, quiet)
+
+
+def _stop_cleanly_on_sigterm() -> Any:
+    """`kill` (SIGTERM) stops a run like Ctrl-C: finished pages stay, workers are shut down.
+    Returns the previous handler."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        return signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread (embedded use): leave signals alone
+        return None
+
+
+def _restore_sigterm(previous: Any) -> None:
+    if previous is not None:
+        with contextlib.suppress(ValueError):
+            signal.signal(signal.SIGTERM, previous)
 
 
 def _fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:

@@ -26,6 +26,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,6 +91,7 @@ class ConvertSettings:
     workers: int = 0  # rasterizer processes; 0 = one per CPU core (at most 8)
     read_ahead: int = 0  # pages rendered ahead of the engine; 0 = 4 per worker
     overwrite: bool = False
+    render_timeout: float = 300.0  # seconds for one page to render + prepare before it fails
     render_options: RenderOptions = field(default_factory=RenderOptions)
 
     def worker_count(self) -> int:
@@ -104,11 +106,24 @@ class ConvertSettings:
 _preparer: Callable[[Image.Image], Any] | None = None
 
 
-def _init_worker(preparer: Callable[[Image.Image], Any]) -> None:
+def _init_worker(preparer: Callable[[Image.Image], Any], main_pid: int) -> None:
     global _preparer
     _preparer = preparer
     # Ctrl-C reaches the whole process group: the main process decides what to do.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_when_orphaned, args=(main_pid,), daemon=True).start()
+
+
+def _exit_when_orphaned(main_pid: int) -> None:
+    # After a kill -9 of the main process a pool worker would wait for work forever (it holds the
+    # write end of its own task queue, and the forkserver waits for its workers), so it watches
+    # the main process itself.
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(main_pid, 0)
+        except OSError:
+            os._exit(0)
 
 
 @dataclass
@@ -207,14 +222,21 @@ class _WorkerPool:
                 max_workers=self._workers,
                 mp_context=_mp_context(),
                 initializer=_init_worker,
-                initargs=(self._preparer,),
+                initargs=(self._preparer, os.getpid()),
             )
         return self._pool
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
         return self.pool.submit(fn, *args)
 
-    def rebuild(self) -> None:
+    def rebuild(self, kill: bool = False) -> None:
+        """Drop the pool (a new one starts on the next submit); `kill` ends hung processes."""
+        if kill and self._pool is not None:
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                with contextlib.suppress(Exception):
+                    process.kill()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
         self.shutdown(cancel=True)
 
     def shutdown(self, cancel: bool = False) -> None:
@@ -484,21 +506,28 @@ class Converter:
                 return
             doc, number, future, attempts = window[0]
             try:
-                prepared = future.result()
-            except BrokenProcessPool:
-                # A renderer process died; which page killed it is unknown, so every page in
-                # the window is tried again, and the head gives up after RENDER_ATTEMPTS.
-                self._pool.rebuild()
+                prepared = future.result(timeout=s.render_timeout)
+            except (BrokenProcessPool, FuturesTimeout) as exc:
+                # A renderer process died (MuPDF can crash on a damaged file) or hangs. Which page
+                # killed it is unknown, so the pages in the window are tried again in a new pool;
+                # the page waited on gives up after RENDER_ATTEMPTS crashes or one timeout.
+                timed_out = isinstance(exc, FuturesTimeout)
+                self._pool.rebuild(kill=timed_out)
+                if timed_out or attempts >= RENDER_ATTEMPTS:
+                    window.popleft()
+                    reason = (
+                        f"rendering took more than {s.render_timeout:g} s"
+                        if timed_out
+                        else "the renderer crashed"
+                    )
+                    msg = f"{doc.source}: page {number} cannot be rendered: {reason}"
+                    self._events.append(("page_failed", doc, (number, msg)))
+                else:
+                    window[0][3] = attempts + 1
                 for entry in window:
                     entry[2] = self._pool.submit(
                         _prepare_page, str(entry[0].source), entry[1], s.dpi, s.password
                     )
-                if attempts < RENDER_ATTEMPTS:
-                    window[0][3] = attempts + 1
-                    continue
-                window.popleft()
-                msg = f"{doc.source}: page {number} cannot be rendered: the renderer crashed"
-                self._events.append(("page_failed", doc, (number, msg)))
                 continue
             window.popleft()
             if isinstance(prepared, str):

@@ -201,3 +201,20 @@ def test_unknown_engine_is_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(EngineError) as info:
         api.convert([SAMPLES / "memo.pdf"], tmp_path, engine="nope")
     assert "unknown engine" in str(info.value)
+
+
+def test_render_timeout_fails_the_page_and_does_not_hang(
+    srv: FakeHPDServer, tmp_path: Path
+) -> None:
+    from hpdparse.engines import EngineConfig
+    from hpdparse.engines.openai_engine import OpenAIEngine
+    from hpdparse.pipeline import Converter, ConvertSettings
+
+    pdf = make_pdf(tmp_path / "doc.pdf", 3)
+    settings = ConvertSettings(output_dir=tmp_path / "out", dpi=72, workers=1, render_timeout=1e-4)
+    with OpenAIEngine(EngineConfig(server=srv.url)) as engine:
+        report = Converter(engine, settings, start_engine=False).run([pdf])
+    doc = report.documents[0]
+    assert doc.status == "failed" and doc.pages_failed == 3
+    assert all("rendering took more than" in e for e in doc.failed_pages.values())
+    assert srv.chat_count == 0

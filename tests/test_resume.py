@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -226,3 +227,39 @@ def test_kill_9_and_ctrl_c_then_rerun_match_an_uninterrupted_run(
     resent = set(srv.fingerprints())
     assert resent == {fingerprints[n] for n in range(1, pages + 1) if n not in done}
     assert snapshot(out) == snapshot(reference)
+
+
+def test_sigterm_stops_cleanly_and_kill_9_leaves_no_worker_behind(
+    srv: FakeHPDServer, tmp_path: Path
+) -> None:
+    import psutil
+
+    pdf = make_pdf(tmp_path / "in" / "doc.pdf", 12, "term")
+    out = tmp_path / "out"
+    srv.delay = 0.15
+    code, _, err = _run_until(_cli(out, pdf, srv.url), out / "doc", 12, 2, signal.SIGTERM)
+    assert code == 130 and "Traceback" not in err
+    assert len(_valid_pages(out / "doc", 12)) >= 2
+
+    # kill -9 of the main process alone: its rasterizer processes must not live on.
+    proc = subprocess.Popen(
+        _cli(tmp_path / "out2", pdf, srv.url),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(_valid_pages(tmp_path / "out2" / "doc", 12)) < 1:
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.02)
+        children = psutil.Process(proc.pid).children(recursive=True)
+        assert children  # the forkserver and the rasterizer
+        proc.kill()
+        proc.wait()
+        gone, alive = psutil.wait_procs(children, timeout=10)
+        assert not alive, alive
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
