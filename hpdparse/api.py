@@ -82,6 +82,9 @@ def convert(
     closes it). `pages` is a 1-based selection such as "1-3,7,10-" (ValueError when invalid).
     Returns the run report; `report.exit_code` is 0, 1 or 130 (see the command line). Raises
     EngineError when the engine cannot be created or started.
+
+    Pages are rendered in worker processes started with forkserver (or spawn), which import the
+    calling script again: in a script, call this under `if __name__ == "__main__":`.
     """
     if dpi < 1:
         raise ValueError(f"dpi must be positive, not {dpi}")

@@ -21,6 +21,7 @@ import dataclasses
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -206,6 +207,22 @@ def _mp_context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
 
 
+@contextlib.contextmanager
+def _pseudo_main_file_hidden() -> Iterator[None]:
+    """spawn/forkserver workers re-import the parent's main module from its __file__; when that
+    is no file (a script read from stdin: "<stdin>") they would die on start, so hide it."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path or os.path.isfile(path):
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
 class _WorkerPool:
     """A process pool that can be rebuilt when a renderer process dies (MuPDF can crash on a
     damaged file)."""
@@ -227,7 +244,9 @@ class _WorkerPool:
         return self._pool
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
-        return self.pool.submit(fn, *args)
+        # Worker processes start inside submit(), so that is where the main module matters.
+        with _pseudo_main_file_hidden():
+            return self.pool.submit(fn, *args)
 
     def rebuild(self, kill: bool = False) -> None:
         """Drop the pool (a new one starts on the next submit); `kill` ends hung processes."""

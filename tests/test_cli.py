@@ -299,3 +299,13 @@ def test_terminal_gets_rich_progress_and_table(srv: FakeHPDServer, tmp_path: Pat
     assert "documents" in text and "pages" in text  # the progress bars
     assert "converted" in text and "memo.pdf" in text  # the summary table
     assert "Traceback" not in text
+
+
+def test_default_output_is_the_current_folder(
+    srv: FakeHPDServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shutil.copy(SAMPLES / "memo.pdf", tmp_path / "paper.pdf")
+    monkeypatch.chdir(tmp_path)
+    result = run(srv, "paper.pdf")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "paper" / "paper.md").is_file()

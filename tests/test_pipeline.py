@@ -218,3 +218,20 @@ def test_render_timeout_fails_the_page_and_does_not_hang(
     assert doc.status == "failed" and doc.pages_failed == 3
     assert all("rendering took more than" in e for e in doc.failed_pages.values())
     assert srv.chat_count == 0
+
+
+def test_api_works_from_a_script_read_on_stdin(srv: FakeHPDServer, tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    script = (
+        "from hpdparse import api\n"
+        f"r = api.convert([{str(SAMPLES / 'memo.pdf')!r}], {str(tmp_path)!r}, engine='openai',"
+        f" server={srv.url!r}, dpi=72, workers=1)\n"
+        "raise SystemExit(r.exit_code)\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-"], input=script, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "memo" / "memo.md").is_file()
