@@ -46,6 +46,8 @@ def main() -> int:
         )
         def prop(raws, finish, options) -> None:
             counts[kind] += 1
+            if counts[kind] % 10_000 == 0:
+                print(f"{kind:8s} {counts[kind]:8d} examples so far", flush=True)
             check_document(raws, finish, options)
 
         start = time.perf_counter()

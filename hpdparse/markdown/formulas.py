@@ -311,9 +311,34 @@ def math_for_markdown(latex: str, dollar: bool) -> str:
 _BLANK_LINES = re.compile(r"\n\s*\n")
 
 
+# A line inside display math that a Markdown parser without math support would read as a block
+# of its own (quote, heading, list item, setext underline, fence).
+_BLOCK_LINE = re.compile(r"\s*(?:[>#=]|[-+*](?:\s|$)|\d{1,9}[.)](?:\s|$)|[-_*]{2,}|`{3,}|~{3,})")
+_COMMENT_PERCENT = re.compile(r"(?<!\\)%")
+
+
+def protect_display_lines(body: str) -> str:
+    """Keep multi-line LaTeX one Markdown paragraph: a line that would start a Markdown block is
+    joined to the line before it (newlines are plain spaces in LaTeX; a bare `%`, which would
+    then comment out the joined text, becomes `\\%`). A first line of that kind gets a leading
+    empty group `{}`."""
+    if "%" in body:
+        body = _COMMENT_PERCENT.sub(r"\\%", body)
+    lines: list[str] = []
+    for line in body.split("\n"):
+        if lines and _BLOCK_LINE.match(line):
+            lines[-1] = f"{lines[-1]} {line.strip()}"
+        else:
+            lines.append(line)
+    if lines and _BLOCK_LINE.match(lines[0]):
+        lines[0] = "{}" + lines[0].lstrip()
+    return "\n".join(lines)
+
+
 def display_math(latex: str, dollar: bool) -> str:
     # A blank line would end the Markdown paragraph in the middle of the formula.
     body = _BLANK_LINES.sub("\n", math_for_markdown(latex, dollar))
+    body = protect_display_lines(body)
     return f"$$\n{body}\n$$" if dollar else f"\\[\n{body}\n\\]"
 
 

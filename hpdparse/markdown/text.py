@@ -110,13 +110,13 @@ def _math(latex: str, dollar: bool, mode: str, display: bool) -> str:
 
 
 _BLOCK_START = re.compile(
-    r"^(#{1,6}(?=\s|$)|>|={3,}\s*$|-{3,}\s*$|[+*](?=\s)|`{3,}|~{3,}|\[[^\]]*\]:)"
+    r"^(#{1,6}(?=\s|$)|>|={3,}\s*$|(?:[-*_][ \t]*){3,}$|[+*](?=\s)|`{3,}|~{3,}|\[[^\]]*\]:)"
 )
 
 
 def escape_block_start(text: str) -> str:
     """A paragraph must not turn into a heading, quote, rule, code fence or link definition by its
     first characters."""
-    if text and text[0] in "#>=-+*`~[" and _BLOCK_START.match(text):
+    if text and text[0] in "#>=-+*_`~[" and _BLOCK_START.match(text):
         return "\\" + text
     return text

@@ -184,3 +184,39 @@ def disallowed_html(markdown: str) -> list[str]:
             continue
         bad.append(rest[:40])
     return bad
+
+
+# --- what a Markdown renderer makes of it (markdown-it-py, CommonMark + tables, raw HTML on) ----
+
+_MD_TAGS = frozenset(
+    {"p", "h1", "h2", "h3", "h4", "h5", "h6", "ul", "ol", "li", "em", "strong", "code", "pre"}
+    | {"a", "img", "table", "thead", "tbody", "tr", "th", "td", "br"}
+)
+_CROP = re.compile(r"images/page-\d{4}-[a-z]+-\d{2}\.png")
+_MD_ATTRS = frozenset({"src", "alt", "href", "title", "rowspan", "colspan", "class", "start"})
+_HTML_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)((?:[^>\"']|\"[^\"]*\"|'[^']*')*)>")
+_HTML_ATTR = re.compile(
+    r"([A-Za-z_:][-A-Za-z0-9_:.]*)(?:\s*=\s*(\"[^\"]*\"|'[^']*'|[^\s\"'=<>`]+))?"
+)
+
+
+def rendered_html_problems(markdown: str) -> list[str]:
+    """Render the Markdown as a browser-bound renderer would (raw HTML allowed) and list every tag
+    or attribute that did not come from Markdown syntax or our table markup."""
+    from markdown_it import MarkdownIt
+
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    problems = []
+    for match in _HTML_TAG.finditer(html):
+        name = match.group(2).lower()
+        if name not in _MD_TAGS:
+            problems.append(match.group(0)[:60])
+            continue
+        for attr, value in _HTML_ATTR.findall(match.group(3)):
+            attr = attr.lower()
+            value = value.strip("\"'")
+            bad_src = attr == "src" and not _CROP.fullmatch(value)
+            bad_class = attr == "class" and not value.startswith("language-")
+            if attr not in _MD_ATTRS or bad_src or bad_class:
+                problems.append(match.group(0)[:60])
+    return problems

@@ -151,3 +151,21 @@ def test_delimiters_and_markdown_safety() -> None:
     assert inline_math("a<b", dollar=True) == "$a\\lt b$"  # cannot open an HTML tag
     assert inline_math("a < b", dollar=True) == "$a < b$"
     assert inline_math("cost $5", dollar=True) == "$cost \\$5$"
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ("a\n> b", "a > b"),
+        ("> b\nc", "{}> b\nc"),
+        ("x \\\\\n- y \\\\\n1. z", "x \\\\ - y \\\\ 1. z"),
+        ("a\n==\nb", "a ==\nb"),
+        ("a\n# b", "a # b"),
+        ("50% of\n- x", "50\\% of - x"),
+        ("\\begin{aligned}\na &= b \\\\\nc &= d\n\\end{aligned}", None),
+    ],
+)
+def test_protect_display_lines(body, expected) -> None:
+    from hpdparse.markdown.formulas import protect_display_lines
+
+    assert protect_display_lines(body) == (body if expected is None else expected)

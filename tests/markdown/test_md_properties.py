@@ -7,7 +7,12 @@ import json
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stream_strategies import disallowed_html, grammar_streams, random_streams
+from stream_strategies import (
+    disallowed_html,
+    grammar_streams,
+    random_streams,
+    rendered_html_problems,
+)
 
 from hpdparse.document import DocumentRecord, PageRecord
 from hpdparse.hpd.stream import parse_page
@@ -41,6 +46,7 @@ def check_document(raws: list[str], finish: str, options: RenderOptions) -> None
     rendered.markdown.encode("utf-8")  # valid UTF-8: no lone surrogates
     json.dumps(rendered.json, ensure_ascii=False).encode("utf-8")
     assert disallowed_html(rendered.markdown) == [], rendered.markdown
+    assert rendered_html_problems(rendered.markdown) == [], rendered.markdown
     for crop in rendered.images:
         x1, y1, x2, y2 = crop.bbox_px
         assert 0 <= x1 < x2 <= 800 and 0 <= y1 < y2 <= 1000
@@ -89,3 +95,11 @@ def test_the_html_check_itself_catches_markup() -> None:
     assert disallowed_html('<table>\n<tr><td rowspan="2">a<br>b</td></tr>\n</table>') == []
     assert disallowed_html("```\n<div>\n```\n") == []  # code is literal text
     assert disallowed_html("a &lt;div> and $a\\lt b$") == []
+
+
+def test_the_rendered_html_check_itself() -> None:
+    assert rendered_html_problems("<div>x</div>") == ["<div>", "</div>"]
+    assert rendered_html_problems("![a](http://evil/x.png)") != []
+    assert rendered_html_problems('<table>\n<tr><td rowspan="2">a</td></tr>\n</table>') == []
+    assert rendered_html_problems("![a](images/page-0001-figure-01.png)\n\n# T\n\n- x") == []
+    assert rendered_html_problems("```python\n<div>\n```") == []
