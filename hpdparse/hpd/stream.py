@@ -29,6 +29,7 @@ FLAG_TRUNCATED = "truncated"  # the page hit the token limit (on the page and it
 # Page-only flags
 FLAG_EMPTY = "empty"  # no blocks at all
 FLAG_REPEATED_BLOCKS = "repeated_blocks"  # identical blocks repeated to the end: cut
+FLAG_PARSE_ERROR = "parse_error"  # a bug in this module; the page was kept as one text block
 
 FINISH_LENGTH = "length"
 
@@ -67,9 +68,9 @@ def parse_page(raw: str, finish_reason: str | None = None) -> ParsedPage:
         text = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
         return _parse(text, finish_reason)
     except Exception:  # noqa: BLE001 - last resort: the whole page becomes one text block
-        text = str(raw).strip()
+        text = valid_text(str(raw)).strip()
         blocks = [Block(0, "", "text", None, text, [FLAG_NO_HEADER])] if text else []
-        return ParsedPage(blocks, ["parse_error"] + ([] if blocks else [FLAG_EMPTY]))
+        return ParsedPage(blocks, [FLAG_PARSE_ERROR] + ([] if blocks else [FLAG_EMPTY]))
 
 
 def valid_text(text: str) -> str:
