@@ -23,7 +23,7 @@ from hpdparse.hpd.labels import (
 )
 from hpdparse.hpd.stream import FLAG_REPETITION, FLAG_TRUNCATED, Block, ParsedPage, bbox_to_pixels
 from hpdparse.markdown.formulas import clean_latex, split_display, wrap_arithmetic
-from hpdparse.markdown.lists import inside, is_ordered, split_items
+from hpdparse.markdown.lists import BULLETED_ITEM, inside, is_ordered, split_items
 from hpdparse.markdown.tables import parse_table, to_html
 from hpdparse.markdown.text import is_sentinel, join_lines
 from hpdparse.markdown.units import (
@@ -74,12 +74,17 @@ class PageBuilder:
         tags = self._pair_formula_numbers(blocks)
         claimed |= set(tags.values())
         claimed |= self._figure_containers(blocks)
+        bullet_runs = self._bulleted_runs(blocks, claimed | set(list_items))
+        claimed |= {i for run in bullet_runs.values() for i in run[1:]}
 
         for block in blocks:
             i = block.index
             if i in claimed:
                 continue
-            if block.role == ROLE_LIST:
+            if i in bullet_runs:
+                texts = [join_lines(blocks[j].content or "") for j in bullet_runs[i]]
+                self._add(LIST, block, items=texts, role=ROLE_LIST)
+            elif block.role == ROLE_LIST:
                 self._list(block, [blocks[j] for j in list_items.get(i, [])])
             elif block.role == ROLE_FIGURE:
                 caption = blocks[captions[i]] if i in captions else None
@@ -135,6 +140,28 @@ class PageBuilder:
                 items.append(follower.index)
             claims[block.index] = items
         return claims
+
+    def _bulleted_runs(self, blocks: list[Block], taken: set[int]) -> dict[int, list[int]]:
+        """Consecutive text blocks that each start with a bullet outside any list container:
+        first index -> the run's indices; they render as one Markdown list."""
+        runs: dict[int, list[int]] = {}
+        current: list[int] = []
+        for block in blocks:
+            bulleted = (
+                block.role == ROLE_TEXT
+                and block.index not in taken
+                and bool(block.content)
+                and BULLETED_ITEM.match(block.content or "") is not None
+            )
+            if bulleted:
+                current.append(block.index)
+                continue
+            if current:
+                runs[current[0]] = current
+                current = []
+        if current:
+            runs[current[0]] = current
+        return runs
 
     def _figure_containers(self, blocks: list[Block]) -> set[int]:
         """Figure blocks that wrap the figure right after them (`image_block` around `image`):

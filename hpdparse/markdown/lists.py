@@ -7,6 +7,8 @@ import re
 from hpdparse.markdown.text import escape_block_start, render_inline
 
 BULLET = re.compile(r"^[•·▪▫◦●○■□◆◇➢➤►▶▸‣⁃✓✔✗✘\-*–—]\s*")
+# A text block that is a bulleted item on its own (PaddleOCR-style output has no list container).
+BULLETED_ITEM = re.compile(r"^(?:[•·▪▫◦●○■□◆◇➢➤►▶▸‣⁃✓✔✗✘]\s*|[-*–]\s+)\S")
 _NUMBERED = re.compile(r"^(\d{1,4})[.)．]\s*")
 _ORDERED_LOOKALIKE = re.compile(r"^(\d{1,9})([.)])(\s|$)")
 CONTAINED_SLACK = 8  # grid units an item may stick out of its list box

@@ -259,7 +259,8 @@ def test_empty_document(fmt) -> None:
         ("~~~", "\\~~~"),
         ("[1]: http://x", "\\[1]: http://x"),
         ("> quote", "\\> quote"),
-        ("* star", "\\* star"),
+        ("+ plus", "\\+ plus"),
+        ("***", "\\***"),
         ("a\r# b", "a # b"),
     ],
 )
@@ -284,3 +285,17 @@ def test_figure_container_is_not_cropped_twice() -> None:
     assert rendered.images[0].bbox_px == (110, 220, 890, 1000)
     assert rendered.markdown.count("![") == 1
     assert rendered.json["pages"][0]["blocks"][0]["container_of"] == 1
+
+
+def test_bulleted_text_blocks_without_a_container_become_a_list() -> None:
+    raw = (
+        "<BLOCK>text [1, 2, 3, 4]<CHILD>Intro:"
+        "<BLOCK>text [1, 2, 3, 4]<CHILD>• first"
+        "<BLOCK>text [1, 2, 3, 4]<CHILD>● second"
+        "<BLOCK>text [1, 2, 3, 4]<CHILD>- third"
+        "<BLOCK>text [1, 2, 3, 4]<CHILD>After."
+        "<BLOCK>text [1, 2, 3, 4]<CHILD>-5 degrees is cold."
+    )
+    assert render_document(_doc(raw)).markdown == (
+        "Intro:\n\n- first\n- second\n- third\n\nAfter.\n\n-5 degrees is cold.\n"
+    )
