@@ -140,10 +140,10 @@ class VllmEngine(Engine):
         try:
             self._llm = LLMEngine.from_engine_args(self._engine_args(EngineArgs))
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            detail = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             raise EngineError(
                 f"vllm engine: cannot start model {self.config.model}: "
-                f"{type(exc).__name__}: {first[:300]}"
+                f"{type(exc).__name__}: {detail[:400]}"
             ) from exc
         self._read_token_ids()
         self.startup_seconds = time.perf_counter() - began
@@ -156,7 +156,7 @@ class VllmEngine(Engine):
             tokenizer=str(self._checkpoint.path),
             hf_overrides={"architectures": [ARCHITECTURE]},
             dtype=cfg.dtype or "auto",
-            max_model_len=cfg.max_model_len,
+            max_model_len=self._max_model_len(),
             enable_prefix_caching=True,
             limit_mm_per_prompt={"image": 1},
             disable_log_stats=True,
@@ -182,6 +182,12 @@ class VllmEngine(Engine):
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}
         kwargs.update({k: v for k, v in extra.items() if k in fields})
         return engine_args_cls(**kwargs)
+
+    def _max_model_len(self) -> int:
+        """The configured length, capped at what the decoder's positions allow (tiny models)."""
+        llm = self._checkpoint.raw_config.get("llm_config") or {}
+        limit = llm.get("max_position_embeddings")
+        return min(self.config.max_model_len, int(limit)) if limit else self.config.max_model_len
 
     def _read_token_ids(self) -> None:
         """Protocol token ids and prompt ids, read exactly as the PyTorch reference reads them."""
@@ -224,6 +230,7 @@ class VllmEngine(Engine):
 
         llm = self.llm_engine
         max_in_flight = max(1, int(max_in_flight))
+        max_model_len = self._max_model_len()
         # Children wait here when too many are running, so a page with hundreds of regions
         # cannot flood the scheduler; they do not count against max_in_flight.
         child_limit = max(64, 8 * max_in_flight)
@@ -268,14 +275,14 @@ class VllmEngine(Engine):
                 )
             prompt_ids = list(rendered["prompt_token_ids"])
             page = _Page(request.key, number, time.perf_counter(), prompt_ids, rendered)
-            budget = self.config.max_model_len - len(prompt_ids)
+            budget = max_model_len - len(prompt_ids)
             if budget < 1:
                 return PageResult(
                     key=request.key,
                     text="",
                     finish_reason=FINISH_ERROR,
                     error=f"prompt of {len(prompt_ids)} tokens leaves no room in "
-                    f"max_model_len {self.config.max_model_len}",
+                    f"max_model_len {max_model_len}",
                     prompt_tokens=len(prompt_ids),
                 )
             parent = _Branch(page, 0, f"page{number}", len(prompt_ids))
@@ -302,7 +309,7 @@ class VllmEngine(Engine):
             nonlocal running_children
             while pending_children and running_children < child_limit:
                 child, engine_input, prompt_len = pending_children.popleft()
-                budget = self.config.max_model_len - prompt_len
+                budget = max_model_len - prompt_len
                 llm.add_request(
                     child.request_id, engine_input, params(min(self.config.max_tokens, budget))
                 )
