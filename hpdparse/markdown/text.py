@@ -110,13 +110,20 @@ def _math(latex: str, dollar: bool, mode: str, display: bool) -> str:
 
 
 _BLOCK_START = re.compile(
-    r"^(#{1,6}(?=\s|$)|>|={3,}\s*$|(?:[-*_][ \t]*){3,}$|[+*](?=\s)|`{3,}|~{3,}|\[[^\]]*\]:)"
+    r"^(#{1,6}(?=\s|$)|>|={3,}\s*$|(?:[-*_][ \t]*){3,}$|[-+*](?=\s|$)|`{3,}|~{3,}|\[[^\]]*\]:)"
 )
+_ORDERED_START = re.compile(r"^\d{1,9}(?=[.)](?:\s|$))")
 
 
 def escape_block_start(text: str) -> str:
-    """A paragraph must not turn into a heading, quote, rule, code fence or link definition by its
-    first characters."""
-    if text and text[0] in "#>=-+*_`~[" and _BLOCK_START.match(text):
+    """A paragraph must not turn into a heading, quote, list, rule, code fence or link definition
+    by its first characters (what follows a list marker could open yet another block)."""
+    if not text:
+        return text
+    if text[0] in "#>=-+*_`~[" and _BLOCK_START.match(text):
         return "\\" + text
+    if text[0].isdigit():
+        number = _ORDERED_START.match(text)
+        if number:
+            return text[: number.end()] + "\\" + text[number.end() :]
     return text

@@ -299,3 +299,18 @@ def test_bulleted_text_blocks_without_a_container_become_a_list() -> None:
     assert render_document(_doc(raw)).markdown == (
         "Intro:\n\n- first\n- second\n- third\n\nAfter.\n\n-5 degrees is cold.\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("label", "content", "expected"),
+    [
+        ("image_caption", "- > quoted", "\\- > quoted"),
+        ("page_footnote", "1. > x", "1\\. > x"),
+        ("ref_text", "2) # y", "2\\) # y"),
+        ("text", "2023. A year.", "2023\\. A year."),
+        ("text", "2023 was a year.", "2023 was a year."),
+    ],
+)
+def test_list_markers_in_paragraphs_are_escaped(label, content, expected) -> None:
+    markdown = render_document(_doc(f"<BLOCK>{label} [1, 2, 3, 4]<CHILD>{content}")).markdown
+    assert markdown == expected + "\n"
