@@ -264,10 +264,6 @@ class _WorkerPool:
             self._pool = None
 
 
-def _no_preparation(image: Image.Image) -> None:
-    return None
-
-
 # --- rebuilding a document from its folder (convert and render) ---------------------------------
 
 
@@ -390,7 +386,6 @@ class _Doc:
     report: DocumentReport
     state: DocumentState | None = None
     pending: int = 0  # pages sent (or about to be) whose result has not come back
-    planned: bool = False
     done: bool = False
     started: float = 0.0
 
@@ -417,7 +412,6 @@ class Converter:
         self._docs: list[_Doc] = []
         self._first_sent: float | None = None
         self._last_result: float | None = None
-        self._lock = threading.Lock()
 
     # The public entry point.
     def run(self, sources: list[Path], input_errors: list[HpdparseError] = ()) -> RunReport:
@@ -493,7 +487,7 @@ class Converter:
             if close is not None:
                 close()
 
-    # --- feeding the engine (may run in the engine's thread) ---
+    # --- feeding the engine (runs wherever the engine pulls requests) ---
 
     def _pages(self) -> Iterator[tuple[_Doc, int]]:
         """(document, page number) for every page to decode, planning documents lazily."""
@@ -562,7 +556,6 @@ class Converter:
         """Decide what to do with a document: skip it, or reuse what is saved and return the
         pages to decode. Runs in the feeding thread; reports back through events."""
         doc.started = time.monotonic()
-        doc.planned = True
         try:
             to_send = self._plan_or_raise(doc)
         except HpdparseError as exc:

@@ -157,9 +157,8 @@ class RunReport:
 
 def _totals_line(report: RunReport) -> str:
     parts = [f"{len(report.documents)} document{'s' if len(report.documents) != 1 else ''}:"]
-    parts.append(
-        ", ".join(f"{report.count(s)} {s}" for s in STATUSES if report.count(s) or s != STATUSES[4])
-    )
+    shown = [s for s in STATUSES if s != STATUS_INTERRUPTED or report.count(s)]
+    parts.append(", ".join(f"{report.count(s)} {s}" for s in shown))
     line = " ".join(parts)
     if report.pages_decoded:
         line += (
