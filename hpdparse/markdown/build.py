@@ -63,7 +63,7 @@ class PageBuilder:
     def build(self) -> None:
         blocks = self.parsed.blocks
         for block in blocks:
-            self.blocks_json.append(self._block_json(block))
+            self.blocks_json.append(self.block_json(block))
             if block.content is not None and is_sentinel(block.content):
                 self._flag(block, FLAG_SENTINEL)
                 self.blocks_json[block.index]["text"] = None
@@ -289,7 +289,7 @@ class PageBuilder:
         if flag not in block.flags:
             block.flags.append(flag)
 
-    def _block_json(self, block: Block) -> dict[str, Any]:
+    def block_json(self, block: Block) -> dict[str, Any]:
         bbox_px = bbox_to_pixels(block.bbox, self.page.width_px, self.page.height_px)
         return {
             "index": block.index,

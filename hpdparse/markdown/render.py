@@ -35,6 +35,7 @@ from hpdparse.markdown.units import (
 )
 
 TABLE_FORMATS = ("auto", "gfm", "html")
+FLAG_RENDER_ERROR = "render_error"  # a bug in the renderer: the page is only in the JSON
 MATH_STYLES = ("dollar", "latex")
 
 
@@ -103,7 +104,17 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
             continue
         parsed = parse_page(page.raw or "", page.finish_reason)
         builder = PageBuilder(page, parsed, options.images, dollar)
-        builder.build()
+        try:
+            builder.build()
+        except Exception as error:  # noqa: BLE001 - a bug here must not lose the document
+            builder = PageBuilder(page, parsed, False, dollar)
+            builder.blocks_json = [builder.block_json(block) for block in parsed.blocks]
+            builder.units = [
+                Unit(
+                    COMMENT, page.number, None, text=f"page {page.number}: not rendered ({error!r})"
+                )
+            ]
+            parsed.flags.append(FLAG_RENDER_ERROR)
         units.extend(builder.units)
         for note in builder.notes():
             units.append(Unit(COMMENT, page.number, None, text=note))

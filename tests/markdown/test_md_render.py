@@ -314,3 +314,17 @@ def test_bulleted_text_blocks_without_a_container_become_a_list() -> None:
 def test_list_markers_in_paragraphs_are_escaped(label, content, expected) -> None:
     markdown = render_document(_doc(f"<BLOCK>{label} [1, 2, 3, 4]<CHILD>{content}")).markdown
     assert markdown == expected + "\n"
+
+
+def test_a_renderer_bug_costs_one_page_not_the_document(monkeypatch) -> None:
+    from hpdparse.markdown import build
+
+    def broken(self, block):
+        raise RuntimeError("bug")
+
+    monkeypatch.setattr(build.PageBuilder, "_paragraph", broken)
+    doc = _doc("<BLOCK>text [1, 2, 3, 4]<CHILD>x", "<BLOCK>title [1, 2, 3, 4]<CHILD>Fine")
+    rendered = render_document(doc)
+    assert rendered.markdown == ("<!-- page 1: not rendered (RuntimeError('bug')) -->\n\n# Fine\n")
+    assert rendered.json["pages"][0]["flags"] == ["render_error"]
+    assert rendered.json["pages"][0]["blocks"][0]["text"] == "x"
