@@ -325,6 +325,6 @@ def test_a_renderer_bug_costs_one_page_not_the_document(monkeypatch) -> None:
     monkeypatch.setattr(build.PageBuilder, "_paragraph", broken)
     doc = _doc("<BLOCK>text [1, 2, 3, 4]<CHILD>x", "<BLOCK>title [1, 2, 3, 4]<CHILD>Fine")
     rendered = render_document(doc)
-    assert rendered.markdown == ("<!-- page 1: not rendered (RuntimeError('bug')) -->\n\n# Fine\n")
+    assert rendered.markdown == ("<!-- page 1: not rendered (RuntimeError('bug')) -->\n\n## Fine\n")
     assert rendered.json["pages"][0]["flags"] == ["render_error"]
     assert rendered.json["pages"][0]["blocks"][0]["text"] == "x"
