@@ -19,7 +19,7 @@ from hpdparse.inputs import discover_inputs, parse_page_ranges
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.pipeline import Converter, ConvertSettings, dependency_error, render_folders
 from hpdparse.progress import Progress
-from hpdparse.report import RunReport
+from hpdparse.report import DocumentReport, RunReport
 
 DEFAULT_SERVER = "http://127.0.0.1:8118/v1"
 
@@ -114,12 +114,29 @@ def convert(
             device=device,
             dtype=dtype,
         )
-        engine = make_engine(engine, config)
+        try:
+            engine = make_engine(engine, config)
+        except EngineError as exc:
+            if report_path is not None:
+                _engine_failure_report(inputs, recursive, str(exc)).write(Path(report_path))
+            raise
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     converter = Converter(engine, settings, progress, start_engine=owns_engine)
     report = converter.run(sources, errors)
     if report_path is not None:
         report.write(Path(report_path))
+    return report
+
+
+def _engine_failure_report(inputs: Sequence[str | Path], recursive: bool, error: str) -> RunReport:
+    """The report of a run that could not start: every input failed with the engine's error."""
+    sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
+    report = RunReport(command="convert", engine_error=error)
+    for input_error in errors:
+        report.documents.append(DocumentReport(source=str(input_error).split(":", 1)[0],
+                                               error=str(input_error)))  # fmt: skip
+    for src in sources:
+        report.documents.append(DocumentReport(source=str(src), error=error))
     return report
 
 

@@ -309,3 +309,17 @@ def test_default_output_is_the_current_folder(
     result = run(srv, "paper.pdf")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "paper" / "paper.md").is_file()
+
+
+def test_engine_that_cannot_start_still_writes_the_report(tmp_path: Path) -> None:
+    code = "import sys; sys.modules['vllm'] = None\nfrom hpdparse.cli import main; main()"
+    report_file = tmp_path / "r.json"
+    proc = subprocess.run(
+        [sys.executable, "-c", code, "convert", str(SAMPLES / "memo.pdf"), "-o", str(tmp_path),
+         "--report", str(report_file)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 1
+    report = json.loads(report_file.read_text())
+    assert "needs vLLM" in report["engine_error"] and report["exit_code"] == 1
+    assert report["documents"][0]["status"] == "failed"
