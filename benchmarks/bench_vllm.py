@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -117,6 +118,8 @@ def main() -> None:
                     f"{row['tokens/s']:8.0f} {row['steps/page']:9.1f} {row['tokens/page']:7.1f} "
                     f"{row['forks/page']:8.2f} {row['cache hit']:6.1%}"
                 )
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+    print(f"\npeak resident memory of this process: {peak:.2f} GiB")
     if tmp is not None:
         tmp.cleanup()
 

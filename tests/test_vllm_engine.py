@@ -6,7 +6,8 @@ Two checkpoints:
 - a "forking" copy of it, rewired into a next-token chain that forks every 47 tokens (decoder
   layers' output projections zeroed, so a logit depends only on the last token): every page then
   has several children, whatever the fixture's own weights do, which the prefix-cache and
-  vision-encoder tests need. Its text is checked against the torch engine too.
+  vision-encoder tests need; each child writes <FORK>s of its own (which must not fork) and runs
+  into max_tokens. Its text is checked against the torch engine too.
 
 Engines are module-scoped: three vLLM start-ups for the whole file.
 """
@@ -44,6 +45,7 @@ MAX_MODEL_LEN = 4096
 DPI = 72
 # The forking chain: <BLOCK>, PARENT_RUN tokens, <FORK>, TAIL_RUN tokens, then <BLOCK> again.
 PARENT_RUN, TAIL_RUN, CHILD_RUN = 40, 5, 12
+CYCLE = PARENT_RUN + TAIL_RUN + 2  # <BLOCK>, the run, <FORK>, the tail
 
 
 def _config(model: Path, fork: bool, **overrides: object) -> EngineConfig:
@@ -117,7 +119,9 @@ def _write_forking_checkpoint(out: Path) -> Path:
     chains = [
         [*last, ids.block],
         [ids.block, *run_p, ids.fork, *run_t, ids.block],
-        [ids.child, *run_c, ids.im_end],
+        # A child writes <FORK> too, then runs on along the parent's chain until max_tokens:
+        # children never fork, so its <FORK>s must stay in its text.
+        [ids.child, *run_c, ids.fork],
     ]
     for chain in chains:
         for a, b in itertools.pairwise(chain):
@@ -215,10 +219,13 @@ def test_forking_pages_give_the_torch_engines_text(forking_results, torch_forkin
     _assert_same(results, torch_forking)
     for result in results.values():
         # parent: <BLOCK> + 40 + <FORK> + 5 repeated until max_tokens; each fork one child.
-        assert result.stats["forks"] == MAX_TOKENS // (PARENT_RUN + TAIL_RUN + 2)
-        assert result.text.count("<CHILD>") == result.stats["forks"]
-        assert "<FORK>" not in result.text
-        assert result.finish_reason == FINISH_LENGTH  # the parent ran into max_tokens
+        forks = result.stats["forks"]
+        assert forks == len(range(PARENT_RUN + 1, MAX_TOKENS, CYCLE))
+        assert result.text.count("<CHILD>") == forks
+        # Only the parent forks; each child keeps its own <FORK>s as text.
+        assert result.text.count("<FORK>") == forks * len(range(CHILD_RUN, MAX_TOKENS, CYCLE))
+        assert result.finish_reason == FINISH_LENGTH  # every branch ran into max_tokens
+        assert result.stats["truncated_branches"] == forks + 1
 
 
 # ------------------------------------------------------------------ prefix cache and encoder
@@ -279,6 +286,14 @@ def test_many_pages_from_several_documents_with_a_small_batch(
         assert (result.text, result.finish_reason) == torch_forking[tuple(key)]
     # Pages are pulled as others finish, never all up front.
     assert results_seen_at[0] <= 2
+
+
+def test_closing_a_run_early_leaves_no_request_behind(vllm_fork, pages) -> None:
+    prepare = vllm_fork.preparer()
+    run = vllm_fork.run((PageRequest(k, prepare(i)) for k, i in pages), 2)
+    next(run)
+    run.close()
+    assert not vllm_fork.llm_engine.has_unfinished_requests()
 
 
 def test_pages_over_the_token_limit_are_reported_as_length(vllm_fork, pages) -> None:

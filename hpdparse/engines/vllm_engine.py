@@ -159,6 +159,9 @@ class VllmEngine(Engine):
             max_model_len=self._max_model_len(),
             enable_prefix_caching=True,
             limit_mm_per_prompt={"image": 1},
+            # No processed-image LRU (4 GiB by default): a page is rendered once and its children
+            # reuse the rendered input, so a cache would only keep finished pages' tiles alive.
+            mm_processor_cache_gb=0,
             disable_log_stats=True,
             seed=0,
         )
