@@ -232,7 +232,7 @@ def test_kill_9_and_ctrl_c_then_rerun_match_an_uninterrupted_run(
 def test_sigterm_stops_cleanly_and_kill_9_leaves_no_worker_behind(
     srv: FakeHPDServer, tmp_path: Path
 ) -> None:
-    import psutil
+    psutil = pytest.importorskip("psutil")
 
     pdf = make_pdf(tmp_path / "in" / "doc.pdf", 12, "term")
     out = tmp_path / "out"
