@@ -70,7 +70,7 @@ def main() -> None:
     parser.add_argument("--batch-sizes", default="1,16,64")
     parser.add_argument("--max-tokens", type=int, default=400)
     parser.add_argument("--dpi", type=int, default=72)
-    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--dtype", default=None, help="default: the engine's (float32 on CPU)")
     parser.add_argument(
         "--forking-instrument",
         action="store_true",

@@ -52,7 +52,6 @@ def _config(model: Path, fork: bool, **overrides: object) -> EngineConfig:
     return EngineConfig(
         model=str(model),
         fork=fork,
-        dtype="float32",
         device="cpu",
         max_tokens=int(overrides.pop("max_tokens", MAX_TOKENS)),
         max_model_len=MAX_MODEL_LEN,

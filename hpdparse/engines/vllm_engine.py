@@ -165,7 +165,9 @@ class VllmEngine(Engine):
             model=str(self._checkpoint.path),
             tokenizer=str(self._checkpoint.path),
             hf_overrides={"architectures": [ARCHITECTURE]},
-            dtype=cfg.dtype or "auto",
+            # The torch engine's defaults (bfloat16 on a GPU, float32 elsewhere), so both engines
+            # give the same text unless told otherwise.
+            dtype=cfg.dtype if cfg.dtype and cfg.dtype != "auto" else self._default_dtype(),
             max_model_len=self._max_model_len(),
             enable_prefix_caching=True,
             limit_mm_per_prompt={"image": 1},
@@ -196,6 +198,9 @@ class VllmEngine(Engine):
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}
         kwargs.update({k: v for k, v in extra.items() if k in fields})
         return engine_args_cls(**kwargs)
+
+    def _default_dtype(self) -> str:
+        return "float32" if self._on_cpu else "bfloat16"
 
     def _max_model_len(self) -> int:
         """The configured length, capped at what the decoder's positions allow (tiny models)."""
