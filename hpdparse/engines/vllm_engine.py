@@ -421,7 +421,6 @@ class VllmEngine(Engine):
         text = self._tokenizer.decode(spliced, skip_special_tokens=False)
         branches = [parent, *page.children]
         truncated = [b for b in branches if b.finish_reason == FINISH_LENGTH]
-        output_tokens = sum(len(b.tokens) for b in branches)
         stats: dict[str, int | float] = {
             "decoding_steps": page.steps,
             "forks": len(page.children),
@@ -437,7 +436,7 @@ class VllmEngine(Engine):
             text=text,
             finish_reason=FINISH_LENGTH if truncated else FINISH_STOP,
             prompt_tokens=len(page.prompt_ids),
-            output_tokens=output_tokens,
+            output_tokens=len(spliced),  # stop tokens not counted, as in the torch engine
             seconds=time.perf_counter() - page.started,
             stats=stats,
         )
