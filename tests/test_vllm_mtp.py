@@ -1,0 +1,245 @@
+"""P-MTP speculative decoding on stock vLLM (``--engine vllm``), on the tiny checkpoint.
+
+- The vLLM draft head computes what the PyTorch reference head computes (``modeling.PMtpHead``:
+  concatenation order, norms, recurrence), on the tiny checkpoint's own head weights.
+- ``tests/fixtures/tiny-hpd`` as it is: every sample page gives the same text with and without
+  P-MTP, fork and plain, and drafts were made (its head may be untrained: acceptance is checked on
+  the chain checkpoint below, and by ``test_trained_head_accepts`` once the fixture is trained).
+- a "chain" copy (``test_vllm_engine``'s forking checkpoint: a next-token chain that forks) whose
+  P-MTP head is rewired to propose the chain's next tokens from the embedding half of its input:
+  drafts there are right unless the draft model feeds the wrong token or hidden state, so the
+  acceptance rate and the step count show that drafting works inside parents and children alike.
+- a checkpoint without the head runs without P-MTP and says so once.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+try:  # only an absent vllm skips; a vllm that is installed but broken fails the tests
+    import vllm  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    pytest.skip(f"vllm is not installed ({exc})", allow_module_level=True)
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from hpdparse.engines.base import EngineConfig, PageRequest, PageResult
+from hpdparse.engines.model import vllm_mtp
+from hpdparse.engines.vllm_engine import VllmEngine
+from tests.test_vllm_engine import TINY, _config, _sample_pages, _write_forking_checkpoint
+
+pytestmark = pytest.mark.vllm
+
+MTP = vllm_mtp.MTP_PREFIX
+
+
+@pytest.fixture(scope="module", autouse=True)
+def draft_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Draft folders go to a temporary cache, not the user's."""
+    path = tmp_path_factory.mktemp("pmtp-cache")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HPDPARSE_CACHE", str(path))
+        yield path
+
+
+@pytest.fixture(scope="module")
+def pages() -> list:
+    return _sample_pages()
+
+
+def _run(engine: VllmEngine, pages: list, batch: int = 16) -> dict[object, PageResult]:
+    prepare = engine.preparer()
+    requests = [PageRequest(key, prepare(image)) for key, image in pages]
+    results = {r.key: r for r in engine.run(requests, batch)}
+    assert set(results) == {key for key, _ in pages}
+    assert all(r.ok for r in results.values()), [r.error for r in results.values() if not r.ok]
+    return results
+
+
+def _mtp_config(model: Path, fork: bool, mtp: bool, tokens: int = 6) -> EngineConfig:
+    cfg = _config(model, fork=fork)
+    cfg.mtp = mtp
+    cfg.speculative_tokens = tokens
+    return cfg
+
+
+# ------------------------------------------------------------------------- the head itself
+def test_draft_head_computes_the_reference_head() -> None:
+    """Same weights, same (h, e): same h' and the same recurrent draft tokens."""
+    from vllm.config import VllmConfig, set_current_vllm_config
+
+    from hpdparse.engines.model.checkpoint import load_model, open_checkpoint
+
+    reference = load_model(open_checkpoint(str(TINY)))
+    assert reference.has_mtp, "the tiny fixture should carry a P-MTP head"
+    cfg = reference.language_model.config
+    with set_current_vllm_config(VllmConfig()):
+        head = vllm_mtp.PMtpDraftHead(cfg.hidden_size, cfg.intermediate_size, cfg.rms_norm_eps)
+    state = {k[len(MTP) :]: v for k, v in reference.state_dict().items() if k.startswith(MTP)}
+    head.load_state_dict(state, strict=True)
+
+    gen = torch.Generator().manual_seed(1)
+    h = torch.randn(5, cfg.hidden_size, generator=gen) * 3
+    tok = torch.randint(0, cfg.vocab_size, (5,), generator=gen)
+    h_ref = h.clone()
+    with torch.inference_mode():
+        for _ in range(4):
+            e = reference.embed_tokens(tok)
+            h, h_ref = head(h, e), reference.mtp(h_ref, e)
+            torch.testing.assert_close(h, h_ref, rtol=1e-5, atol=1e-5)
+            tok = reference.logits(h).argmax(-1)
+            assert torch.equal(tok, reference.logits(h_ref).argmax(-1))
+        # The order matters: swapping the halves gives another vector.
+        e = reference.embed_tokens(tok)
+        assert not torch.allclose(reference.mtp(h, e), reference.mtp(e, h), atol=1e-3)
+
+
+# ------------------------------------------------------------------------- draft folders
+def _without_head(src: Path, out: Path) -> Path:
+    shutil.copytree(src, out)
+    weights = load_file(str(out / "model.safetensors"))
+    save_file(
+        {k: v for k, v in weights.items() if not k.startswith(MTP)},
+        str(out / "model.safetensors"),
+    )
+    return out
+
+
+def test_draft_folder_from_main_checkpoint(tmp_path: Path) -> None:
+    folder = vllm_mtp.prepare_draft_folder(TINY, cache_dir=tmp_path)
+    assert folder is not None
+    config = json.loads((folder / "config.json").read_text())
+    assert config["architectures"] == [vllm_mtp.DRAFT_ARCHITECTURE]
+    assert config["architectures"][0].startswith("Eagle")  # vLLM keeps the name as it is
+    main = load_file(str(TINY / "model.safetensors"))
+    draft = load_file(str(folder / "model.safetensors"))
+    assert set(draft) == {f"mtp.{n}" for n in vllm_mtp.HEAD_TENSORS}
+    for name, tensor in draft.items():
+        assert torch.equal(tensor, main["language_model." + name])
+    # Made once, reused while the checkpoint is unchanged.
+    assert vllm_mtp.prepare_draft_folder(TINY, cache_dir=tmp_path) == folder
+
+
+def test_draft_folder_from_pmtp_folder(tmp_path: Path) -> None:
+    """A checkpoint whose head is only in a P-MTP/ folder (its own names, extra tensors)."""
+    ckpt = _without_head(TINY, tmp_path / "ckpt")
+    assert not vllm_mtp.has_head(ckpt)
+    main = load_file(str(TINY / "model.safetensors"))
+    (ckpt / "P-MTP").mkdir()
+    pmtp = {"model." + k[len(MTP) :]: v for k, v in main.items() if k.startswith(MTP)}
+    pmtp["lm_head.weight"] = main["language_model.lm_head.weight"]
+    save_file(pmtp, str(ckpt / "P-MTP" / "model.safetensors"))
+    folder = vllm_mtp.prepare_draft_folder(ckpt, cache_dir=tmp_path / "cache")
+    assert folder is not None
+    draft = load_file(str(folder / "model.safetensors"))
+    assert set(draft) == {f"mtp.{n}" for n in vllm_mtp.HEAD_TENSORS}
+    for name, tensor in draft.items():
+        assert torch.equal(tensor, main["language_model." + name])
+
+
+def test_engine_args(tmp_path: Path) -> None:
+    args = vllm_mtp.pmtp_engine_args(TINY, EngineConfig(model=str(TINY), speculative_tokens=3))
+    spec = args["speculative_config"]
+    assert spec["method"] == "eagle" and spec["num_speculative_tokens"] == 3
+    assert args["hf_overrides"]["image_token_index"] > 0
+    assert vllm_mtp.pmtp_engine_args(TINY, EngineConfig(model=str(TINY), mtp=False)) == {}
+    no_head = _without_head(TINY, tmp_path / "ckpt")
+    assert vllm_mtp.pmtp_engine_args(no_head, EngineConfig(model=str(no_head))) == {}
+
+
+# ------------------------------------------------------------------ tiny-hpd as it is
+@pytest.fixture(scope="module")
+def tiny_results(pages: list) -> dict[tuple[bool, bool], dict[object, PageResult]]:
+    out = {}
+    for fork in (True, False):
+        for mtp in (True, False):
+            with VllmEngine(_mtp_config(TINY, fork, mtp)) as engine:
+                out[fork, mtp] = _run(engine, pages)
+    return out
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "plain"])
+def test_same_text_with_and_without_pmtp(tiny_results: dict, fork: bool) -> None:
+    with_mtp, without = tiny_results[fork, True], tiny_results[fork, False]
+    for key, result in without.items():
+        assert with_mtp[key].text == result.text, key
+        assert with_mtp[key].finish_reason == result.finish_reason, key
+        assert result.stats["drafted_tokens"] == 0
+        # Drafts were made and verified on every page (accepted or not).
+        assert with_mtp[key].stats["drafted_tokens"] > 0, key
+        assert 0 <= with_mtp[key].stats["accepted_tokens"] <= with_mtp[key].stats["drafted_tokens"]
+
+
+def test_trained_head_accepts(tiny_results: dict) -> None:
+    readme = (TINY / "README.md").read_text(encoding="utf-8").lower()
+    if "random weights" in readme:
+        pytest.skip("tests/fixtures/tiny-hpd has random weights: its drafts are not expected right")
+    for fork in (True, False):
+        stats = [r.stats for r in tiny_results[fork, True].values()]
+        assert sum(s["accepted_tokens"] for s in stats) > 0
+
+
+# ------------------------------------------------------------------ the chain checkpoint
+def _write_chain_with_head(out: Path) -> Path:
+    """The forking chain, its head rewired to draft the chain: x = fc(cat(h, e)) keeps only the
+    embedding half, the MLP adds nothing, so lm_head(h') is the chain's successor of e's token
+    (the target's logits depend only on the last token's normalised embedding)."""
+    _write_forking_checkpoint(out)
+    weights = load_file(str(out / "model.safetensors"))
+    hidden = weights["language_model.model.embed_tokens.weight"].shape[1]
+    weights[MTP + "fc.weight"] = torch.cat([torch.zeros(hidden, hidden), torch.eye(hidden)], 1)
+    for norm in ("pre_fc_norm_hidden", "pre_fc_norm_embedding", "norm"):
+        weights[MTP + norm + ".weight"] = torch.ones(hidden)
+    weights[MTP + "layers.0.mlp.down_proj.weight"].zero_()
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(out / "model.safetensors"))
+    return out
+
+
+@pytest.fixture(scope="module")
+def chain_results(
+    pages: list, tmp_path_factory: pytest.TempPathFactory
+) -> dict[tuple[bool, bool], dict[object, PageResult]]:
+    model = _write_chain_with_head(tmp_path_factory.mktemp("chain") / "ckpt")
+    out = {}
+    for fork, mtp in ((True, True), (True, False), (False, True), (False, False)):
+        with VllmEngine(_mtp_config(model, fork, mtp)) as engine:
+            out[fork, mtp] = _run(engine, pages[:3])
+    return out
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "plain"])
+def test_chain_drafts_are_accepted(chain_results: dict, fork: bool) -> None:
+    with_mtp, without = chain_results[fork, True], chain_results[fork, False]
+    for key, result in without.items():
+        got = with_mtp[key]
+        assert got.text == result.text, key
+        if fork:
+            assert got.stats["forks"] == result.stats["forks"] > 0
+            # P-MTP keeps every prefix block a child shares with its parent.
+            assert got.stats["cached_tokens"] == result.stats["cached_tokens"] > 0
+        drafted, accepted = got.stats["drafted_tokens"], got.stats["accepted_tokens"]
+        assert drafted > 0 and accepted >= 0.9 * drafted, (key, drafted, accepted)
+        # Up to 7 tokens a step instead of 1.
+        assert got.stats["decoding_steps"] * 3 < result.stats["decoding_steps"], key
+
+
+# ------------------------------------------------------------------ no head
+def test_checkpoint_without_head_runs_without_pmtp(
+    pages: list, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ckpt = _without_head(TINY, tmp_path / "no-head")
+    caplog.set_level(logging.WARNING, logger=vllm_mtp.__name__)
+    with VllmEngine(_mtp_config(ckpt, True, True)) as engine:
+        results = _run(engine, pages[:2])
+    assert all(r.stats["drafted_tokens"] == 0 for r in results.values())
+    # Asked again for the same checkpoint (another engine, say): no second warning.
+    assert vllm_mtp.pmtp_engine_args(ckpt, _mtp_config(ckpt, True, True)) == {}
+    warnings = [r for r in caplog.records if "no P-MTP head" in r.getMessage()]
+    assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
