@@ -191,6 +191,7 @@ def main() -> None:
         config = EngineConfig(
             model=str(model),
             fork=fork,
+            mtp=False,  # P-MTP: benchmarks/bench_vllm_mtp.py
             dtype=args.dtype,
             max_tokens=args.max_tokens,
             max_model_len=16384,

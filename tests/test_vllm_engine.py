@@ -52,6 +52,7 @@ def _config(model: Path, fork: bool, **overrides: object) -> EngineConfig:
     return EngineConfig(
         model=str(model),
         fork=fork,
+        mtp=False,  # P-MTP has its own tests (test_vllm_mtp.py)
         device="cpu",
         max_tokens=int(overrides.pop("max_tokens", MAX_TOKENS)),
         max_model_len=MAX_MODEL_LEN,

@@ -62,6 +62,8 @@ class _Branch:
     tokens: list[int] = field(default_factory=list)
     finish_reason: str | None = None
     cached_tokens: int = 0
+    drafted_tokens: int = 0
+    accepted_tokens: int = 0
 
 
 @dataclass
@@ -193,6 +195,12 @@ class VllmEngine(Engine):
                 enforce_eager=bool(extra.pop("enforce_eager", False)),
                 max_num_seqs=int(extra.pop("max_num_seqs", 1024)),
             )
+        # P-MTP (speculative decoding with the checkpoint's draft head) when asked for and present.
+        from hpdparse.engines.model.vllm_mtp import pmtp_engine_args
+
+        pmtp = pmtp_engine_args(self._checkpoint.path, cfg)
+        kwargs["hf_overrides"] = {**kwargs["hf_overrides"], **pmtp.pop("hf_overrides", {})}
+        kwargs.update(pmtp)
         # Other extras that name an EngineArgs field are passed through; the rest belong to
         # other engines (e.g. the torch engine's "schedule").
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}
@@ -246,6 +254,8 @@ class VllmEngine(Engine):
         from vllm import SamplingParams
         from vllm.inputs import TokensPrompt
         from vllm.sampling_params import RequestOutputKind
+
+        from hpdparse.engines.model.vllm_mtp import spec_decode_counts
 
         llm = self.llm_engine
         max_in_flight = max(1, int(max_in_flight))
@@ -380,6 +390,8 @@ class VllmEngine(Engine):
                                 fork(branch, start + offset)
                     if output.finished:
                         branch.finish_reason = completion.finish_reason or FINISH_STOP
+                        drafted, accepted = spec_decode_counts(completion)
+                        branch.drafted_tokens, branch.accepted_tokens = drafted, accepted
                         del branches[branch.request_id]
                         if branch.index > 0:
                             running_children -= 1
@@ -430,6 +442,8 @@ class VllmEngine(Engine):
             "cached_tokens": sum(c.cached_tokens for c in page.children),
             "parent_cached_tokens": parent.cached_tokens,
             "truncated_branches": len(truncated),
+            "drafted_tokens": sum(b.drafted_tokens for b in branches),
+            "accepted_tokens": sum(b.accepted_tokens for b in branches),
         }
         return PageResult(
             key=page.key,

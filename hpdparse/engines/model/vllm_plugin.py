@@ -17,9 +17,11 @@ def register() -> None:
     from vllm import ModelRegistry
 
     from hpdparse.engines.model.vllm_hf_config import HpdChatConfig
+    from hpdparse.engines.model.vllm_mtp import register_draft_model
 
     if "internvl_chat" not in CONFIG_MAPPING:
         AutoConfig.register("internvl_chat", HpdChatConfig)
     if ARCHITECTURE not in ModelRegistry.get_supported_archs():
         # A "module:Class" string keeps vLLM from importing the model until it is used.
         ModelRegistry.register_model(ARCHITECTURE, _MODEL_CLASS)
+    register_draft_model()  # the P-MTP draft head, used when speculative decoding is on
