@@ -9,6 +9,9 @@
   P-MTP head is rewired to propose the chain's next tokens from the embedding half of its input:
   drafts there are right unless the draft model feeds the wrong token or hidden state, so the
   acceptance rate and the step count show that drafting works inside parents and children alike.
+- the same chain with a head that drafts from the hidden half alone, built so that its drafts
+  are right only when the draft gets the hidden state AFTER the decoder's final norm (the
+  reference's definition): all accepted, and as many steps per page as the torch engine's P-MTP.
 - a checkpoint without the head runs without P-MTP and says so once.
 """
 
@@ -228,6 +231,58 @@ def test_chain_drafts_are_accepted(chain_results: dict, fork: bool) -> None:
         assert drafted > 0 and accepted >= 0.9 * drafted, (key, drafted, accepted)
         # Up to 7 tokens a step instead of 1.
         assert got.stats["decoding_steps"] * 3 < result.stats["decoding_steps"], key
+
+
+def _write_chain_with_hidden_head(out: Path) -> Path:
+    """The forking chain with a non-uniform final norm weight w (lm_head divided by w, so the
+    target's logits are unchanged) and a head that drafts from the hidden half alone:
+    ``pre_fc_norm_hidden = 1/w`` undoes w, fc maps each chain token's normalised embedding n_a
+    to its successor's n_b, ``norm = w`` makes h' look like the target's own final hidden state.
+    Its drafts are right only if the hidden state handed to the draft is the one AFTER the
+    decoder's final norm (the reference's definition); before it, w would skew every draft."""
+    _write_forking_checkpoint(out)
+    weights = load_file(str(out / "model.safetensors"))
+    embed = weights["language_model.model.embed_tokens.weight"]
+    head = weights["language_model.lm_head.weight"]
+    hidden = embed.shape[1]
+    w = torch.exp(1.5 * torch.randn(hidden, generator=torch.Generator().manual_seed(2)))
+    weights["language_model.model.norm.weight"] = w
+    weights["language_model.lm_head.weight"] = head / w
+    normed = embed / embed.pow(2).mean(-1, keepdim=True).sqrt()
+    logits = normed @ head.T
+    # Chain tokens have a logit of 4 * hidden on their successor; other tokens far below.
+    sources = torch.nonzero(logits.max(-1).values > 2 * hidden).flatten()
+    successors = logits[sources].argmax(-1)
+    fc_hidden = normed[successors].T @ torch.linalg.pinv(normed[sources].T)
+    weights[MTP + "fc.weight"] = torch.cat([fc_hidden, torch.zeros(hidden, hidden)], 1)
+    weights[MTP + "pre_fc_norm_hidden.weight"] = 1 / w
+    weights[MTP + "pre_fc_norm_embedding.weight"] = torch.ones(hidden)
+    weights[MTP + "norm.weight"] = w.clone()
+    weights[MTP + "layers.0.mlp.down_proj.weight"].zero_()
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(out / "model.safetensors"))
+    return out
+
+
+def test_draft_takes_the_hidden_state_after_the_final_norm(
+    pages: list, chain_results: dict, tmp_path: Path
+) -> None:
+    """vLLM hands the draft the target's hidden state after its final norm, as the reference
+    head expects: drafts that depend on it are all accepted, and the torch engine's P-MTP (the
+    reference) takes the same number of steps on every page."""
+    from hpdparse.engines import create_engine
+
+    model = _write_chain_with_hidden_head(tmp_path / "ckpt")
+    with VllmEngine(_mtp_config(model, True, True)) as engine:
+        got = _run(engine, pages[:3])
+    with create_engine("torch", _mtp_config(model, True, True)) as engine:
+        reference = _run(engine, pages[:3])
+    for key, result in got.items():
+        # Same logits as the chain: same text as without P-MTP.
+        assert result.text == chain_results[True, False][key].text, key
+        drafted, accepted = result.stats["drafted_tokens"], result.stats["accepted_tokens"]
+        assert drafted > 0 and accepted >= 0.9 * drafted, (key, drafted, accepted)
+        assert reference[key].stats["accepted_tokens"] > 0
+        assert result.stats["decoding_steps"] == reference[key].stats["decoding_steps"], key
 
 
 # ------------------------------------------------------------------ no head
