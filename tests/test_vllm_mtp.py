@@ -298,3 +298,18 @@ def test_checkpoint_without_head_runs_without_pmtp(
     assert vllm_mtp.pmtp_engine_args(ckpt, _mtp_config(ckpt, True, True)) == {}
     warnings = [r for r in caplog.records if "no P-MTP head" in r.getMessage()]
     assert len(warnings) == 1, [r.getMessage() for r in caplog.records]
+
+
+def test_unknown_head_tensors_are_named_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(TINY, ckpt)
+    weights = load_file(str(ckpt / "model.safetensors"))
+    weights[MTP + "layers.0.input_layernorm.weight"] = torch.ones(4)
+    save_file(weights, str(ckpt / "model.safetensors"))
+    caplog.set_level(logging.WARNING, logger=vllm_mtp.__name__)
+    for _ in range(2):
+        assert vllm_mtp.prepare_draft_folder(ckpt, cache_dir=tmp_path / "cache") is not None
+    warnings = [r.getMessage() for r in caplog.records if "not used by the draft" in r.getMessage()]
+    assert len(warnings) == 1 and "layers.0.input_layernorm.weight" in warnings[0]

@@ -50,7 +50,7 @@ HEAD_TENSORS = (
 _FORMAT_VERSION = 1
 
 logger = logging.getLogger(__name__)
-_warned_no_head: set[str] = set()
+_warned_no_head: set[str] = set()  # checkpoints already warned about
 
 
 # ------------------------------------------------------------------------------ engine wiring
@@ -154,8 +154,30 @@ def find_head(model_dir: str | Path) -> dict[str, tuple[Path, str]] | None:
     ):
         found = _head_names(files, pmtp) if files else {}
         if len(found) == len(HEAD_TENSORS):
+            if not pmtp:
+                _warn_unknown_head_tensors(model_dir, files)
             return found
     return None
+
+
+def _warn_unknown_head_tensors(model_dir: Path, files: list[Path]) -> None:
+    """The head's layout comes from a second-hand description: say so if the checkpoint's head
+    has more than that (drafts would then be poorer; the text stays the target's)."""
+    from safetensors import safe_open
+
+    known = {MTP_PREFIX + n for n in HEAD_TENSORS}
+    extra: list[str] = []
+    for f in files:
+        with safe_open(str(f), framework="pt") as sf:
+            extra += [k for k in sf.keys() if k.startswith(MTP_PREFIX) and k not in known]  # noqa: SIM118
+    key = f"extra:{model_dir.resolve()}"
+    if extra and key not in _warned_no_head:
+        _warned_no_head.add(key)
+        logger.warning(
+            "model %s: P-MTP head tensors not used by the draft model: %s",
+            model_dir,
+            ", ".join(sorted(extra)[:5]) + (f" (+{len(extra) - 5} more)" if len(extra) > 5 else ""),
+        )
 
 
 def has_head(model_dir: str | Path) -> bool:
@@ -177,8 +199,18 @@ def prepare_draft_folder(model_dir: str | Path, cache_dir: Path | None = None) -
     head = find_head(model_dir)
     if head is None:
         return None
-    root = cache_dir or _cache_root()
-    folder = root / _fingerprint(model_dir, (f for f, _ in head.values()))
+    name = _fingerprint(model_dir, (f for f, _ in head.values()))
+    if cache_dir is not None:
+        return _write_draft_folder(model_dir, head, cache_dir / name)
+    try:
+        return _write_draft_folder(model_dir, head, _cache_root() / name)
+    except OSError as exc:  # a read-only home, say: a private temporary folder will do
+        fallback = Path(tempfile.gettempdir()) / f"hpdparse-pmtp-{os.getuid()}" / name
+        logger.info("P-MTP draft cache not writable (%s); using %s", exc, fallback)
+        return _write_draft_folder(model_dir, head, fallback)
+
+
+def _write_draft_folder(model_dir: Path, head: dict[str, tuple[Path, str]], folder: Path) -> Path:
     if (folder / "model.safetensors").is_file():
         return folder
     from safetensors import safe_open
@@ -191,8 +223,8 @@ def prepare_draft_folder(model_dir: str | Path, cache_dir: Path | None = None) -
     for short, (f, name) in head.items():
         with safe_open(str(f), framework="pt") as sf:
             tensors[f"mtp.{short}"] = sf.get_tensor(name).contiguous()
-    root.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=root))
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
     try:
         (tmp / "config.json").write_text(json.dumps(llm, indent=2), encoding="utf-8")
         save_file(tensors, str(tmp / "model.safetensors"))
