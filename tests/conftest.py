@@ -25,3 +25,21 @@ def corpus_dir() -> Path:
 def corpus_manifest(corpus_dir: Path) -> list[dict[str, str]]:
     with open(corpus_dir / "MANIFEST.tsv", newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f, delimiter="\t"))
+
+
+@pytest.fixture(scope="module")
+def server():
+    """A fake HPD server (a real local HTTP peer) shared by the tests of one module."""
+    from fakeserver import FakeHPDServer
+
+    with FakeHPDServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def srv(server):
+    """The module's fake HPD server with its log cleared and no fault or delay set."""
+    server.clear_log()
+    server.fault = None
+    server.delay = 0.0
+    return server

@@ -32,19 +32,6 @@ def make_pdf(path: Path, pages: int = 2, tag: str = "doc", password: str | None 
     return path
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeHPDServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server: FakeHPDServer) -> FakeHPDServer:
-    server.clear_log()
-    server.fault = None
-    return server
-
-
 def run(srv: FakeHPDServer | None, *args: str | Path):
     """Run `hpdparse convert ...` (or another command when args start with one) in-process."""
     argv = [str(a) for a in args]

@@ -34,20 +34,6 @@ def make_pdf(path: Path, pages: int, tag: str = "doc") -> Path:
     return path
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeHPDServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server: FakeHPDServer) -> FakeHPDServer:
-    server.clear_log()
-    server.fault = None
-    server.delay = 0.0
-    return server
-
-
 def convert(srv: FakeHPDServer, inputs, out: Path, **kw):
     kw.setdefault("dpi", 72)
     kw.setdefault("workers", 2)

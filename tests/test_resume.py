@@ -41,20 +41,6 @@ def fingerprint(pdf: Path, number: int) -> str:
     return image_fingerprint(render_page(str(pdf), number, DPI).image)
 
 
-@pytest.fixture(scope="module")
-def server():
-    with FakeHPDServer() as srv:
-        yield srv
-
-
-@pytest.fixture
-def srv(server: FakeHPDServer) -> FakeHPDServer:
-    server.clear_log()
-    server.delay = 0.0
-    server.fault = None
-    return server
-
-
 def convert(srv: FakeHPDServer, inputs, out: Path, **kw):
     kw.setdefault("dpi", DPI)
     kw.setdefault("workers", 2)
