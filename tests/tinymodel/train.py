@@ -17,6 +17,7 @@ fails loudly otherwise. Deterministic for a given seed and thread count (CPU).
 from __future__ import annotations
 
 import argparse
+import math
 import random
 import sys
 import time
@@ -178,6 +179,16 @@ def render_pages(tiling: TilingConfig) -> list[PageData]:
 class Batch:
     """Padded tensors for a list of sequences."""
 
+    def opening_weights(self, count: int, weight: float) -> torch.Tensor:
+        """Loss weights: `weight` on the first `count` output tokens of each sequence (the
+        image-only decisions: which page this is), 1 on the others, 0 where unlabelled."""
+        labelled = self.labels != IGNORE
+        w = labelled.float()
+        first = labelled.float().argmax(1)
+        for i, f in enumerate(first.tolist()):
+            w[i, f : f + count] *= weight
+        return w
+
     def __init__(self, seqs: list[Sequence]) -> None:
         t = max(len(s.ids) for s in seqs)
         b = len(seqs)
@@ -264,6 +275,20 @@ def margins(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return t - other
 
 
+def describe_worst(batch: Batch, logits, m, pages, tok, key) -> list[str]:  # noqa: ANN001
+    """Where the margin is negative: page, mode, position, wanted and predicted token."""
+    out = []
+    sel = torch.nonzero(batch.labels != IGNORE)
+    for j in torch.nonzero(m <= 0).flatten().tolist()[:3]:
+        b, t = sel[j].tolist()
+        s = batch.seqs[b]
+        mode = "fork" if P.PROMPT_FORK in tok.decode(s.ids, skip_special_tokens=False) else "plain"
+        want = tok.id_to_token(int(batch.labels[b, t]))
+        got = tok.id_to_token(int(logits[b, t].argmax()))
+        out.append(f"{pages[s.page].name}@{key} {mode} #{t} want {want!r} got {got!r}")
+    return out
+
+
 def verify(model: HpdModel, tok, ids: TokenIds, pb: PromptBuilder, pages: list[PageData]):  # noqa: ANN001
     """Greedy decoding on every page at its CLI resolution: returns (failures, acceptance)."""
     failures = []
@@ -300,10 +325,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--max-steps", type=int, default=3000)
-    parser.add_argument("--lr", type=float, default=5e-3)
+    parser.add_argument("--lr", type=float, default=4e-4)
     parser.add_argument("--margin", type=float, default=1.0, help="min logit margin to stop")
     parser.add_argument("--batch", type=int, default=4, help="sequences per step")
     parser.add_argument("--check-every", type=int, default=25)
+    parser.add_argument("--decay-steps", type=int, default=2500)
+    parser.add_argument("--vision-lr-scale", type=float, default=1.0)
+    parser.add_argument("--hinge", choices=("mean", "sum"), default="mean")
+    parser.add_argument("--page-probe", type=float, default=3.0, help="auxiliary loss weight")
+    parser.add_argument("--opening-tokens", type=int, default=12)
+    parser.add_argument("--stop-margin", type=float, default=0.3, help="clean margin to stop")
+    parser.add_argument("--opening-weight", type=float, default=100.0)
     args = parser.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -345,8 +377,27 @@ def main(argv: list[str] | None = None) -> int:
     print(f"longest sequence {max(len(s.ids) for s in seqs.values())} tokens", flush=True)
 
     params = [p for n, p in model.named_parameters() if not n.startswith("language_model.mtp.")]
-    opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.98))
+    vision = [p for n, p in model.named_parameters() if n.startswith(("vision_model.", "mlp1."))]
+    vision_ids = {id(p) for p in vision}
+    groups = [
+        {"params": [p for p in params if id(p) not in vision_ids], "scale": 1.0},
+        {"params": vision, "scale": args.vision_lr_scale},
+    ]
+    opt = torch.optim.AdamW(groups, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.98))
     opt_mtp = torch.optim.AdamW(model.mtp.parameters(), lr=args.lr, weight_decay=0.0)
+    # Optional auxiliary loss (not part of the checkpoint): a linear probe on the decoder's
+    # hidden state where the first block label is chosen must tell the pages apart (pages with
+    # the same stream are one class): a direct signal for the image-only decisions.
+    streams = sorted({p.stream for p in pages})
+    page_class = torch.tensor([streams.index(p.stream) for p in pages])
+    probe = None
+    if args.page_probe > 0:
+        probe = torch.nn.Linear(cfg.hidden_size, len(streams))
+        g = torch.Generator().manual_seed(args.seed + 1)
+        with torch.no_grad():
+            probe.weight.copy_(torch.randn(probe.weight.shape, generator=g) * 0.02)
+            probe.bias.zero_()
+        opt.add_param_group({"params": list(probe.parameters()), "scale": 1.0})
     rng = random.Random(args.seed)
     # Pages rendered from PDFs have two resolutions, image files one (key 0).
     full_batches = {
@@ -365,15 +416,34 @@ def main(argv: list[str] | None = None) -> int:
             px = pages[i].images[k]
             px = px + 0.02 * torch.randn(px.shape)
             feats.append(model.image_features(px).reshape(-1, cfg.hidden_size))
+        # Warm up, then a cosine decay to 10%: memorisation needs small steps at the end.
         warm = min(1.0, step / 30)
+        decay = 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, step / args.decay_steps)))
         for g in opt.param_groups + opt_mtp.param_groups:
-            g["lr"] = args.lr * warm
+            g["lr"] = args.lr * warm * decay * g.get("scale", 1.0)
         hidden, logits = forward_batch(model, batch, feats, ids.img_context)
-        loss = F.cross_entropy(logits.flatten(0, 1), batch.labels.flatten(), ignore_index=IGNORE)
+        flat_logits, flat_labels = logits.flatten(0, 1), batch.labels.flatten()
+        if args.opening_weight == 1.0:
+            loss = F.cross_entropy(flat_logits, flat_labels, ignore_index=IGNORE)
+        else:
+            ce = F.cross_entropy(flat_logits, flat_labels, ignore_index=IGNORE, reduction="none")
+            weights = batch.opening_weights(args.opening_tokens, args.opening_weight)
+            loss = (ce.view(weights.shape) * weights).sum() / weights.sum()
+        # A hinge on the logit margin: cross-entropy alone leaves a few rare decisions (fork or
+        # plain mode, which page) with a thin or negative margin for a long time.
+        hinge = F.relu(2 * args.margin - margins(logits, batch.labels))
+        hinge = hinge.mean() if args.hinge == "mean" else hinge.sum() / len(chosen)
         l_mtp, acc_mtp = mtp_loss(model, batch, hidden)
         opt.zero_grad(set_to_none=True)
         opt_mtp.zero_grad(set_to_none=True)
-        (loss + l_mtp).backward()
+        total = loss + hinge + l_mtp
+        if probe is not None:
+            # The hidden state that chooses the first block's label must know the page.
+            first = (batch.labels != IGNORE).float().argmax(1) + 1
+            at_first = hidden[torch.arange(len(chosen)), first]
+            target = page_class[torch.tensor([i for i, _, _ in chosen])]
+            total = total + args.page_probe * F.cross_entropy(probe(at_first), target)
+        total.backward()
         torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         opt_mtp.step()
@@ -390,16 +460,18 @@ def main(argv: list[str] | None = None) -> int:
         # Every variant, without noise: teacher-forced margins, then greedy decoding.
         model.eval()
         with torch.no_grad():
-            clean = []
+            clean, worst = [], []
             for k, fb in full_batches.items():
                 fe = []
                 for s in fb.seqs:
                     px = pages[s.page].images[k]
                     fe.append(model.image_features(px).reshape(-1, cfg.hidden_size))
                 _, lg = forward_batch(model, fb, fe, ids.img_context)
-                clean.append(round(float(margins(lg, fb.labels).min()), 2))
-        print(f"step {step}: clean min margins {clean}", flush=True)
-        if min(clean) > args.margin and acc_mtp > 0.5:
+                m = margins(lg, fb.labels)
+                clean.append(round(float(m.min()), 2))
+                worst.extend(describe_worst(fb, lg, m, pages, tok, k))
+        print(f"step {step}: clean min margins {clean}; worst: {worst[:4]}", flush=True)
+        if min(clean) > args.stop_margin and acc_mtp > 0.5:
             failures, acceptance = verify(model, tok, ids, pb, pages)
             print(f"step {step}: greedy check failures {failures} acceptance {acceptance:.2f}")
             if not failures:

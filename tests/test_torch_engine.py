@@ -1,0 +1,145 @@
+"""The torch engine through the Engine interface and the full CLI, on the tiny checkpoint."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from hpdparse.engines import EngineConfig, PageRequest, create_engine  # noqa: E402
+from hpdparse.errors import EngineError  # noqa: E402
+from hpdparse.inputs import open_source  # noqa: E402
+from tests.tinymodel.synth import load_ground_truth  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+TINY = REPO / "tests" / "fixtures" / "tiny-hpd"
+STREAMS = REPO / "tests" / "fixtures" / "streams"
+SAMPLES = REPO / "samples"
+
+
+def _image(stem: str, page: int):  # noqa: ANN202
+    path = SAMPLES / f"{stem}.pdf"
+    if not path.is_file():
+        path = SAMPLES / f"{stem}.png"
+    with open_source(path) as doc:
+        return doc.render(page, 200).image
+
+
+@pytest.fixture(scope="module")
+def truth() -> dict:
+    if not (SAMPLES / "report.pdf").is_file():
+        pytest.skip("samples/ not generated")
+    return load_ground_truth(STREAMS)
+
+
+@pytest.fixture(scope="module")
+def engine():  # noqa: ANN201
+    eng = create_engine("torch", EngineConfig(model=str(TINY), device="cpu"))
+    eng.start()
+    yield eng
+    eng.close()
+
+
+def test_engine_decodes_pages_together(engine, truth: dict) -> None:  # noqa: ANN001
+    prepare = pickle.loads(pickle.dumps(engine.preparer()))  # runs in worker processes
+    requests = [PageRequest(key, prepare(_image(*key))) for key in sorted(truth)]
+    pulled = []
+
+    def lazily():  # noqa: ANN202
+        for r in requests:
+            pulled.append(r.key)
+            yield r
+
+    results = {}
+    for result in engine.run(lazily(), max_in_flight=3):
+        # The engine pulls requests only as it has room.
+        assert len(pulled) - len(results) <= 4
+        results[result.key] = result
+    assert set(results) == set(truth)
+    for key, result in results.items():
+        assert result.ok and result.finish_reason == "stop", result.error
+        assert result.text == truth[key], key
+        assert result.stats["forks"] == truth[key].count("<CHILD>")
+        assert result.stats["accepted_tokens"] > 0  # P-MTP is on by default
+        assert result.prompt_tokens > 80
+        assert result.output_tokens == result.stats["parent_tokens"] + result.stats["child_tokens"]
+    assert engine.info.engine == "torch"
+    assert engine.info.prompt == "document parsing with fork."
+
+
+def test_bad_payload_fails_that_page_only(engine, truth: dict) -> None:  # noqa: ANN001
+    key = sorted(truth)[0]
+    good = PageRequest(key, engine.preparer()(_image(*key)))
+    bad = PageRequest("bad", "not tiles")
+    results = {r.key: r for r in engine.run([bad, good], max_in_flight=2)}
+    assert results["bad"].finish_reason == "error"
+    assert "\n" not in results["bad"].error
+    assert results[key].text == truth[key]
+
+
+def test_plain_and_serial_configurations(truth: dict) -> None:
+    key = ("report", 1)
+    for config in (
+        EngineConfig(model=str(TINY), fork=False, mtp=False),
+        EngineConfig(model=str(TINY), mtp=False, extra={"schedule": "serial"}),
+    ):
+        eng = create_engine("torch", config)
+        with eng:
+            payload = eng.preparer()(_image(*key))
+            (result,) = list(eng.run([PageRequest(key, payload)], max_in_flight=1))
+        assert result.text == truth[key]
+        assert result.stats["drafted_tokens"] == 0
+
+
+def test_unknown_device_is_one_line() -> None:
+    eng = create_engine("torch", EngineConfig(model=str(TINY), device="tpu"))
+    with pytest.raises(EngineError, match="unknown device"):
+        eng.start()
+
+
+def test_cli_convert_with_torch_engine_gives_ground_truth(tmp_path: Path, truth: dict) -> None:
+    out = tmp_path / "out"
+    inputs = [str(SAMPLES / "report.pdf"), str(SAMPLES / "scan.png")]
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "hpdparse", "convert", *inputs, "-o", str(out)]
+        + ["--engine", "torch", "--model", str(TINY), "--device", "cpu", "--workers", "1"]
+        + ["--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+        cwd=REPO,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for (stem, page), stream in truth.items():
+        if stem not in ("report", "scan"):
+            continue
+        raw = out / stem / "raw" / f"page-{page:04d}.txt"
+        assert raw.read_text(encoding="utf-8") == stream, raw
+    assert (out / "report" / "report.md").is_file()
+
+
+def test_cli_with_a_wrong_model_folder_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "not-a-model"
+    bad.mkdir()
+    (bad / "config.json").write_text('{"architectures": ["InternVLChatModel"]}')
+    proc = subprocess.run(
+        [sys.executable, "-m", "hpdparse", "convert", str(SAMPLES / "report.pdf")]
+        + ["-o", str(tmp_path / "out"), "--engine", "torch", "--model", str(bad), "--quiet"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=REPO,
+    )
+    assert proc.returncode != 0
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "stock InternVL" in lines[0] and str(bad) in lines[0]
