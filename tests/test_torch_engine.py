@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
 import sys
@@ -102,29 +101,6 @@ def test_unknown_device_is_one_line() -> None:
     eng = create_engine("torch", EngineConfig(model=str(TINY), device="tpu"))
     with pytest.raises(EngineError, match="unknown device"):
         eng.start()
-
-
-def test_cli_convert_with_torch_engine_gives_ground_truth(tmp_path: Path, truth: dict) -> None:
-    out = tmp_path / "out"
-    inputs = [str(SAMPLES / "report.pdf"), str(SAMPLES / "scan.png")]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(
-        [sys.executable, "-m", "hpdparse", "convert", *inputs, "-o", str(out)]
-        + ["--engine", "torch", "--model", str(TINY), "--device", "cpu", "--workers", "1"]
-        + ["--quiet"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-        cwd=REPO,
-    )
-    assert proc.returncode == 0, proc.stderr
-    for (stem, page), stream in truth.items():
-        if stem not in ("report", "scan"):
-            continue
-        raw = out / stem / "raw" / f"page-{page:04d}.txt"
-        assert raw.read_text(encoding="utf-8") == stream, raw
-    assert (out / "report" / "report.md").is_file()
 
 
 def test_cli_with_a_wrong_model_folder_is_one_line(tmp_path: Path) -> None:
