@@ -66,6 +66,24 @@ def _render_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """--report, --quiet and --verbose, shared by convert and render."""
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        f = click.option(
+            "-v", "--verbose", is_flag=True, help="Print more (and tracebacks of bugs)."
+        )(f)
+        f = click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")(f)
+        return click.option(
+            "--report",
+            "report_path",
+            type=click.Path(dir_okay=False, path_type=Path),
+            help=report_help,
+        )(f)
+
+    return decorate
+
+
 def _make_render_options(kw: dict[str, Any]) -> RenderOptions:
     return RenderOptions(
         keep_headers=kw.pop("keep_headers"),
@@ -177,14 +195,7 @@ def main() -> None:
     "(reusing saved pages), or redo everything.",
 )
 @_render_options
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a JSON report: status, pages and errors per input file, totals, throughput.",
-)
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-@click.option("-v", "--verbose", is_flag=True, help="Print more (and tracebacks of bugs).")
+@_run_options("Write a JSON report: status, pages and errors per input file, totals, throughput.")
 def convert(**kw: Any) -> None:
     """Convert PDF and image files (PNG, JPEG, TIFF), folders and glob patterns to Markdown.
 
@@ -250,14 +261,7 @@ def convert(**kw: Any) -> None:
 )
 @click.option("--password", help="Password of encrypted sources (to cut figure images).")
 @_render_options
-@click.option(
-    "--report",
-    "report_path",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Write a JSON report of this run.",
-)
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-@click.option("-v", "--verbose", is_flag=True, help="Print more (and tracebacks of bugs).")
+@_run_options("Write a JSON report of this run.")
 def render(**kw: Any) -> None:
     """Rebuild .md, .json and images/ of converted documents from their raw/ pages, without a
     model (the source file, recorded in raw/document.json, is needed for images)."""
