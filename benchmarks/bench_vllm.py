@@ -130,25 +130,33 @@ def sample_images(dpi: int, count: int) -> list:
     return [images[i % len(images)] for i in range(count)]
 
 
-def bench(engine: VllmEngine, payloads: list, batch: int) -> dict[str, float]:
+def timed_run(engine: VllmEngine, payloads: list, batch: int) -> tuple[list, dict[str, float]]:
+    """Decode all payloads at `batch` pages in flight; the results and the common figures."""
     requests = (PageRequest(i, p) for i, p in enumerate(payloads))
     began = time.perf_counter()
     results = list(engine.run(requests, batch))
     seconds = time.perf_counter() - began
     n = len(results)
     tokens = sum(r.output_tokens for r in results)
-    child_prompt = sum(r.stats["child_prompt_tokens"] for r in results)
-    cached = sum(r.stats["cached_tokens"] for r in results)
-    return {
+    steps = sum(r.stats["decoding_steps"] for r in results)
+    return results, {
         "pages/s": n / seconds,
         "tokens/s": tokens / seconds,
-        "steps/page": sum(r.stats["decoding_steps"] for r in results) / n,
+        "steps/page": steps / n,
         "tokens/page": tokens / n,
-        "tokens/step": tokens / max(1, sum(r.stats["decoding_steps"] for r in results)),
+        "tokens/step": tokens / max(1, steps),
         "forks/page": sum(r.stats["forks"] for r in results) / n,
-        "cache hit": cached / child_prompt if child_prompt else 0.0,
         "seconds": seconds,
     }
+
+
+def bench(engine: VllmEngine, payloads: list, batch: int) -> dict[str, float]:
+    """timed_run's figures plus the children's prefix-cache hit rate."""
+    results, figures = timed_run(engine, payloads, batch)
+    child_prompt = sum(r.stats["child_prompt_tokens"] for r in results)
+    cached = sum(r.stats["cached_tokens"] for r in results)
+    figures["cache hit"] = cached / child_prompt if child_prompt else 0.0
+    return figures
 
 
 def main() -> None:

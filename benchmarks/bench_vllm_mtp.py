@@ -21,16 +21,16 @@ import argparse
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
+import bench_vllm  # noqa: E402
 from bench_vllm import sample_images, write_hpd_like_checkpoint  # noqa: E402
 
-from hpdparse.engines.base import EngineConfig, PageRequest  # noqa: E402
+from hpdparse.engines.base import EngineConfig  # noqa: E402
 from hpdparse.engines.model.vllm_mtp import MTP_PREFIX  # noqa: E402
 from hpdparse.engines.vllm_engine import VllmEngine  # noqa: E402
 
@@ -51,24 +51,13 @@ def rewire_head_to_chain(model: Path) -> None:
 
 
 def bench(engine: VllmEngine, payloads: list, batch: int) -> dict[str, float]:
-    requests = (PageRequest(i, p) for i, p in enumerate(payloads))
-    began = time.perf_counter()
-    results = list(engine.run(requests, batch))
-    seconds = time.perf_counter() - began
-    n = len(results)
-    tokens = sum(r.output_tokens for r in results)
-    steps = sum(r.stats["decoding_steps"] for r in results)
+    """bench_vllm's figures plus drafted tokens per page and the acceptance rate."""
+    results, figures = bench_vllm.timed_run(engine, payloads, batch)
     drafted = sum(r.stats.get("drafted_tokens", 0) for r in results)
     accepted = sum(r.stats.get("accepted_tokens", 0) for r in results)
-    return {
-        "pages/s": n / seconds,
-        "tokens/s": tokens / seconds,
-        "steps/page": steps / n,
-        "tokens/step": tokens / max(1, steps),
-        "forks/page": sum(r.stats["forks"] for r in results) / n,
-        "drafted/page": drafted / n,
-        "acceptance": accepted / drafted if drafted else 0.0,
-    }
+    figures["drafted/page"] = drafted / len(results)
+    figures["acceptance"] = accepted / drafted if drafted else 0.0
+    return figures
 
 
 def main() -> None:
