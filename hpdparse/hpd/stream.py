@@ -228,7 +228,16 @@ def cut_repetition(text: str, strict: bool = True) -> str | None:
         start = _loop_start(text, period)
         if n - start >= min_chars and n - start >= min_repeats * period:
             return text[: start + period].rstrip()
-        hi = pos + len(probe) - 1
+        if n - start >= len(probe) + period:
+            # The probe lies in a short periodic run inside a longer unit (a rule of dashes in
+            # a table row): every earlier spot in that run would match too. Widen the probe to
+            # the whole run and what precedes it, and search again from the end.
+            if n - start + _PROBE > min(n - 1, _MAX_UNIT):
+                return None
+            probe = text[start - _PROBE :]
+            hi = n - 1
+        else:
+            hi = pos + len(probe) - 1
     return None
 
 
