@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import importlib.util
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from hpdparse.engines import ENGINE_NAMES, Engine, EngineConfig, create_engine
 from hpdparse.errors import EngineError
@@ -72,6 +73,7 @@ def convert(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     device: str | None = None,
     dtype: str | None = None,
+    engine_options: Mapping[str, Any] | None = None,
     render_options: RenderOptions | None = None,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
@@ -79,9 +81,11 @@ def convert(
     """Convert PDF and image files (files, folders, glob patterns) into `output_dir/<stem>/`.
 
     `engine` is an engine name (vllm, torch, openai) or an `Engine` (then the caller starts and
-    closes it). `pages` is a 1-based selection such as "1-3,7,10-" (ValueError when invalid).
-    Returns the run report; `report.exit_code` is 0, 1 or 130 (see the command line). Raises
-    EngineError when the engine cannot be created or started.
+    closes it). `engine_options` are engine-specific settings (`EngineConfig.extra`, e.g.
+    ``{"extra_body": {"skip_special_tokens": False}}`` for openai). `pages` is a 1-based
+    selection such as "1-3,7,10-" (ValueError when invalid). Returns the run report;
+    `report.exit_code` is 0, 1 or 130 (see the command line). Raises EngineError when the
+    engine cannot be created or started.
 
     Pages are rendered in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
@@ -113,6 +117,7 @@ def convert(
             max_tokens=max_tokens,
             device=device,
             dtype=dtype,
+            extra=dict(engine_options or {}),
         )
         try:
             engine = make_engine(engine, config)

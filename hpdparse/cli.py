@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import signal
 import sys
 import traceback
@@ -94,6 +95,22 @@ def _make_render_options(kw: dict[str, Any]) -> RenderOptions:
         merge_paragraphs=not kw.pop("no_merge_paragraphs"),
         merge_tables=not kw.pop("no_merge_tables"),
     )
+
+
+def _parse_engine_options(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for item in values:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text  # not JSON: a plain string
+        options[key.strip()] = value
+    return options
 
 
 def _check_pages(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -188,6 +205,17 @@ def main() -> None:
 @click.option("--device", help="torch device (cpu, cuda, cuda:1, mps); default: the best one.")
 @click.option("--dtype", help="Model dtype (bfloat16, float16, float32); default: per device.")
 @click.option(
+    "--engine-option",
+    "engine_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=_parse_engine_options,
+    help="Engine setting, repeatable; VALUE is read as JSON when it parses, else as text. "
+    "vllm: any vLLM EngineArgs field (max_num_seqs=256, gpu_memory_utilization=0.8) or "
+    "kv_cache_gib=8 on CPU; openai: extra_body='{\"skip_special_tokens\": false}' (merged "
+    "into every request), api_key=... (else $HPDPARSE_API_KEY); torch: schedule=serial.",
+)
+@click.option(
     "--skip-existing/--overwrite",
     default=True,
     show_default=True,
@@ -231,6 +259,7 @@ def convert(**kw: Any) -> None:
             max_tokens=kw["max_tokens"],
             device=kw["device"],
             dtype=kw["dtype"],
+            engine_options=kw["engine_options"],
             render_options=options,
             report_path=kw["report_path"],
             progress=progress,

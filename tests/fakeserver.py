@@ -131,6 +131,7 @@ class ChatRequest:
     image: Image.Image | None = field(default=None, repr=False)
     fault: str | None = None
     received: float = 0.0  # time.monotonic()
+    options: dict = field(default_factory=dict)  # the body's other fields (sampling options)
 
 
 Responder = Callable[[ChatRequest], "str | Answer"]
@@ -530,6 +531,11 @@ class FakeHPDServer:
                 page_id=page_id,
                 image=image,
                 received=time.monotonic(),
+                options={
+                    k: v
+                    for k, v in body.items()
+                    if k not in ("model", "messages", "max_tokens", "temperature")
+                },
             )
             self._requests.append(request)
             queued = self._faults.popleft() if self._faults else "ok"

@@ -310,3 +310,37 @@ def test_engine_that_cannot_start_still_writes_the_report(tmp_path: Path) -> Non
     report = json.loads(report_file.read_text())
     assert "needs vLLM" in report["engine_error"] and report["exit_code"] == 1
     assert report["documents"][0]["status"] == "failed"
+
+
+def test_engine_options_reach_the_engine(srv: FakeHPDServer, tmp_path: Path) -> None:
+    result = run(
+        srv,
+        SAMPLES / "scan.png",
+        "-o",
+        tmp_path,
+        "--engine-option",
+        'extra_body={"skip_special_tokens": false, "repetition_penalty": 1.05}',
+        "--engine-option",
+        "retry_backoff=0.1",
+    )
+    assert result.exit_code == 0, result.output
+    [request] = srv.requests
+    assert request.options["skip_special_tokens"] is False
+    assert request.options["repetition_penalty"] == 1.05
+
+
+@pytest.mark.parametrize(
+    ("option", "words"),
+    [("no-equals-sign", "is not KEY=VALUE"), ("=1", "is not KEY=VALUE")],
+)
+def test_malformed_engine_option_is_a_usage_error(option: str, words: str) -> None:
+    result = CliRunner().invoke(main, ["convert", "x.pdf", "--engine-option", option])
+    assert result.exit_code == 2 and words in result.output
+
+
+def test_engine_option_of_the_wrong_type_is_one_line(srv: FakeHPDServer, tmp_path: Path) -> None:
+    result = run(srv, SAMPLES / "scan.png", "-o", tmp_path, "--engine-option", "extra_body=x")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: openai engine: extra_body must be a JSON object, got 'x'"
+    ]

@@ -165,7 +165,12 @@ class OpenAIEngine(Engine):
         self._api_key: str | None = extra.get("api_key") or os.environ.get("HPDPARSE_API_KEY")
         self._backoff = float(extra.get("retry_backoff", 0.5))
         self._backoff_max = float(extra.get("retry_backoff_max", 20.0))
-        self._extra_body: dict[str, Any] = dict(extra.get("extra_body") or {})
+        extra_body = extra.get("extra_body") or {}
+        if not isinstance(extra_body, dict):
+            raise EngineError(
+                f"openai engine: extra_body must be a JSON object, got {extra_body!r:.80}"
+            )
+        self._extra_body: dict[str, Any] = dict(extra_body)
         self._started = False
 
     @property
