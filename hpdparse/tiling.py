@@ -148,12 +148,16 @@ def grid_image_size(
 
 
 def tile_image(image: Image.Image, config: TilingConfig = DEFAULT_CONFIG) -> np.ndarray:
-    """Cut an image into HPD tiles: uint8 array (N, tile, tile, 3), row-major, thumbnail last.
+    """Cut an image into HPD tiles: uint8 array (N, tile, tile, C), row-major, thumbnail last.
+
+    C is 1 for a grey page (mode L, or RGB with all three channels equal) and 3 otherwise. Grey
+    tiles are the RGB tiles' common channel: ``np.repeat(tiles, 3, axis=3)`` gives exactly the
+    RGB tiles, and :func:`normalize`/:func:`normalize_torch` expand them that way, so every engine
+    sees the same pixels either way; a grey page costs a third of the bytes in pipes and memory.
 
     Bytes are identical to a plain PIL bicubic ``resize`` of the RGB image plus crops, which is what
-    the released preprocessing is reported to do. A page whose three channels are equal is resized
-    as one band: the same bytes at a third of the cost (about half the pages of the shared corpus
-    are pure grey).
+    the released preprocessing is reported to do. A grey page is resized as one band: the same
+    bytes at a third of the cost (about half the pages of the shared corpus are pure grey).
     """
     if image.width < 1 or image.height < 1:
         raise ValueError(f"image has no pixels ({image.width}x{image.height})")
@@ -161,35 +165,47 @@ def tile_image(image: Image.Image, config: TilingConfig = DEFAULT_CONFIG) -> np.
     source = _grey_band(image) or image
     grid = select_grid(image.width, image.height, config)
     t = config.tile_size
-    resized = _as_rgb_array(source.resize(grid_image_size(grid, config), Image.Resampling.BICUBIC))
+    resized = _as_hwc(source.resize(grid_image_size(grid, config), Image.Resampling.BICUBIC))
     thumbnail = None
     if num_tiles(grid, config) > grid[0] * grid[1]:
-        thumbnail = _as_rgb_array(source.resize((t, t), Image.Resampling.BICUBIC))
+        thumbnail = _as_hwc(source.resize((t, t), Image.Resampling.BICUBIC))
     return assemble_tiles(resized, grid, thumbnail)
 
 
 def assemble_tiles(
     resized: np.ndarray, grid: tuple[int, int], thumbnail: np.ndarray | None = None
 ) -> np.ndarray:
-    """Cut an image already at :func:`grid_image_size` (H, W, 3) into row-major tiles, then append
-    ``thumbnail`` (t, t, 3) if given. For callers that produce the resized image themselves (e.g.
-    by rasterising a PDF page straight at that size)."""
+    """Cut an image already at :func:`grid_image_size` (H, W, C), C 1 or 3, into row-major tiles
+    (N, t, t, C), then append ``thumbnail`` (t, t, C) if given. For callers that produce the
+    resized image themselves (e.g. by rasterising a PDF page straight at that size)."""
     cols, rows = grid
-    if resized.ndim != 3 or resized.shape[2] != 3:
-        raise ValueError(f"expected an (H, W, 3) image, got shape {resized.shape}")
-    height, width = resized.shape[:2]
+    if resized.ndim != 3 or resized.shape[2] not in (1, 3):
+        raise ValueError(f"expected an (H, W, 1) or (H, W, 3) image, got shape {resized.shape}")
+    height, width, channels = resized.shape
     if width % cols or height % rows:
         raise ValueError(f"image of shape {resized.shape} cannot be cut into {cols}x{rows} tiles")
     t = width // cols
     if height // rows != t:
         raise ValueError(f"image of shape {resized.shape} does not give square {cols}x{rows} tiles")
+    if thumbnail is not None and thumbnail.shape != (t, t, channels):
+        raise ValueError(f"thumbnail of shape {thumbnail.shape}, expected {(t, t, channels)}")
     n = cols * rows + (thumbnail is not None)
-    out = np.empty((n, t, t, 3), dtype=np.uint8)
-    # (rows*t, cols*t, 3) -> (rows, cols, t, t, 3): tile (r, c) lands at index r*cols + c.
-    out[: cols * rows] = resized.reshape(rows, t, cols, t, 3).swapaxes(1, 2).reshape(-1, t, t, 3)
+    out = np.empty((n, t, t, channels), dtype=np.uint8)
+    # (rows*t, cols*t, C) -> (rows, cols, t, t, C): tile (r, c) lands at index r*cols + c. One copy,
+    # straight into the output (a reshape of the swapped view would copy once more).
+    np.copyto(
+        out[: cols * rows].reshape(rows, cols, t, t, channels),
+        resized.reshape(rows, t, cols, t, channels).swapaxes(1, 2),
+    )
     if thumbnail is not None:
         out[-1] = thumbnail
     return out
+
+
+def expand_grey(tiles: np.ndarray) -> np.ndarray:
+    """Tiles (N, t, t, 1) or (N, t, t, 3) -> (N, t, t, 3) uint8: a grey page's RGB tiles."""
+    _check_tiles(tiles)
+    return np.repeat(tiles, 3, axis=3) if tiles.shape[3] == 1 else tiles
 
 
 def _rgb_or_grey(image: Image.Image) -> Image.Image:
@@ -215,10 +231,15 @@ def _grey_band(image: Image.Image) -> Image.Image | None:
     return red
 
 
-def _as_rgb_array(image: Image.Image) -> np.ndarray:
-    if image.mode == "L":
-        image = Image.merge("RGB", (image, image, image))
-    return np.asarray(image)
+def _as_hwc(image: Image.Image) -> np.ndarray:
+    """(H, W, 1) for an L image, (H, W, 3) for RGB, without copying the array again."""
+    array = np.asarray(image)
+    return array[:, :, None] if array.ndim == 2 else array
+
+
+def _check_tiles(tiles: np.ndarray) -> None:
+    if tiles.ndim != 4 or tiles.shape[-1] not in (1, 3):
+        raise ValueError(f"expected tiles of shape (N, t, t, 1) or (N, t, t, 3), got {tiles.shape}")
 
 
 def _scale_bias(config: TilingConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -232,34 +253,46 @@ def _scale_bias(config: TilingConfig) -> tuple[np.ndarray, np.ndarray]:
 def normalize(
     tiles: np.ndarray, config: TilingConfig = DEFAULT_CONFIG, dtype: Any = np.float32
 ) -> np.ndarray:
-    """uint8 tiles (N, t, t, 3) -> normalised floats (N, 3, t, t), ImageNet mean/std by default."""
-    if tiles.ndim != 4 or tiles.shape[-1] != 3:
-        raise ValueError(f"expected tiles of shape (N, t, t, 3), got {tiles.shape}")
+    """uint8 tiles (N, t, t, C) -> normalised floats (N, 3, t, t), ImageNet mean/std by default.
+
+    Grey tiles (C == 1) give exactly the floats of their 3-channel expansion: the channel is
+    broadcast while each colour's mean and std are applied.
+    """
+    _check_tiles(tiles)
     scale, bias = _scale_bias(config)
     chw = tiles.transpose(0, 3, 1, 2)
-    out = np.empty(chw.shape, dtype=np.float32)
+    n, _, height, width = chw.shape
+    out = np.empty((n, 3, height, width), dtype=np.float32)
     np.multiply(chw, scale.astype(np.float32)[:, None, None], out=out)
     out += bias.astype(np.float32)[:, None, None]
     return out if np.dtype(dtype) == np.float32 else out.astype(dtype)
 
 
 def normalize_torch(
-    tiles: np.ndarray,
+    tiles: np.ndarray | torch.Tensor,
     config: TilingConfig = DEFAULT_CONFIG,
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """Like :func:`normalize`, as a torch tensor: uint8 moves to ``device``, floats made there."""
+    """Like :func:`normalize`, as a torch tensor: uint8 moves to ``device``, floats made there.
+
+    ``tiles`` may be a numpy array or a uint8 tensor (on any device). Grey tiles (C == 1) cross to
+    the device as one channel and are expanded there, to exactly the floats of their RGB tiles.
+    """
     import torch
 
-    if tiles.ndim != 4 or tiles.shape[-1] != 3:
-        raise ValueError(f"expected tiles of shape (N, t, t, 3), got {tiles.shape}")
+    _check_tiles(tiles)
     dtype = dtype or torch.float32
     scale, bias = _scale_bias(config)
-    # Reorder as uint8 (a quarter of the bytes), then convert and scale in place.
-    if not tiles.flags.writeable:  # torch.from_numpy warns on read-only arrays
-        tiles = tiles.copy()
-    x = torch.from_numpy(tiles).to(device).permute(0, 3, 1, 2).contiguous()
+    if isinstance(tiles, np.ndarray):
+        if not tiles.flags.writeable:  # torch.from_numpy warns on read-only arrays
+            tiles = tiles.copy()
+        tiles = torch.from_numpy(tiles)
+    x = tiles.to(device).permute(0, 3, 1, 2)
+    n, _, height, width = x.shape
+    # Reorder (and expand a grey channel) as uint8, a quarter of the bytes, then scale in place.
+    pixels = torch.empty((n, 3, height, width), dtype=torch.float32, device=x.device)
+    pixels.copy_(x.expand(n, 3, height, width))
     scale_t = torch.tensor(scale, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
     bias_t = torch.tensor(bias, dtype=torch.float32, device=x.device).view(1, 3, 1, 1)
-    return x.float().mul_(scale_t).add_(bias_t).to(dtype)
+    return pixels.mul_(scale_t).add_(bias_t).to(dtype)

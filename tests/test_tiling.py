@@ -15,6 +15,7 @@ from hpdparse.tiling import (
     TilingConfig,
     assemble_tiles,
     candidate_grids,
+    expand_grey,
     grid_image_size,
     normalize,
     normalize_torch,
@@ -134,8 +135,10 @@ def test_tile_shapes_dtype_and_count():
     image = Image.new("RGB", A4_200_DPI, "white")
     tiles = tile_image(image)
     assert tiles.dtype == np.uint8
-    assert tiles.shape == (25, 448, 448, 3)
+    assert tiles.shape == (25, 448, 448, 1)  # grey: one channel
     assert num_tiles((4, 6)) == 25
+    image.putpixel((800, 1200), (255, 254, 255))  # one pixel off grey: three channels
+    assert tile_image(image).shape == (25, 448, 448, 3)
 
 
 def test_thumbnail_rules():
@@ -187,12 +190,28 @@ def test_exact_tiles_when_no_resize_is_needed():
 @pytest.mark.parametrize("size", [(827, 1170), (1240, 1754), (300, 300), (2000, 150)])
 def test_tiles_match_plain_released_algorithm(size, colour):
     image = page_like_image(*size, colour=colour)
-    np.testing.assert_array_equal(tile_image(image), reference_tiles(image))
+    tiles = tile_image(image)
+    assert tiles.shape[-1] == (3 if colour else 1)
+    np.testing.assert_array_equal(expand_grey(tiles), reference_tiles(image))
 
 
 def test_grey_mode_input_matches_rgb_input():
     image = page_like_image(700, 990, colour=False)
-    np.testing.assert_array_equal(tile_image(image.convert("L")), tile_image(image))
+    grey = tile_image(image.convert("L"))
+    assert grey.shape[-1] == 1
+    np.testing.assert_array_equal(grey, tile_image(image))
+
+
+def test_expand_grey():
+    image = page_like_image(500, 700, colour=False)
+    tiles = tile_image(image)
+    rgb = expand_grey(tiles)
+    assert rgb.shape == (*tiles.shape[:3], 3) and rgb.dtype == np.uint8
+    assert (rgb == tiles).all()
+    colour = tile_image(page_like_image(500, 700, colour=True))
+    assert expand_grey(colour) is colour
+    with pytest.raises(ValueError, match="expected tiles"):
+        expand_grey(colour[..., :2])
 
 
 def test_real_page_matches_plain_released_algorithm(corpus_dir):
@@ -201,8 +220,8 @@ def test_real_page_matches_plain_released_algorithm(corpus_dir):
         pix = doc[0].get_pixmap(dpi=150, alpha=False, colorspace=pymupdf.csRGB)
     image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
     tiles = tile_image(image)
-    assert tiles.shape == (7, 448, 448, 3)  # A4 at 150 DPI: 2x3 plus thumbnail
-    np.testing.assert_array_equal(tiles, reference_tiles(image))
+    assert tiles.shape == (7, 448, 448, 1)  # A4 at 150 DPI: 2x3 plus thumbnail; a grey page
+    np.testing.assert_array_equal(expand_grey(tiles), reference_tiles(image))
 
 
 def test_assemble_tiles_from_a_presized_image():
@@ -223,12 +242,36 @@ def test_assemble_tiles_from_a_presized_image():
         assemble_tiles(arr, (3, 1))
     with pytest.raises(ValueError, match="expected an"):
         assemble_tiles(arr[..., 0], grid)
+    with pytest.raises(ValueError, match="expected an"):
+        assemble_tiles(arr[..., :2], grid)
+    with pytest.raises(ValueError, match="thumbnail"):
+        assemble_tiles(arr, grid, thumb[..., :1])
+
+
+def test_assemble_tiles_one_channel():
+    rng = np.random.default_rng(2)
+    grid = (2, 3)
+    arr = rng.integers(0, 256, size=(84, 56, 1), dtype=np.uint8)
+    thumb = rng.integers(0, 256, size=(28, 28, 1), dtype=np.uint8)
+    tiles = assemble_tiles(arr, grid, thumb)
+    assert tiles.shape == (7, 28, 28, 1)
+    np.testing.assert_array_equal(tiles[3], arr[28:56, 28:])
+    np.testing.assert_array_equal(tiles[6], thumb)
+    rgb = assemble_tiles(np.repeat(arr, 3, axis=2), grid, np.repeat(thumb, 3, axis=2))
+    np.testing.assert_array_equal(expand_grey(tiles), rgb)
 
 
 def test_non_rgb_modes_are_converted():
     for mode in ("L", "RGBA", "P", "1", "CMYK"):
         tiles = tile_image(Image.new(mode, (500, 700)))
+        assert tiles.shape[1:] == (448, 448, 1)  # all of them a single grey
+    for mode in ("RGBA", "P", "CMYK"):
+        image = Image.new("RGB", (500, 700))
+        image.paste((200, 30, 60), (10, 10, 100, 100))
+        image = image.convert(mode)
+        tiles = tile_image(image)
         assert tiles.shape[1:] == (448, 448, 3)
+        np.testing.assert_array_equal(tiles, reference_tiles(image))
 
 
 @pytest.mark.parametrize("mode", ["I;16", "I"])
@@ -251,7 +294,7 @@ def test_degenerate_sizes_do_not_crash(size):
     cols, rows = select_grid(*size)
     assert 1 <= cols * rows <= 25
     tiles = tile_image(Image.new("RGB", size, "gray"))
-    assert tiles.shape == (num_tiles((cols, rows)), 448, 448, 3)
+    assert tiles.shape == (num_tiles((cols, rows)), 448, 448, 1)
 
 
 def test_empty_image_is_a_clear_error():
@@ -280,6 +323,34 @@ def test_normalize_uses_config_mean_std():
     config = TilingConfig(mean=(0.5, 0.5, 0.5), std=(0.5, 0.5, 0.5))
     tiles = np.full((1, 2, 2, 3), 255, dtype=np.uint8)
     np.testing.assert_allclose(normalize(tiles, config), 1.0)
+
+
+def test_grey_tiles_normalise_to_their_rgb_floats():
+    tiles = tile_image(page_like_image(300, 420, colour=False), TilingConfig(tile_size=56))
+    assert tiles.shape[-1] == 1
+    rgb = expand_grey(tiles)
+    np.testing.assert_array_equal(normalize(tiles), normalize(rgb))
+    np.testing.assert_array_equal(
+        normalize(tiles, dtype=np.float16), normalize(rgb, dtype=np.float16)
+    )
+    assert normalize(tiles).shape == (tiles.shape[0], 3, 56, 56)
+    with pytest.raises(ValueError, match="expected tiles"):
+        normalize(np.zeros((1, 4, 4, 2), dtype=np.uint8))
+
+
+def test_grey_tiles_normalise_to_their_rgb_floats_torch():
+    torch = pytest.importorskip("torch")
+    tiles = tile_image(page_like_image(300, 420, colour=False), TilingConfig(tile_size=56))
+    rgb = expand_grey(tiles)
+    for dtype in (torch.float32, torch.bfloat16):
+        got = normalize_torch(tiles, dtype=dtype)
+        assert got.shape == (tiles.shape[0], 3, 56, 56) and got.is_contiguous()
+        assert torch.equal(got, normalize_torch(rgb, dtype=dtype))
+    # A uint8 tensor (what vLLM hands the model) normalises as the array does.
+    assert torch.equal(normalize_torch(torch.from_numpy(tiles)), normalize_torch(rgb))
+    assert torch.equal(normalize_torch(rgb), torch.from_numpy(normalize(rgb)))
+    with pytest.raises(ValueError, match="expected tiles"):
+        normalize_torch(np.zeros((4, 4, 3), dtype=np.uint8))
 
 
 def test_normalize_torch_matches_numpy():
@@ -342,7 +413,7 @@ def test_small_tile_size_scales_the_selector():
         assert select_grid(w, h, small) == select_grid(4 * w, 4 * h)
     assert select_grid(1654 // 4, 2339 // 4, small) == (4, 6)
     tiles = tile_image(Image.new("RGB", (1654 // 4, 2339 // 4), "white"), small)
-    assert tiles.shape == (25, 112, 112, 3)
+    assert tiles.shape == (25, 112, 112, 1)
 
 
 @settings(max_examples=60, deadline=None)
@@ -357,5 +428,5 @@ def test_selector_and_tiler_agree(width, height, max_tiles, use_thumbnail):
     cols, rows = select_grid(width, height, config)
     assert 1 <= cols * rows <= max_tiles + 1
     tiles = tile_image(Image.new("RGB", (width, height), "white"), config)
-    assert tiles.shape == (num_tiles((cols, rows), config), 28, 28, 3)
+    assert tiles.shape == (num_tiles((cols, rows), config), 28, 28, 1)
     assert num_image_tokens(width, height, config) == tiles.shape[0] * config.tokens_per_tile

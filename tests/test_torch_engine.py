@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 pytest.importorskip("torch")
@@ -15,6 +16,7 @@ pytest.importorskip("transformers")
 from hpdparse.engines import EngineConfig, PageRequest, create_engine  # noqa: E402
 from hpdparse.errors import EngineError  # noqa: E402
 from hpdparse.inputs import open_source  # noqa: E402
+from hpdparse.tiling import expand_grey  # noqa: E402
 from tests.tinymodel.synth import load_ground_truth  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -81,6 +83,30 @@ def test_bad_payload_fails_that_page_only(engine, truth: dict) -> None:  # noqa:
     assert results["bad"].finish_reason == "error"
     assert "\n" not in results["bad"].error
     assert results[key].text == truth[key]
+
+
+def test_grey_pages_give_the_same_text_as_one_or_three_channels(engine, truth: dict) -> None:  # noqa: ANN001
+    prepare = engine.preparer()
+    grey = {key: prepare(_image(*key)) for key in sorted(truth)}
+    assert all(tiles.shape[-1] == 1 for tiles in grey.values())  # the samples are grey pages
+    texts = {}
+    for channels in (1, 3):
+        requests = [
+            PageRequest(key, tiles if channels == 1 else expand_grey(tiles))
+            for key, tiles in grey.items()
+        ]
+        texts[channels] = {r.key: r.text for r in engine.run(requests, max_in_flight=3)}
+    assert texts[1] == texts[3] == truth
+
+
+def test_two_channel_tiles_fail_that_page_only(engine, truth: dict) -> None:  # noqa: ANN001
+    key = sorted(truth)[0]
+    tiles = engine.preparer()(_image(*key))
+    two = np.repeat(tiles, 2, axis=3)
+    results = {r.key: r for r in engine.run([PageRequest("two", two)], max_in_flight=1)}
+    assert results["two"].finish_reason == "error"
+    assert "(N, t, t, 1) or (N, t, t, 3)" in results["two"].error
+    assert "\n" not in results["two"].error
 
 
 def test_plain_and_serial_configurations(truth: dict) -> None:

@@ -31,7 +31,8 @@ DTYPES = ("float32", "bfloat16", "float16")
 
 
 def prepare_tiles(tiling: Any, image: Image.Image) -> np.ndarray:
-    """Worker-side preparation: the page cut into uint8 tiles (floats are made on the device)."""
+    """Worker-side preparation: the page cut into uint8 tiles, (N, t, t, 1) for a grey page and
+    (N, t, t, 3) otherwise; floats (3 channels) are made on the device."""
     from hpdparse.tiling import tile_image
 
     return tile_image(image, tiling)
