@@ -247,17 +247,14 @@ def test_draft_forward_is_cuda_graph_capturable(pmtp_engine: VllmEngine) -> None
     assert logits_hidden.shape == fed_back.shape == (7, hidden) and fed_back.dtype == dtype
     assert logits.shape[0] == 7
 
-    torch._dynamo.reset()
-    try:
-        compiled = torch.compile(draft.forward, fullgraph=True, backend="eager")
-        with torch.inference_mode():
-            for n in (7, 3):  # a capture per batch size, as vLLM's graphs are
-                args = inputs(n)
-                got, want = compiled(**args), draft(**args)
-                torch.testing.assert_close(got[0], want[0], rtol=0, atol=0)
-                torch.testing.assert_close(got[1], want[1], rtol=0, atol=0)
-    finally:
-        torch._dynamo.reset()
+    # No torch._dynamo.reset(): it would drop the compiled target of an engine on CUDA.
+    compiled = torch.compile(draft.forward, fullgraph=True, backend="eager")
+    with torch.inference_mode():
+        for n in (7, 3):  # a capture per batch size, as vLLM's graphs are
+            args = inputs(n)
+            got, want = compiled(**args), draft(**args)
+            torch.testing.assert_close(got[0], want[0], rtol=0, atol=0)
+            torch.testing.assert_close(got[1], want[1], rtol=0, atol=0)
 
     if device.type == "cuda":  # on a GPU: capture and replay it as vLLM's FULL graphs do
         static = inputs(8)
