@@ -9,7 +9,8 @@ Two checkpoints:
   vision-encoder tests need; each child writes <FORK>s of its own (which must not fork) and runs
   into max_tokens. Its text is checked against the torch engine too.
 
-Engines are module-scoped: three vLLM start-ups for the whole file.
+Engines are module-scoped: four vLLM start-ups for the whole file (the fourth has a KV cache too
+small for the pages it is given, for admission control and preemption).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from hpdparse.engines import create_engine
 from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP, EngineConfig, PageRequest
-from hpdparse.engines.vllm_engine import CPU_BLOCK_SIZE, VllmEngine
+from hpdparse.engines.vllm_engine import CPU_BLOCK_SIZE, DEFAULT_MAX_WAITING, VllmEngine
 from hpdparse.errors import EngineError
 
 pytestmark = pytest.mark.vllm
@@ -329,6 +330,107 @@ def test_engine_info(vllm_fork, vllm_plain) -> None:
     assert vllm_fork.info.engine == "vllm"
     assert vllm_fork.info.prompt != vllm_plain.info.prompt
     assert vllm_fork.info.max_tokens == MAX_TOKENS
+
+
+# ------------------------------------------- admission control: a KV cache too small for the pages
+
+# ~218 KV blocks of 32 tokens: the prompts of ~50 forking pages fit, their outputs do not, so vLLM
+# preempts; a run of TIGHT_PAGES pages cannot all be running at once.
+TIGHT_KV_GIB = 0.01
+TIGHT_PAGES = 96
+
+
+@pytest.fixture(scope="module")
+def vllm_tight(forking_model: Path) -> Iterator[VllmEngine]:
+    with VllmEngine(_config(forking_model, fork=True, kv_cache_gib=TIGHT_KV_GIB)) as engine:
+        yield engine
+
+
+def _scheduler_counts(engine: VllmEngine) -> tuple[int, int]:
+    """(running, waiting) requests in the in-process vLLM scheduler."""
+    return engine.llm_engine.engine_core.engine_core.scheduler.get_request_counts()
+
+
+class _PullLog:
+    """Wraps the request iterator (the engine's input boundary) and records, at every pull, how
+    many pages were in the engine and what vLLM's scheduler held."""
+
+    def __init__(self, engine: VllmEngine, pages, count: int) -> None:
+        self.engine, self.pages, self.count = engine, pages, count
+        self.pulled = 0
+        self.returned = 0
+        self.at_pull: list[
+            tuple[int, int, int]
+        ] = []  # (pages in flight incl. this, running, waiting)
+
+    def requests(self) -> Iterator[PageRequest]:
+        prepare = self.engine.preparer()
+        payloads = [prepare(image) for _, image in self.pages]
+        for n in range(self.count):
+            index = n % len(self.pages)
+            # A distinct image per page (two pixels changed), so no page shares another's prefix
+            # blocks; the forking model's text does not depend on the image.
+            payload = payloads[index].copy()
+            payload[0, 0, 0, 0], payload[0, 0, 1, 0] = n % 256, n // 256
+            running, waiting = _scheduler_counts(self.engine)
+            self.pulled += 1
+            self.at_pull.append((self.pulled - self.returned, running, waiting))
+            yield PageRequest((n, *self.pages[index][0]), payload)
+
+    def run(self, max_in_flight: int) -> Iterator:
+        for result in self.engine.run(self.requests(), max_in_flight):
+            self.returned += 1
+            yield result
+
+
+def _assert_forking_texts(results: dict, count: int, torch_forking: dict) -> None:
+    assert len(results) == count
+    for (_, *key), result in results.items():
+        assert (result.text, result.finish_reason) == torch_forking[tuple(key)], key
+
+
+def test_pages_are_pulled_only_while_few_requests_wait(vllm_tight, torch_forking, pages) -> None:
+    log = _PullLog(vllm_tight, pages, TIGHT_PAGES)
+    results = {r.key: r for r in log.run(max_in_flight=512)}
+    _assert_forking_texts(results, TIGHT_PAGES, torch_forking)
+    for in_flight, running, waiting in log.at_pull:
+        # A page is pulled only while fewer than the threshold wait (children included) ...
+        assert waiting < DEFAULT_MAX_WAITING
+        # ... so every page in the engine has a running request or is one of those few.
+        assert in_flight <= running + DEFAULT_MAX_WAITING
+    # max_in_flight=512 is not what bounds it: pages came back before the last one was pulled.
+    assert max(in_flight for in_flight, _, _ in log.at_pull) < TIGHT_PAGES - 16
+
+
+def test_without_admission_every_page_queues_and_preemption_keeps_the_text(
+    vllm_tight, torch_forking, pages
+) -> None:
+    # max_waiting=None: today's bound only, every page enters vLLM before the first step. The
+    # small KV cache makes vLLM preempt children whose image is in the prefix cache; before the
+    # engine's vLLM workaround (_keep_image_data_on_the_worker) this stopped the run with
+    # "Encoder cache miss".
+    count = 60
+    vllm_tight.config.extra["max_waiting"] = None
+    try:
+        log = _PullLog(vllm_tight, pages, count)
+        results = {r.key: r for r in log.run(max_in_flight=512)}
+    finally:
+        del vllm_tight.config.extra["max_waiting"]
+    _assert_forking_texts(results, count, torch_forking)
+    assert [in_flight for in_flight, _, _ in log.at_pull] == list(range(1, count + 1))
+
+
+@pytest.mark.parametrize("value", [0, -3, 2.5, "8", True])
+def test_max_waiting_must_be_a_positive_integer(vllm_fork, pages, value) -> None:
+    prepare = vllm_fork.preparer()
+    key, image = pages[0]
+    vllm_fork.config.extra["max_waiting"] = value
+    try:
+        with pytest.raises(EngineError, match="max_waiting must be a positive integer"):
+            next(vllm_fork.run([PageRequest(key, prepare(image))], 4))
+    finally:
+        del vllm_fork.config.extra["max_waiting"]
+    assert not vllm_fork.llm_engine.has_unfinished_requests()
 
 
 # ------------------------------------------------------------------------ model folder errors

@@ -7,6 +7,12 @@ vision encoder does not run again and vLLM's prefix cache serves the shared KV (
 decode blocks included). Children never fork: a ``<FORK>`` a child writes stays in its text, as in
 the PyTorch reference. The model and its HPD tiling come from the plugin in
 ``hpdparse.engines.model.vllm_plugin``.
+
+Host memory: every page inside vLLM holds its rendered tiles (~15 MB at 200 dpi A4) until its last
+request finishes, and vLLM can only run as many pages as its KV cache holds. So a new page is
+pulled from the (lazy) request iterator only while the scheduler has fewer than ``max_waiting``
+requests waiting (children included: they finish pages and go first); ``max_in_flight`` stays the
+upper bound. Pages not yet pulled cost nothing: the pipeline renders only a few pages ahead.
 """
 
 from __future__ import annotations
@@ -44,6 +50,16 @@ from hpdparse.tiling import TilingConfig, tile_image
 # On CPU the KV block size must be a multiple of 32; 32 keeps a child's recomputed tail short.
 CPU_BLOCK_SIZE = 32
 DEFAULT_CPU_KV_CACHE_GIB = 2.0
+# Admission control: pull a new page only while fewer requests than this wait in vLLM's scheduler.
+# We top the queue up before every step, so it only has to hold what the scheduler can start in
+# one step. That is bounded by its encoder budget (max_num_encoder_input_tokens, the larger of
+# max_num_batched_tokens and one page's image): with the 1B model a full page's image is
+# 25 x 256 = 6,400 tokens against 2,048-16,384, so 1-3 new pages a step; 8 leaves room for pages
+# of fewer tiles and for children that fork in the same step, at ~120 MB of waiting tiles.
+# EngineConfig.extra["max_waiting"] overrides it; None turns admission control off.
+DEFAULT_MAX_WAITING = 8
+
+log = logging.getLogger(__name__)
 
 
 def prepare_tiles(image: Image.Image, tiling: TilingConfig) -> np.ndarray:
@@ -72,7 +88,9 @@ class _Page:
     number: int
     started: float
     prompt_ids: list[int]
-    rendered: dict[str, Any]
+    # The rendered input (token ids, the tiles' mm kwargs, hashes, placeholders) that children are
+    # made from; None once the parent has finished (only the parent forks).
+    rendered: dict[str, Any] | None
     parent: _Branch | None = None
     children: list[_Branch] = field(default_factory=list)
     open_branches: int = 0
@@ -91,6 +109,7 @@ class VllmEngine(Engine):
         self._checkpoint: Any = None
         self._tiling: TilingConfig | None = None
         self._page_counter = 0
+        self._admission_fallback_logged = False
         self.startup_seconds = 0.0
 
     # ----------------------------------------------------------------------------------- set-up
@@ -147,6 +166,7 @@ class VllmEngine(Engine):
 
         # vLLM also loads the plugin from its entry point; this covers a checkout not pip-installed.
         vllm_plugin.register()
+        _keep_image_data_on_the_worker()
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
@@ -264,6 +284,8 @@ class VllmEngine(Engine):
         # cannot flood the scheduler; they do not count against max_in_flight.
         child_limit = max(64, 8 * max_in_flight)
         pending_children: deque[tuple[_Branch, dict[str, Any], int]] = deque()
+        max_waiting = self._max_waiting()
+        waiting_in_scheduler = self._waiting_counter() if max_waiting is not None else None
         branches: dict[str, _Branch] = {}
         pages_in_flight = 0
         running_children = 0
@@ -280,6 +302,28 @@ class VllmEngine(Engine):
                 detokenize=False,
                 skip_special_tokens=False,
             )
+
+        def has_room() -> bool:
+            """Room for another page: few enough requests waiting to be scheduled."""
+            if waiting_in_scheduler is None:
+                return True
+            assert max_waiting is not None
+            return waiting_in_scheduler() + len(pending_children) < max_waiting
+
+        def admit_pages() -> Iterator[PageResult]:
+            """Pull and submit pages while there is room; yields pages that fail to prepare.
+            Its own frame, so no pulled request (and its payload) outlives the call."""
+            nonlocal exhausted
+            while not exhausted and pages_in_flight < max_in_flight and has_room():
+                try:
+                    request = next(source)
+                except StopIteration:
+                    exhausted = True
+                    return
+                failed = submit_page(request)
+                del request
+                if failed is not None:
+                    yield failed
 
         def submit_page(request: PageRequest) -> PageResult | None:
             nonlocal pages_in_flight
@@ -326,6 +370,7 @@ class VllmEngine(Engine):
 
         def fork(parent: _Branch, at: int) -> None:
             page = parent.page
+            assert page.rendered is not None, "only a running parent forks"
             index = len(page.children) + 1
             prompt = page.prompt_ids + parent.tokens[:at] + [self._child_id]
             child = _Branch(page, index, f"{parent.request_id}.c{index}", len(prompt))
@@ -346,16 +391,9 @@ class VllmEngine(Engine):
 
         try:
             while True:
-                while not exhausted and pages_in_flight < max_in_flight:
-                    try:
-                        request = next(source)
-                    except StopIteration:
-                        exhausted = True
-                        break
-                    failed = submit_page(request)
-                    if failed is not None:
-                        yield failed
+                # Children first: they finish pages, and they count as waiting for admission.
                 submit_children()
+                yield from admit_pages()
                 if not llm.has_unfinished_requests():
                     if pending_children:
                         continue
@@ -395,6 +433,9 @@ class VllmEngine(Engine):
                         del branches[branch.request_id]
                         if branch.index > 0:
                             running_children -= 1
+                        else:
+                            # Every child is forked by now and its input holds what it needs.
+                            page.rendered = None
                         page.open_branches -= 1
                         if page.open_branches == 0:
                             finished_pages.append(page)
@@ -407,10 +448,44 @@ class VllmEngine(Engine):
                 if unfinished and self._llm is not None:
                     self._llm.abort_request(unfinished)
 
+    def _max_waiting(self) -> int | None:
+        """The admission threshold from EngineConfig.extra["max_waiting"] (None: no limit)."""
+        value = self.config.extra.get("max_waiting", DEFAULT_MAX_WAITING)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise EngineError(
+                f"vllm engine: max_waiting must be a positive integer or None, got {value!r}"
+            )
+        return value
+
+    def _waiting_counter(self) -> Callable[[], int] | None:
+        """How many requests wait in vLLM's scheduler, read from the in-process engine core.
+
+        None where that is not reachable (a multiprocess engine core, another vLLM version):
+        then only max_in_flight bounds the pages in vLLM, as before admission control.
+        """
+        core = getattr(getattr(self.llm_engine, "engine_core", None), "engine_core", None)
+        counts = getattr(getattr(core, "scheduler", None), "get_request_counts", None)
+        try:
+            _, waiting = counts()  # type: ignore[misc]
+            int(waiting)
+        except Exception as exc:
+            if not self._admission_fallback_logged:
+                self._admission_fallback_logged = True
+                log.debug(
+                    "vllm engine: scheduler request counts unavailable (%s); pages in vLLM are "
+                    "bounded by max_in_flight only",
+                    f"{type(exc).__name__}: {exc}",
+                )
+            return None
+        return lambda: int(counts()[1])  # type: ignore[misc]
+
     def _child_input(self, page: _Page, prompt: list[int]) -> dict[str, Any]:
         from vllm.inputs import mm_input
 
         rendered = page.rendered
+        assert rendered is not None
         return mm_input(
             prompt_token_ids=prompt,
             mm_kwargs=rendered["mm_kwargs"],
@@ -469,3 +544,26 @@ def _apply_cpu_settings() -> None:
         # "auto" keeps one logical CPU per physical core; use every CPU this process may run on.
         cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
         os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus)) if cpus else "nobind"
+
+
+def _keep_image_data_on_the_worker() -> None:
+    """Work around a vLLM bug that stops the engine with "Encoder cache miss" under KV pressure.
+
+    When a request is first scheduled with its image already covered by the prefix cache (every
+    child here), vLLM hands the model runner a copy of its inputs without the image data
+    (``strip_covered_mm_data``, which only saves an IPC copy). If the request is then preempted
+    and its prefix evicted, it is resumed from token 0: the scheduler asks for the image to be
+    encoded again, but the runner's copy has no data, skips it, and raises. In-process the data
+    is shared, not copied, so keeping it costs nothing. Only vLLM versions with that function
+    (0.32) are touched.
+    """
+    try:
+        from vllm.v1.core.sched import output
+    except ImportError:
+        return
+    if hasattr(output, "strip_covered_mm_data"):
+        output.strip_covered_mm_data = _features_unchanged
+
+
+def _features_unchanged(mm_features: Any, num_computed_tokens: int, **_: Any) -> Any:
+    return mm_features
