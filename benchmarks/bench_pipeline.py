@@ -9,9 +9,12 @@ and always a generated text PDF (--pages pages of two text columns). For each, p
   page's ~10 MB buffers to the kernel, and faulting them back in costs up to 40%),
 - pipeline: the pipeline's own path, one rasterizer process (`--workers 1`) with its read-ahead,
   the main process only receiving payloads (what `hpdparse convert --workers 1` feeds an engine);
-for two preparers: `png` (the openai engine: PNG bytes) and `tiles` (vllm/torch: HPD tiles, uint8).
+for two preparers: `png` (the openai engine: PNG bytes) and `tiles` (vllm/torch: HPD tiles, uint8,
+one channel for a grey page), with the mean payload per page that crosses the pipe.
 Pages per CPU-second (this process and its rasterizer, user + system) is printed beside the wall
 rate: on a shared machine it is the figure that does not depend on the other jobs.
+`--stages` also prints where a tiles page's time goes (ms/page, inline, one thread): render,
+grey check, the two bicubic resizes, the cut into tiles, and the payload's pickle round trip.
 Target: >= 25 pages/s at 200 dpi for ordinary text pages.
 """
 
@@ -21,20 +24,30 @@ import argparse
 import contextlib
 import functools
 import os
+import pickle
 import time
 from collections import deque
 from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+import numpy as np  # noqa: E402
 import psutil  # noqa: E402
 import pymupdf  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from hpdparse.engines.openai_engine import encode_page_png  # noqa: E402
 from hpdparse.engines.vllm_engine import prepare_tiles  # noqa: E402
 from hpdparse.inputs import close_cached_documents, render_page  # noqa: E402
 from hpdparse.pipeline import _prepare_page, _WorkerPool  # noqa: E402
-from hpdparse.tiling import TilingConfig  # noqa: E402
+from hpdparse.tiling import (  # noqa: E402
+    TilingConfig,
+    _as_hwc,
+    _grey_band,
+    assemble_tiles,
+    grid_image_size,
+    select_grid,
+)
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 TRACEMONKEY = CORPUS / "pdfjs__tracemonkey.pdf"
@@ -83,7 +96,8 @@ def inline_rate(pdf: Path, pages: list[int], dpi: int, prepare) -> tuple[float, 
 
 def pipeline_rate(
     pdf: Path, pages: list[int], dpi: int, prepare, read_ahead: int = 4
-) -> tuple[float, float]:
+) -> tuple[float, float, float]:
+    """Pages/s, pages per CPU-second, mean MB of payload per page."""
     pool = _WorkerPool(1, prepare)
     try:
         pool.submit(_prepare_page, str(pdf), pages[0], dpi, None).result()  # start + warm-up
@@ -91,6 +105,7 @@ def pipeline_rate(
         window: deque = deque()
         todo = iter(pages)
         done = 0
+        payload_bytes = 0
         while True:
             while len(window) < read_ahead:
                 number = next(todo, None)
@@ -101,10 +116,48 @@ def pipeline_rate(
                 break
             result = window.popleft().result()
             assert not isinstance(result, str), result
+            payload = result.payload
+            payload_bytes += payload.nbytes if isinstance(payload, np.ndarray) else len(payload)
             done += 1
-        return done / (time.perf_counter() - start), done / (cpu_seconds() - cpu)
+        wall, cpu_used = time.perf_counter() - start, cpu_seconds() - cpu
+        return done / wall, done / cpu_used, payload_bytes / done / 1e6
     finally:
         pool.shutdown()
+
+
+def stage_times(pdf: Path, pages: list[int], dpi: int, tiling: TilingConfig) -> dict[str, float]:
+    """ms/page of each step of the tiles preparer (the steps of tile_image, timed one by one)."""
+    totals: dict[str, float] = {}
+
+    def clock(name: str, start: float) -> float:
+        now = time.perf_counter()
+        totals[name] = totals.get(name, 0.0) + (now - start) * 1e3
+        return now
+
+    close_cached_documents()
+    render_page(str(pdf), pages[0], dpi)  # warm-up: open the document
+    greys = 0
+    for number in pages:
+        t = time.perf_counter()
+        image = render_page(str(pdf), number, dpi).image
+        t = clock("render", t)
+        band = _grey_band(image)
+        greys += band is not None
+        source = band or image
+        t = clock("grey check", t)
+        grid = select_grid(image.width, image.height, tiling)
+        resized = _as_hwc(source.resize(grid_image_size(grid, tiling), Image.Resampling.BICUBIC))
+        t = clock("resize to grid", t)
+        size = (tiling.tile_size, tiling.tile_size)
+        thumbnail = _as_hwc(source.resize(size, Image.Resampling.BICUBIC))
+        t = clock("resize thumbnail", t)
+        tiles = assemble_tiles(resized, grid, thumbnail)
+        t = clock("cut into tiles", t)
+        pickle.loads(pickle.dumps(tiles, protocol=pickle.DEFAULT_PROTOCOL))
+        clock("pickle round trip", t)
+    per_page = {name: total / len(pages) for name, total in totals.items()}
+    per_page["grey pages (count)"] = greys
+    return per_page
 
 
 def main() -> None:
@@ -112,6 +165,7 @@ def main() -> None:
     parser.add_argument("--pdf", type=Path, action="append")
     parser.add_argument("--dpi", type=int, default=200)
     parser.add_argument("--pages", type=int, default=40, help="pages of the generated PDF")
+    parser.add_argument("--stages", action="store_true", help="also time each step of tiling")
     args = parser.parse_args()
     pymupdf.TOOLS.mupdf_display_errors(False)
     pdfs = list(args.pdf or [])
@@ -135,7 +189,15 @@ def main() -> None:
             print(
                 f"  {name:<6} inline {inline[0]:6.1f} pages/s ({inline[1]:6.1f} per CPU-second)"
                 f"   pipeline, 1 worker {piped[0]:6.1f} pages/s ({piped[1]:6.1f} per CPU-second)"
+                f"   {piped[2]:5.2f} MB/page"
             )
+        if args.stages:
+            stages = stage_times(pdf, pages, args.dpi, TilingConfig())
+            greys = int(stages.pop("grey pages (count)"))
+            print(f"  tiles, ms/page by step ({greys} of {len(pages)} pages grey):")
+            for name, ms in stages.items():
+                print(f"    {name:<20} {ms:6.2f}")
+            print(f"    {'total':<20} {sum(stages.values()):6.2f}")
 
 
 if __name__ == "__main__":

@@ -3,9 +3,11 @@
 Usage: .venv/bin/python benchmarks/bench_tiling.py [--pdf FILE --page N] [--dpi 200] [--repeat 20]
 
 By default times two A4 pages of the shared corpus, one with colour (pdfjs__TAMReview.pdf p1) and
-one pure grey (plumber__issue-90-example.pdf p1): tile_image resizes a grey page as one band.
-Without the corpus it renders a generated A4 page of text. Prints median and best ms for tile_image
-alone and with normalize (numpy, and torch on CPU when installed), then rasterise + tile two ways:
+one pure grey (plumber__issue-90-example.pdf p1): tile_image resizes a grey page as one band and
+returns its tiles as one channel, (N, t, t, 1). Without the corpus it renders a generated A4 page of
+text. Prints the tiles' size and median and best ms for tile_image alone, with the 3-channel
+expansion a grey page's tiles had before (tile_image + expand_grey), and with normalize (numpy, and
+torch on CPU when installed), then rasterise + tile two ways:
 render at the DPI and tile_image (bit-identical to the released preprocessing), or render straight
 at the grid's pixel size plus a 448 px thumbnail render and assemble_tiles (no resampling at all;
 not bit-identical: text is rendered sharper than bicubic upsampling makes it).
@@ -29,6 +31,7 @@ from PIL import Image  # noqa: E402
 from hpdparse.tiling import (  # noqa: E402
     DEFAULT_CONFIG,
     assemble_tiles,
+    expand_grey,
     grid_image_size,
     normalize,
     normalize_torch,
@@ -74,10 +77,12 @@ def bench_page(label: str, image: Image.Image, dpi: int, repeat: int) -> None:
     tiles = tile_image(image)
     print(
         f"{label} at {dpi} DPI: {image.width}x{image.height} px -> grid {cols}x{rows}, "
-        f"{tiles.shape[0]} tiles of {tiles.shape[1]} px"
+        f"{tiles.shape[0]} tiles of {tiles.shape[1]} px, {tiles.shape[3]} channel(s), "
+        f"{tiles.nbytes / 1e6:.1f} MB"
     )
     cases: list[tuple[str, Callable[[], object]]] = [
         ("tile_image", lambda: tile_image(image)),
+        ("tile_image + expand_grey (3 channels)", lambda: expand_grey(tile_image(image))),
         ("tile_image + normalize (numpy f32)", lambda: normalize(tile_image(image))),
     ]
     try:
