@@ -322,8 +322,12 @@ def test_a_bad_payload_fails_only_its_page(vllm_fork, pages) -> None:
 
 def test_preparer_is_picklable_and_makes_uint8_tiles(vllm_fork, pages) -> None:
     prepare = pickle.loads(pickle.dumps(vllm_fork.preparer()))
-    tiles = prepare(pages[0][1])
-    assert tiles.dtype == np.uint8 and tiles.ndim == 4 and tiles.shape[-1] == 3
+    grey = pages[0][1]
+    colour = grey.copy()
+    colour.paste((200, 30, 30), (10, 10, 60, 60))
+    for image, channels in ((grey, 1), (colour, 3)):  # a grey page travels as one channel
+        tiles = prepare(image)
+        assert tiles.dtype == np.uint8 and tiles.ndim == 4 and tiles.shape[-1] == channels
 
 
 def test_engine_info(vllm_fork, vllm_plain) -> None:

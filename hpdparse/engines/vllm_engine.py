@@ -63,7 +63,8 @@ log = logging.getLogger(__name__)
 
 
 def prepare_tiles(image: Image.Image, tiling: TilingConfig) -> np.ndarray:
-    """Page image -> HPD tiles, uint8 (N, t, t, 3): what the vLLM engine takes per page."""
+    """Page image -> HPD tiles, uint8 (N, t, t, 3), or (N, t, t, 1) for a grey page: what the
+    vLLM engine takes per page."""
     return tile_image(image, tiling)
 
 
