@@ -323,8 +323,9 @@ def _draft_classes() -> dict[str, type]:
             # Never called. vLLM's V1 proposer reads its KV block size from the draft's attention
             # layers and fails when there are none; one layer shaped like the target's keeps
             # the draft in the target's KV cache group (cost: one layer's KV blocks). Shaped per
-            # tensor-parallel rank as Qwen3Attention shapes the target's layers, or its KV spec
-            # would differ under TP > 1 and it would get a KV cache group of its own.
+            # tensor-parallel rank as Qwen3Attention shapes the target's layers: with the total
+            # head counts its KV pages would outsize a target layer's under TP > 1 (a KV tensor
+            # of its own, fewer KV blocks for everyone).
             tp = get_tensor_model_parallel_world_size()
             heads = config.num_attention_heads
             target_layers = vllm_config.model_config.get_num_layers(vllm_config.parallel_config)
