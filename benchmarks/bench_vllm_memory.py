@@ -1,7 +1,7 @@
 """Host memory of the vLLM engine with many pages in flight: admission control on vs off.
 
     .venv/bin/python benchmarks/bench_vllm_memory.py [--model tests/fixtures/tiny-hpd]
-        [--pages 300] [--max-in-flight 512] [--kv-cache-gib 0.02] [--dpi 200]
+        [--pages 300] [--max-in-flight 512] [--kv-cache-gib 0.02] [--dpi 200] [--warmup 32]
 
 Runs the same pages twice, each in its own process (peak RSS is per process): with the engine's
 admission control (default max_waiting) and without it (EngineConfig.extra["max_waiting"] = None,
@@ -10,18 +10,21 @@ a distinct image (two pixels changed), so pages share no prefix blocks. The KV c
 (--kv-cache-gib) so that, as with the 1B model on a GPU, vLLM can run only part of the pages.
 
 Per mode it prints: pages/s; the peak number of pages inside vLLM and of pages holding image
-tiles there (sampled whenever the engine pulls a page or returns one); the peak bytes of tile
-tensors held by vLLM's requests (distinct tensors, measured); peak RSS growth of the process over
-the run (ru_maxrss after the run minus RSS before it, so it includes everything the run
-allocated); and, clearly labelled, the tile bytes those peak pages would hold with the 1B model's
-tiles at 200 dpi A4 (25 tiles of 448 x 448 x 3 uint8, 15.1 MB a page). The tiny checkpoint's
-own tiles are 112 px (up to 5 a page), ~200 times smaller, so its RSS shows the engine's own
-overhead rather than the tiles'. Asserts nothing.
+tiles there (sampled whenever the engine pulls a page or returns one); peak running requests;
+the peak bytes of tile tensors held by vLLM's requests (distinct tensors, measured); RSS growth
+over the run (the peak of the sampled RSS, and ru_maxrss, minus RSS before the run); and, clearly
+labelled, the tile bytes those peak pages would hold with the 1B model's tiles at 200 dpi A4
+(25 tiles of 448 x 448 x 3 uint8, 15.1 MB a page). The tiny checkpoint's own tiles are 112 px
+(up to 5 a page, one channel for a grey page), ~200 times smaller, so its RSS shows the engine's
+own per-page overhead rather than the tiles'. A short warm-up run (--warmup pages) comes first,
+so that the RSS figures leave out what the engine allocates once on its first steps. Asserts
+nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import os
 import resource
@@ -102,7 +105,7 @@ def run_mode(args: argparse.Namespace) -> dict:
     scheduler = engine.llm_engine.engine_core.engine_core.scheduler
     prepare = engine.preparer()
     payloads = [prepare(image) for image in sample_images(args.dpi)]
-    peak = {"in_vllm": 0, "holding": 0, "bytes": 0, "running": 0}
+    peak = {"in_vllm": 0, "holding": 0, "bytes": 0, "running": 0, "rss": 0}
 
     def sample() -> None:
         in_vllm, holding, nbytes = tiles_held_by_vllm(scheduler)
@@ -111,22 +114,29 @@ def run_mode(args: argparse.Namespace) -> dict:
         peak["holding"] = max(peak["holding"], holding)
         peak["bytes"] = max(peak["bytes"], nbytes)
         peak["running"] = max(peak["running"], running)
+        peak["rss"] = max(peak["rss"], rss_bytes())
 
-    def requests():
-        for n in range(args.pages):
-            sample()
+    def requests(first: int, count: int, measure: bool):
+        for n in range(first, first + count):
+            if measure:
+                sample()
             payload = payloads[n % len(payloads)].copy()
             payload[0, 0, 0, 0], payload[0, 0, 1, 0] = n % 256, n // 256 % 256
             yield PageRequest(n, payload)
+        if measure:
+            sample()  # the last page pulled
 
+    for _ in engine.run(requests(args.pages, args.warmup, False), args.max_in_flight):
+        pass
+    gc.collect()
     rss_before = rss_bytes()
     began = time.perf_counter()
     done = 0
-    for result in engine.run(requests(), args.max_in_flight):
+    for result in engine.run(requests(0, args.pages, True), args.max_in_flight):
         sample()
         done += result.ok
     seconds = time.perf_counter() - began
-    peak_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    max_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     tile_bytes = sum(p.nbytes for p in payloads) / len(payloads)
     engine.close()
     return {
@@ -138,7 +148,8 @@ def run_mode(args: argparse.Namespace) -> dict:
         "peak_tile_bytes": peak["bytes"],
         "peak_running_requests": peak["running"],
         "tile_bytes_per_page": tile_bytes,
-        "rss_growth": peak_rss - rss_before,
+        "rss_growth": peak["rss"] - rss_before,
+        "maxrss_growth": max_rss - rss_before,
     }
 
 
@@ -150,6 +161,7 @@ def main() -> None:
     parser.add_argument("--kv-cache-gib", type=float, default=0.02)
     parser.add_argument("--max-tokens", type=int, default=400)
     parser.add_argument("--dpi", type=int, default=200)
+    parser.add_argument("--warmup", type=int, default=32)
     parser.add_argument("--mode", choices=["on", "off"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.mode:  # one measured run, in this process
@@ -173,7 +185,7 @@ def main() -> None:
     mb = 1e6
     header = (
         f"{'admission':>9} {'pages/s':>8} {'in vLLM':>8} {'w/ tiles':>8} {'running':>8} "
-        f"{'tiles MB':>9} {'RSS +MB':>8} {'1B tiles GB*':>12}"
+        f"{'tiles MB':>9} {'RSS +MB':>8} {'maxrss +MB':>10} {'1B tiles GB*':>12}"
     )
     print(header)
     for row in rows:
@@ -181,15 +193,16 @@ def main() -> None:
             f"{row['mode']:>9} {row['pages_ok'] / row['seconds']:8.1f} "
             f"{row['peak_pages_in_vllm']:8d} {row['peak_pages_holding_tiles']:8d} "
             f"{row['peak_running_requests']:8d} {row['peak_tile_bytes'] / mb:9.2f} "
-            f"{row['rss_growth'] / mb:8.1f} "
+            f"{row['rss_growth'] / mb:8.1f} {row['maxrss_growth'] / mb:10.1f} "
             f"{row['peak_pages_holding_tiles'] * FULL_PAGE_TILE_BYTES / 1e9:12.2f}"
         )
     if rows:
         print(
             f"in vLLM / w/ tiles: peak pages inside vLLM / holding tile tensors; running: peak "
             f"running requests; tiles MB: peak distinct tile bytes held by vLLM's requests "
-            f"(tiny model, {rows[0]['tile_bytes_per_page'] / 1e3:.0f} kB a page); RSS +MB: "
-            f"peak RSS growth over the run.\n* extrapolated, not measured: peak pages holding "
+            f"(tiny model, {rows[0]['tile_bytes_per_page'] / 1e3:.0f} kB a page); RSS +MB / "
+            f"maxrss +MB: peak sampled RSS / ru_maxrss minus RSS before the run (after a "
+            f"{args.warmup}-page warm-up).\n* extrapolated, not measured: peak pages holding "
             f"tiles x {FULL_PAGE_TILE_BYTES / mb:.1f} MB, the 1B model's tiles at 200 dpi A4."
         )
 
