@@ -211,9 +211,10 @@ def main() -> None:
     metavar="KEY=VALUE",
     callback=_parse_engine_options,
     help="Engine setting, repeatable; VALUE is read as JSON when it parses, else as text. "
-    "vllm: any vLLM EngineArgs field (max_num_seqs=256, gpu_memory_utilization=0.8) or "
-    "kv_cache_gib=8 on CPU; openai: extra_body='{\"skip_special_tokens\": false}' (merged "
-    "into every request), api_key=... (else $HPDPARSE_API_KEY); torch: schedule=serial.",
+    "vllm: any vLLM EngineArgs field (max_num_seqs=256, gpu_memory_utilization=0.8), "
+    "max_waiting=8 (pages queued in vLLM), kv_cache_gib=8 on CPU; openai: "
+    "extra_body='{\"skip_special_tokens\": false}' (merged into every request), api_key=... "
+    "(else $HPDPARSE_API_KEY); torch: schedule=serial. Unknown options are an error.",
 )
 @click.option(
     "--skip-existing/--overwrite",

@@ -344,3 +344,13 @@ def test_engine_option_of_the_wrong_type_is_one_line(srv: FakeHPDServer, tmp_pat
     assert result.stderr.strip().splitlines() == [
         "error: openai engine: extra_body must be a JSON object, got 'x'"
     ]
+
+
+def test_misspelt_engine_option_is_one_line(srv: FakeHPDServer, tmp_path: Path) -> None:
+    result = run(srv, SAMPLES / "scan.png", "-o", tmp_path, "--engine-option", "retries_backoff=1")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines() == [
+        "error: openai engine: unknown engine option retries_backoff; it takes api_key, "
+        "extra_body, retry_backoff, retry_backoff_max"
+    ]
+    assert srv.chat_count == 0

@@ -145,3 +145,9 @@ def test_cli_with_a_wrong_model_folder_is_one_line(tmp_path: Path) -> None:
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert "stock InternVL" in lines[0] and str(bad) in lines[0]
+
+
+def test_unknown_engine_option_is_one_line() -> None:
+    with pytest.raises(EngineError) as caught:
+        create_engine("torch", EngineConfig(model=str(TINY), extra={"schedul": "serial"}))
+    assert str(caught.value) == "torch engine: unknown engine option schedul; it takes schedule"

@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
 import pickle
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -54,7 +56,8 @@ def _config(model: Path, fork: bool, **overrides: object) -> EngineConfig:
         model=str(model),
         fork=fork,
         mtp=False,  # P-MTP has its own tests (test_vllm_mtp.py)
-        device="cpu",
+        # HPDPARSE_TEST_DEVICE=cuda: the engine's GPU defaults (CUDA graphs, bfloat16).
+        device=os.environ.get("HPDPARSE_TEST_DEVICE", "cpu"),
         max_tokens=int(overrides.pop("max_tokens", MAX_TOKENS)),
         max_model_len=MAX_MODEL_LEN,
         extra={"kv_cache_gib": 0.25, **overrides},
@@ -166,8 +169,13 @@ def _run(engine, pages, max_in_flight: int = 4) -> dict:
     return results
 
 
+def _torch(config: EngineConfig) -> EngineConfig:
+    """The same settings for the torch engine, without the vLLM-only engine options."""
+    return replace(config, extra={})
+
+
 def _torch_texts(model: Path, fork: bool, pages) -> dict:
-    with create_engine("torch", _config(model, fork=fork)) as engine:
+    with create_engine("torch", _torch(_config(model, fork=fork))) as engine:
         return {k: (r.text, r.finish_reason) for k, r in _run(engine, pages).items()}
 
 
@@ -435,6 +443,17 @@ def test_max_waiting_must_be_a_positive_integer(vllm_fork, pages, value) -> None
     finally:
         del vllm_fork.config.extra["max_waiting"]
     assert not vllm_fork.llm_engine.has_unfinished_requests()
+
+
+def test_unknown_engine_option_is_one_line_before_loading() -> None:
+    engine = VllmEngine(_config(TINY, fork=True, kv_cache_gb=1, max_num_seqs=8))
+    with pytest.raises(EngineError) as caught:
+        engine.start()
+    assert str(caught.value) == (
+        "vllm engine: unknown engine option kv_cache_gb; it takes vLLM EngineArgs fields, "
+        "kv_cache_gib and max_waiting"
+    )
+    assert engine._llm is None
 
 
 # ------------------------------------------------------------------------ model folder errors

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -94,7 +95,7 @@ def _texts(engine, payloads: dict[str, np.ndarray], keys: list[str]) -> dict[str
 
 @pytest.fixture(scope="module")
 def torch_texts(payloads) -> dict[str, str]:  # noqa: ANN001
-    with create_engine("torch", _config()) as eng:
+    with create_engine("torch", replace(_config(), extra={})) as eng:
         return _texts(eng, payloads, list(payloads))
 
 

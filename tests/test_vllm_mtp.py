@@ -22,6 +22,7 @@ import logging
 import os
 import shutil
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -374,7 +375,7 @@ def test_acceptance_as_the_reference(tiny_results: dict, pages: list) -> None:
     from hpdparse.engines import create_engine
 
     for fork in (True, False):
-        with create_engine("torch", _mtp_config(TINY, fork, True)) as engine:
+        with create_engine("torch", replace(_mtp_config(TINY, fork, True), extra={})) as engine:
             reference = _run(engine, pages)
         expected = sum(r.stats["accepted_tokens"] for r in reference.values())
         if expected < 20:  # too few to compare: an untrained head accepts (next to) nothing
@@ -468,7 +469,7 @@ def test_draft_takes_the_hidden_state_after_the_final_norm(
     model = _write_chain_with_hidden_head(tmp_path / "ckpt")
     with VllmEngine(_mtp_config(model, True, True)) as engine:
         got = _run(engine, pages[:3])
-    with create_engine("torch", _mtp_config(model, True, True)) as engine:
+    with create_engine("torch", replace(_mtp_config(model, True, True), extra={})) as engine:
         reference = _run(engine, pages[:3])
     for key, result in got.items():
         # Same logits as the chain: same text as without P-MTP.

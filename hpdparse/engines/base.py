@@ -15,6 +15,7 @@ from typing import Any
 
 from PIL import Image
 
+from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 
 FINISH_STOP = "stop"
@@ -126,3 +127,19 @@ class Engine(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def check_engine_options(
+    engine: str, options: dict[str, Any], known: Iterable[str], takes: str | None = None
+) -> None:
+    """Raise a one-line EngineError naming the options (EngineConfig.extra) `engine` does not
+    know, so a misspelt ``--engine-option`` is not silently ignored. `takes` describes the
+    known ones when listing them would be too long."""
+    known = set(known)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        plural = "s" if len(unknown) > 1 else ""
+        raise EngineError(
+            f"{engine} engine: unknown engine option{plural} {', '.join(unknown)}; "
+            f"it takes {takes or ', '.join(sorted(known)) or 'none'}"
+        )

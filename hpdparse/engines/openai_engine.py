@@ -47,6 +47,7 @@ from hpdparse.engines.base import (
     EngineInfo,
     PageRequest,
     PageResult,
+    check_engine_options,
 )
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MODEL, ENDOFTEXT, IM_END, instruction
@@ -162,6 +163,9 @@ class OpenAIEngine(Engine):
         self.model = config.model
         self.prompt = instruction(config.fork)
         extra = config.extra
+        check_engine_options(
+            "openai", extra, ("api_key", "retry_backoff", "retry_backoff_max", "extra_body")
+        )
         self._api_key: str | None = extra.get("api_key") or os.environ.get("HPDPARSE_API_KEY")
         self._backoff = float(extra.get("retry_backoff", 0.5))
         self._backoff_max = float(extra.get("retry_backoff_max", 20.0))

@@ -23,6 +23,7 @@ from hpdparse.engines.base import (
     EngineInfo,
     PageRequest,
     PageResult,
+    check_engine_options,
 )
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import instruction
@@ -80,6 +81,7 @@ class TorchEngine(Engine):
 
     def __init__(self, config: EngineConfig) -> None:
         super().__init__(config)
+        check_engine_options("torch", config.extra, ("schedule",))
         self._checkpoint: Any = None
         self._model: Any = None
         self._tokenizer: Any = None

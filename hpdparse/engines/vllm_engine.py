@@ -41,6 +41,7 @@ from hpdparse.engines.base import (
     EngineInfo,
     PageRequest,
     PageResult,
+    check_engine_options,
 )
 from hpdparse.engines.model.vllm_plugin import ARCHITECTURE
 from hpdparse.errors import EngineError
@@ -168,10 +169,11 @@ class VllmEngine(Engine):
         # vLLM also loads the plugin from its entry point; this covers a checkout not pip-installed.
         vllm_plugin.register()
         _keep_image_data_on_the_worker()
+        engine_args = self._engine_args(EngineArgs)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)
-                self._llm = LLMEngine.from_engine_args(self._engine_args(EngineArgs))
+                self._llm = LLMEngine.from_engine_args(engine_args)
         except Exception as exc:
             detail = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             raise EngineError(
@@ -215,6 +217,10 @@ class VllmEngine(Engine):
                 gpu_memory_utilization=cfg.gpu_memory_utilization,
                 enforce_eager=bool(extra.pop("enforce_eager", False)),
                 max_num_seqs=int(extra.pop("max_num_seqs", 1024)),
+                # LLMEngine gets vLLM's generic 2,048 tokens a step; with P-MTP a decoding branch
+                # takes 1 + speculative_tokens a step and one page's image is up to 25 x 256
+                # tokens. 16,384 is vLLM's own offline default on H100/H200.
+                max_num_batched_tokens=int(extra.pop("max_num_batched_tokens", 16384)),
             )
         # P-MTP (speculative decoding with the checkpoint's draft head) when asked for and present.
         from hpdparse.engines.model.vllm_mtp import pmtp_engine_args
@@ -222,10 +228,14 @@ class VllmEngine(Engine):
         pmtp = pmtp_engine_args(self._checkpoint.path, cfg)
         kwargs["hf_overrides"] = {**kwargs["hf_overrides"], **pmtp.pop("hf_overrides", {})}
         kwargs.update(pmtp)
-        # Other extras that name an EngineArgs field are passed through; the rest belong to
-        # other engines (e.g. the torch engine's "schedule").
+        # Other extras must name an EngineArgs field; they are passed through.
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}
-        kwargs.update({k: v for k, v in extra.items() if k in fields})
+        extra.pop("max_waiting", None)  # read by run()
+        extra.pop("kv_cache_gib", None)  # CPU only; harmless on a GPU
+        check_engine_options(
+            "vllm", extra, fields, takes="vLLM EngineArgs fields, kv_cache_gib and max_waiting"
+        )
+        kwargs.update(extra)
         return engine_args_cls(**kwargs)
 
     def _default_dtype(self) -> str:
