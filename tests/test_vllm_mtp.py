@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -133,6 +134,35 @@ def test_draft_folder_from_main_checkpoint(tmp_path: Path) -> None:
         assert torch.equal(tensor, main["language_model." + name])
     # Made once, reused while the checkpoint is unchanged.
     assert vllm_mtp.prepare_draft_folder(TINY, cache_dir=tmp_path) == folder
+
+
+def test_stale_draft_folders_are_removed(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = tmp_path / "first"
+    shutil.copytree(TINY, first)
+    other = tmp_path / "other"
+    shutil.copytree(TINY, other)
+    old = vllm_mtp.prepare_draft_folder(first, cache_dir=cache)
+    kept = vllm_mtp.prepare_draft_folder(other, cache_dir=cache)
+    assert old is not None and kept is not None and old != kept
+    assert json.loads((old / "source.json").read_text()) == {"checkpoint": str(first.resolve())}
+    legacy = cache / "0123456789abcdef0123"  # made by an older hpdparse: no source.json
+    legacy.mkdir()
+    interrupted, fresh = cache / ".tmp-old", cache / ".tmp-new"
+    interrupted.mkdir()
+    fresh.mkdir()
+    os.utime(interrupted, (time.time() - 7200, time.time() - 7200))
+    # The checkpoint changes: a new draft folder, and the old one goes.
+    os.utime(first / "model.safetensors", ns=(0, 10**18))
+    new = vllm_mtp.prepare_draft_folder(first, cache_dir=cache)
+    assert new is not None and new != old
+    assert sorted(p.name for p in cache.iterdir()) == sorted([new.name, kept.name, fresh.name])
+    # A checkpoint that is gone leaves nothing behind once another draft is made.
+    shutil.rmtree(other)
+    os.utime(first / "model.safetensors", ns=(0, 2 * 10**18))
+    newest = vllm_mtp.prepare_draft_folder(first, cache_dir=cache)
+    assert newest is not None
+    assert sorted(p.name for p in cache.iterdir()) == sorted([newest.name, fresh.name])
 
 
 def test_draft_folder_from_pmtp_folder(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ import logging
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -52,7 +53,7 @@ HEAD_TENSORS = (
     "layers.0.mlp.down_proj.weight",
     "norm.weight",
 )
-_FORMAT_VERSION = 1
+_FORMAT_VERSION = 2  # 2: source.json records the checkpoint
 
 logger = logging.getLogger(__name__)
 _warned_no_head: set[str] = set()  # checkpoints already warned about
@@ -119,6 +120,10 @@ def spec_decode_counts(completion: Any) -> tuple[int, int]:
 
 
 # ------------------------------------------------------------------------------- draft folder
+_SOURCE_FILE = "source.json"  # the checkpoint a draft folder was made from
+_STALE_TMP_SECONDS = 3600  # a write still unfinished after this long was interrupted
+
+
 def _cache_root() -> Path:
     base = os.environ.get("HPDPARSE_CACHE") or os.environ.get("XDG_CACHE_HOME")
     root = Path(base) if base else Path.home() / ".cache"
@@ -232,6 +237,8 @@ def _write_draft_folder(model_dir: Path, head: dict[str, tuple[Path, str]], fold
     tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
     try:
         (tmp / "config.json").write_text(json.dumps(llm, indent=2), encoding="utf-8")
+        source = {"checkpoint": str(model_dir.resolve())}
+        (tmp / _SOURCE_FILE).write_text(json.dumps(source), encoding="utf-8")
         save_file(tensors, str(tmp / "model.safetensors"))
         try:
             tmp.rename(folder)
@@ -240,7 +247,36 @@ def _write_draft_folder(model_dir: Path, head: dict[str, tuple[Path, str]], fold
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    _prune_stale_drafts(folder)
     return folder
+
+
+def _prune_stale_drafts(current: Path) -> None:
+    """Remove the draft folders beside `current` that nothing will use again: those of a
+    checkpoint that is gone, older versions of `current`'s checkpoint, folders without a
+    recorded checkpoint (older hpdparse) and temporary folders of interrupted writes."""
+    checkpoint = _recorded_checkpoint(current)
+    for folder in current.parent.iterdir():
+        if folder == current or not folder.is_dir():
+            continue
+        try:
+            if folder.name.startswith(".tmp-"):
+                stale = time.time() - folder.stat().st_mtime > _STALE_TMP_SECONDS
+            else:
+                recorded = _recorded_checkpoint(folder)
+                stale = recorded is None or recorded == checkpoint or not Path(recorded).exists()
+        except OSError:
+            continue
+        if stale:
+            logger.info("removing stale P-MTP draft folder %s", folder)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _recorded_checkpoint(folder: Path) -> str | None:
+    try:
+        return str(json.loads((folder / _SOURCE_FILE).read_text(encoding="utf-8"))["checkpoint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _image_context_id(model_dir: Path) -> int:
