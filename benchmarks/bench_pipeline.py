@@ -39,7 +39,6 @@ from PIL import Image  # noqa: E402
 from hpdparse.engines.openai_engine import encode_page_png  # noqa: E402
 from hpdparse.engines.vllm_engine import prepare_tiles  # noqa: E402
 from hpdparse.inputs import close_cached_documents, render_page  # noqa: E402
-from hpdparse.pipeline import _prepare_page, _WorkerPool  # noqa: E402
 from hpdparse.tiling import (  # noqa: E402
     TilingConfig,
     _as_hwc,
@@ -48,6 +47,7 @@ from hpdparse.tiling import (  # noqa: E402
     grid_image_size,
     select_grid,
 )
+from hpdparse.workers import WorkerPool, prepare_page  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 TRACEMONKEY = CORPUS / "pdfjs__tracemonkey.pdf"
@@ -87,7 +87,7 @@ def _inline_loop(pdf: Path, pages: list[int], dpi: int, prepare) -> tuple[float,
 
 
 def inline_rate(pdf: Path, pages: list[int], dpi: int, prepare) -> tuple[float, float]:
-    pool = _WorkerPool(1, prepare)
+    pool = WorkerPool(1, prepare)
     try:
         return pool.submit(_inline_loop, pdf, pages, dpi, prepare).result()
     finally:
@@ -98,9 +98,9 @@ def pipeline_rate(
     pdf: Path, pages: list[int], dpi: int, prepare, read_ahead: int = 4
 ) -> tuple[float, float, float]:
     """Pages/s, pages per CPU-second, mean MB of payload per page."""
-    pool = _WorkerPool(1, prepare)
+    pool = WorkerPool(1, prepare)
     try:
-        pool.submit(_prepare_page, str(pdf), pages[0], dpi, None).result()  # start + warm-up
+        pool.submit(prepare_page, str(pdf), pages[0], dpi, None).result()  # start + warm-up
         start, cpu = time.perf_counter(), cpu_seconds()
         window: deque = deque()
         todo = iter(pages)
@@ -111,7 +111,7 @@ def pipeline_rate(
                 number = next(todo, None)
                 if number is None:
                     break
-                window.append(pool.submit(_prepare_page, str(pdf), number, dpi, None))
+                window.append(pool.submit(prepare_page, str(pdf), number, dpi, None))
             if not window:
                 break
             result = window.popleft().result()

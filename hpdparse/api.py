@@ -13,12 +13,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from hpdparse.assemble import render_folders
 from hpdparse.engines import ENGINE_NAMES, Engine, EngineConfig, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.inputs import discover_inputs, parse_page_ranges
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.pipeline import Converter, ConvertSettings, dependency_error, render_folders
+from hpdparse.pipeline import Converter, ConvertSettings, dependency_error
 from hpdparse.progress import Progress
 from hpdparse.report import DocumentReport, RunReport
 

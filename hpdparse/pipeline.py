@@ -1,14 +1,14 @@
 """The streaming pipeline: documents -> pages -> engine -> raw pages on disk -> documents -> files.
 
 - Documents are opened one at a time, only when their pages are next in line.
-- Pages are rendered and prepared (`engine.preparer()`) in a process pool (forkserver or spawn,
-  never fork) at most `read_ahead` pages ahead of the engine, and handed to `engine.run` through a
-  lazy iterator, so the engine holds at most `batch_size` pages and the host at most `read_ahead`
-  more, however long the documents are.
+- Pages are rendered and prepared (`engine.preparer()`) in the rasterizer processes of
+  `hpdparse.workers` at most `read_ahead` pages ahead of the engine, and handed to `engine.run`
+  through a lazy iterator, so the engine holds at most `batch_size` pages and the host at most
+  `read_ahead` more, however long the documents are.
 - Results come back in completion order. Each page's raw text is saved at once
   (`output.write_raw_page`); the pipeline keeps only counters and the errors of failed pages per
   document. When a document's last page is in, the document is rebuilt from its raw/ folder and
-  rendered (`assemble_record` + `write_document`, shared with `hpdparse render`), its .md last.
+  rendered (`hpdparse.assemble`, shared with `hpdparse render`), its .md last.
 - Resume: a finished document (its .md exists, its resume state says converted with the same
   settings, its source unchanged) is skipped; otherwise every page with a reusable raw output is
   reused and only the others are sent to the engine.
@@ -18,46 +18,34 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import multiprocessing
 import os
-import signal
-import sys
-import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
+from collections.abc import Iterator
 from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from PIL import Image
-
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None  # type: ignore[assignment]
-
-from hpdparse.document import PAGE_FAILED, PAGE_OK, DocumentRecord, PageRecord
-from hpdparse.engines.base import FINISH_ERROR, Engine, EngineInfo, PageRequest, PageResult
+from hpdparse.assemble import (
+    assemble_record,
+    failed_numbers,
+    group_crops,
+    without_source_prefix,
+    write_document,
+)
+from hpdparse.engines.base import Engine, EngineInfo, PageRequest, PageResult
 from hpdparse.errors import EngineError, HpdparseError, InputError, OutputError
-from hpdparse.inputs import PageRanges, open_source, render_page
-from hpdparse.markdown.render import ImageCrop, RenderedDocument, RenderOptions, render_document
+from hpdparse.inputs import PageRanges, open_source
+from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
 from hpdparse.output import (
-    IMAGES_DIR,
     STATUS_CONVERTED,
     STATUS_IN_PROGRESS,
-    STATUS_PARTIAL,
     DocumentState,
     SourceIdentity,
     assign_output_dirs,
-    atomic_write_bytes,
-    atomic_write_json,
-    atomic_write_text,
     clear_doc_dir,
-    json_path,
     load_state,
     markdown_path,
     prepare_doc_dir,
@@ -81,6 +69,7 @@ from hpdparse.report import (
     RunReport,
 )
 from hpdparse.report import STATUS_PARTIAL as REPORT_PARTIAL
+from hpdparse.workers import PreparedPage, WorkerPool, cut_crops, prepare_page
 
 RENDER_ATTEMPTS = 2  # a page whose renderer process dies twice is given up as failed
 
@@ -105,297 +94,6 @@ class ConvertSettings:
 
     def read_ahead_count(self) -> int:
         return self.read_ahead if self.read_ahead > 0 else 4 * self.worker_count()
-
-
-# --- work done in the rasterizer processes -------------------------------------------------------
-
-_preparer: Callable[[Image.Image], Any] | None = None
-
-
-def _init_worker(preparer: Callable[[Image.Image], Any], main_pid: int) -> None:
-    global _preparer
-    _preparer = preparer
-    _keep_freed_memory()
-    # Ctrl-C reaches the whole process group: the main process decides what to do.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_exit_when_orphaned, args=(main_pid,), daemon=True).start()
-
-
-def _keep_freed_memory() -> None:
-    """Let glibc keep freed page-sized buffers for the next page instead of returning them.
-
-    Each page allocates several buffers of ~10 MB (pixmap, image, PNG rows or tiles); by default
-    glibc gives them back to the kernel on free, and faulting them in again for the next page
-    cost about 40% of a worker's time. With these limits a worker's heap stays at its peak (a
-    few pages' worth), which is still bounded. A no-op where the C library has no mallopt.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import ctypes.util
-
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: page buffers come from the heap (32 MB: the cap)
-    mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD: keep up to 256 MB of free heap top
-
-
-def _exit_when_orphaned(main_pid: int) -> None:
-    # After a kill -9 of the main process a pool worker would wait for work forever (it holds the
-    # write end of its own task queue, and the forkserver waits for its workers), so it watches
-    # the main process itself.
-    while True:
-        time.sleep(1.0)
-        try:
-            os.kill(main_pid, 0)
-        except OSError:
-            os._exit(0)
-
-
-@dataclass
-class _PreparedPage:
-    payload: Any
-    width_px: int
-    height_px: int
-    dpi: int | None
-    label: str | None
-    width_pt: float | None
-    height_pt: float | None
-
-
-def _prepare_page(path: str, number: int, dpi: int, password: str | None) -> _PreparedPage | str:
-    """Render + prepare one page; an error comes back as its one-line message."""
-    try:
-        page = render_page(path, number, dpi, password)
-    except InputError as exc:
-        return str(exc)
-    except Exception as exc:  # a renderer bug must fail the page, not the run
-        return f"{path}: page {number} cannot be rendered: {type(exc).__name__}: {exc}"
-    try:
-        assert _preparer is not None
-        payload = _preparer(page.image)
-    except Exception as exc:
-        return f"{path}: page {number} cannot be prepared: {type(exc).__name__}: {exc}"
-    info = page.info
-    return _PreparedPage(
-        payload,
-        page.image.width,
-        page.image.height,
-        page.dpi,
-        info.label,
-        info.width_pt,
-        info.height_pt,
-    )
-
-
-def _cut_crops(
-    path: str,
-    number: int,
-    dpi: int,
-    password: str | None,
-    doc_dir: str,
-    crops: list[tuple[str, tuple[int, int, int, int]]],
-) -> str | None:
-    """Re-render page `number` as the model saw it and save the crops; an error as one line."""
-    try:
-        page = render_page(path, number, dpi, password)
-    except InputError as exc:
-        return f"images of page {number} not written: {exc}"
-    try:
-        image = page.image
-        for filename, bbox in crops:
-            x1, y1, x2, y2 = bbox
-            x1, x2 = sorted((max(0, min(x1, image.width)), max(0, min(x2, image.width))))
-            y1, y2 = sorted((max(0, min(y1, image.height)), max(0, min(y2, image.height))))
-            if x2 - x1 < 1 or y2 - y1 < 1:
-                continue
-            target = Path(doc_dir) / filename
-            target.parent.mkdir(parents=True, exist_ok=True)
-            buffer = _png_bytes(image.crop((x1, y1, x2, y2)))
-            atomic_write_bytes(target, buffer)
-    except OSError as exc:
-        return f"images of page {number} not written: {exc.strerror or exc}"
-    return None
-
-
-def _png_bytes(image: Image.Image) -> bytes:
-    import io
-
-    out = io.BytesIO()
-    image.save(out, format="PNG", optimize=False, compress_level=6)
-    return out.getvalue()
-
-
-def _mp_context() -> multiprocessing.context.BaseContext:
-    # Never fork: vLLM/torch may already run threads in this process.
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-
-
-@contextlib.contextmanager
-def _pseudo_main_file_hidden() -> Iterator[None]:
-    """spawn/forkserver workers re-import the parent's main module from its __file__; when that
-    is no file (a script read from stdin: "<stdin>") they would die on start, so hide it."""
-    main = sys.modules.get("__main__")
-    path = getattr(main, "__file__", None)
-    if not path or os.path.isfile(path):
-        yield
-        return
-    del main.__file__
-    try:
-        yield
-    finally:
-        main.__file__ = path
-
-
-def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
-    """Give the pipe results come back through 1 MiB instead of 64 KiB (Linux).
-
-    A page's tiles are ~12 MB: through a 64 KiB pipe the worker and the main process hand them
-    over in ~200 lock-step rounds, which cost the worker ~6 ms a page. Best effort: the pool's
-    queue is a private attribute, and the system may cap pipe sizes lower.
-    """
-    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
-    reader = getattr(getattr(pool, "_result_queue", None), "_reader", None)
-    if set_size is None or reader is None:
-        return
-    with contextlib.suppress(OSError, ValueError):
-        fcntl.fcntl(reader.fileno(), set_size, 1 << 20)
-
-
-class _WorkerPool:
-    """A process pool that can be rebuilt when a renderer process dies (MuPDF can crash on a
-    damaged file)."""
-
-    def __init__(self, workers: int, preparer: Callable[[Image.Image], Any]) -> None:
-        self._workers = workers
-        self._preparer = preparer
-        self._pool: ProcessPoolExecutor | None = None
-
-    @property
-    def pool(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=self._workers,
-                mp_context=_mp_context(),
-                initializer=_init_worker,
-                initargs=(self._preparer, os.getpid()),
-            )
-            _widen_result_pipe(self._pool)
-        return self._pool
-
-    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
-        # Worker processes start inside submit(), so that is where the main module matters.
-        with _pseudo_main_file_hidden():
-            return self.pool.submit(fn, *args)
-
-    def rebuild(self, kill: bool = False) -> None:
-        """Drop the pool (a new one starts on the next submit); `kill` ends hung processes."""
-        if kill and self._pool is not None:
-            for process in list(getattr(self._pool, "_processes", {}).values()):
-                with contextlib.suppress(Exception):
-                    process.kill()
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
-        self.shutdown(cancel=True)
-
-    def shutdown(self, cancel: bool = False) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=cancel)
-            self._pool = None
-
-
-# --- rebuilding a document from its folder (convert and render) ---------------------------------
-
-
-def settings_of(state: DocumentState) -> dict[str, Any]:
-    return {
-        "dpi": state.dpi,
-        "pages": state.pages_spec,
-        "selected_pages": len(state.selected),
-        "prompt": state.reuse_key.get("prompt"),
-        "max_tokens": state.reuse_key.get("max_tokens"),
-    }
-
-
-def assemble_record(doc_dir: Path, state: DocumentState) -> DocumentRecord:
-    """The document as its raw/ folder holds it: a page with a valid raw output is OK, any other
-    selected page is failed (with the error recorded in the state, if any)."""
-    pages: list[PageRecord] = []
-    for number in state.selected:
-        raw = read_raw_page(doc_dir, number)
-        if raw is not None:
-            meta = raw.meta
-            pages.append(
-                PageRecord(
-                    number=number,
-                    width_px=int(meta.get("width_px") or 0),
-                    height_px=int(meta.get("height_px") or 0),
-                    status=PAGE_OK,
-                    raw=raw.text,
-                    finish_reason=meta.get("finish_reason"),
-                    label=meta.get("label"),
-                    width_pt=meta.get("width_pt"),
-                    height_pt=meta.get("height_pt"),
-                    dpi=meta.get("dpi"),
-                    prompt_tokens=int(meta.get("prompt_tokens") or 0),
-                    output_tokens=int(meta.get("output_tokens") or 0),
-                    seconds=float(meta.get("seconds") or 0.0),
-                    stats=dict(meta.get("stats") or {}),
-                )
-            )
-        else:
-            error = state.failed_pages.get(number) or "no raw output for this page"
-            pages.append(
-                PageRecord(
-                    number=number,
-                    width_px=0,
-                    height_px=0,
-                    status=PAGE_FAILED,
-                    finish_reason=FINISH_ERROR,
-                    error=error,
-                )
-            )
-    return DocumentRecord(
-        source=state.source.path,
-        stem=state.stem,
-        page_count=state.page_count,
-        pages=pages,
-        engine=state.engine,
-        model=state.model,
-        revision=state.revision,
-        settings=settings_of(state),
-    )
-
-
-def _group_crops(
-    crops: list[ImageCrop],
-) -> dict[int, list[tuple[str, tuple[int, int, int, int]]]]:
-    by_page: dict[int, list[tuple[str, tuple[int, int, int, int]]]] = {}
-    for crop in crops:
-        by_page.setdefault(crop.page_number, []).append((crop.filename, tuple(crop.bbox_px)))
-    return by_page
-
-
-def write_document(
-    doc_dir: Path,
-    state: DocumentState,
-    rendered: RenderedDocument,
-    crop_errors: list[str],
-) -> None:
-    """Write .json, the final state and, last, the .md (images are already written)."""
-    state.status = (
-        STATUS_CONVERTED if not state.failed_pages and not crop_errors else STATUS_PARTIAL
-    )
-    atomic_write_json(json_path(doc_dir, state.stem), rendered.json)
-    state.save(doc_dir)
-    atomic_write_text(markdown_path(doc_dir, state.stem), rendered.markdown)
-
-
-def _failed_numbers(record: DocumentRecord) -> dict[int, str]:
-    return {p.number: p.error or "failed" for p in record.pages if p.status == PAGE_FAILED}
 
 
 _EXTRAS = {
@@ -450,8 +148,8 @@ class Converter:
         self._engine_started = False
         self._info: EngineInfo | None = None  # set in run(), after engine.preparer()
         self._events: deque[tuple[str, _Doc, Any]] = deque()
-        self._inflight: dict[tuple[int, int], _PreparedPage] = {}
-        self._pool: _WorkerPool | None = None
+        self._inflight: dict[tuple[int, int], PreparedPage] = {}
+        self._pool: WorkerPool | None = None
         self._docs: list[_Doc] = []
         self._first_sent: float | None = None
         self._last_result: float | None = None
@@ -477,7 +175,7 @@ class Converter:
         try:
             # preparer() first: an engine may resolve its checkpoint (and revision) there, and the
             # reuse key of saved pages must carry that revision.
-            self._pool = _WorkerPool(self.settings.worker_count(), self.engine.preparer())
+            self._pool = WorkerPool(self.settings.worker_count(), self.engine.preparer())
             self._info = self.engine.info
             report.engine = self._info.engine
             report.model = self._info.model
@@ -554,9 +252,7 @@ class Converter:
                     exhausted = True
                     break
                 doc, number = item
-                future = self._pool.submit(
-                    _prepare_page, str(doc.source), number, s.dpi, s.password
-                )
+                future = self._pool.submit(prepare_page, str(doc.source), number, s.dpi, s.password)
                 window.append([doc, number, future, 1])
             if not window:
                 return
@@ -582,7 +278,7 @@ class Converter:
                     window[0][3] = attempts + 1
                 for entry in window:
                     entry[2] = self._pool.submit(
-                        _prepare_page, str(entry[0].source), entry[1], s.dpi, s.password
+                        prepare_page, str(entry[0].source), entry[1], s.dpi, s.password
                     )
                 continue
             window.popleft()
@@ -729,7 +425,7 @@ class Converter:
         return by_id[doc_id]
 
     def _save_page(
-        self, doc: _Doc, number: int, result: PageResult, prepared: _PreparedPage
+        self, doc: _Doc, number: int, result: PageResult, prepared: PreparedPage
     ) -> None:
         info = self._info
         assert info is not None
@@ -813,7 +509,7 @@ class Converter:
         r = doc.report
         try:
             record = assemble_record(doc.doc_dir, state)
-            failed = _failed_numbers(record)
+            failed = failed_numbers(record)
             r.pages_failed = len(failed)
             r.pages_done = len(record.pages) - len(failed)
             r.failed_pages = failed
@@ -842,7 +538,7 @@ class Converter:
         if state.status == STATUS_CONVERTED:
             self._close_doc(doc, REPORT_CONVERTED, None)
         else:
-            problems = [_without_prefix(m, doc.source) for m in failed.values()] + crop_errors
+            problems = [without_source_prefix(m, doc.source) for m in failed.values()] + crop_errors
             self._close_doc(doc, REPORT_PARTIAL, "; ".join(problems[:3]))
 
     def _write_images(
@@ -854,7 +550,7 @@ class Converter:
         assert self._pool is not None
         futures = [
             self._pool.submit(
-                _cut_crops,
+                cut_crops,
                 state.source.path,
                 number,
                 state.dpi,
@@ -862,7 +558,7 @@ class Converter:
                 str(doc_dir),
                 crops,
             )
-            for number, crops in sorted(_group_crops(rendered.images).items())
+            for number, crops in sorted(group_crops(rendered.images).items())
         ]
         errors = []
         for future in futures:
@@ -876,11 +572,6 @@ class Converter:
         return errors
 
 
-def _without_prefix(message: str, source: Path) -> str:
-    prefix = f"{source}: "
-    return message[len(prefix) :] if message.startswith(prefix) else message
-
-
 def _stem(doc_dir: Path) -> str:
     return doc_dir.name
 
@@ -890,85 +581,4 @@ def _chain(first: PageRequest, rest: Iterator[PageRequest]) -> Iterator[PageRequ
     yield from rest
 
 
-# --- render: rebuild documents from raw/ without a model ----------------------------------------
-
-
-def render_folders(
-    doc_dirs: list[Path],
-    options: RenderOptions,
-    password: str | None = None,
-    progress: Progress | None = None,
-) -> RunReport:
-    """Rebuild .md, .json and images/ of document folders from their raw/ pages and source."""
-    progress = progress or Progress()
-    started = time.monotonic()
-    report = RunReport(command="render")
-    progress.start(len(doc_dirs))
-    for doc_dir in doc_dirs:
-        t0 = time.monotonic()
-        r = DocumentReport(source=str(doc_dir), output_dir=str(doc_dir))
-        report.documents.append(r)
-        try:
-            _render_one(Path(doc_dir), options, password, r)
-        except HpdparseError as exc:
-            r.status = STATUS_FAILED
-            r.error = str(exc)
-            progress.error(str(exc))
-        except OSError as exc:
-            r.status = STATUS_FAILED
-            r.error = f"{doc_dir}: {exc.strerror or exc}"
-            progress.error(r.error)
-        r.seconds = time.monotonic() - t0
-        progress.document_finished(r)
-    report.seconds = time.monotonic() - started
-    return report
-
-
-def _render_one(doc_dir: Path, options: RenderOptions, password: str | None, r: Any) -> None:
-    state = load_state(doc_dir)
-    if state is None:
-        raise OutputError(f"{doc_dir}: not an hpdparse output folder (no raw/document.json)")
-    r.source = state.source.path
-    record = assemble_record(doc_dir, state)
-    failed = _failed_numbers(record)
-    r.pages = len(record.pages)
-    r.pages_failed = len(failed)
-    r.pages_done = r.pages - r.pages_failed
-    r.pages_reused = r.pages_done
-    r.failed_pages = failed
-    if r.pages_done == 0:
-        raise OutputError(f"{doc_dir}: no page has a raw output to render")
-    rendered = render_document(record, options)
-    with contextlib.suppress(FileNotFoundError):
-        markdown_path(doc_dir, state.stem).unlink()
-    remove_images(doc_dir)
-    crop_errors: list[str] = []
-    if rendered.images and options.images:
-        source = Path(state.source.path)
-        if not source.is_file():
-            raise InputError(f"{source}: source not found, images of {doc_dir} cannot be cut")
-        if not state.source.matches_file(source):
-            raise InputError(f"{source}: the source changed since {doc_dir} was converted")
-        for number, crops in sorted(_group_crops(rendered.images).items()):
-            error = _cut_crops(str(source), number, state.dpi, password, str(doc_dir), crops)
-            if error:
-                crop_errors.append(error)
-    state.failed_pages = failed
-    state.render_options = dataclasses.asdict(options)
-    write_document(doc_dir, state, rendered, crop_errors)
-    if state.status == STATUS_CONVERTED:
-        r.status = REPORT_CONVERTED
-    else:
-        r.status = REPORT_PARTIAL
-        problems = [_without_prefix(m, Path(state.source.path)) for m in failed.values()]
-        r.error = "; ".join((problems + crop_errors)[:3])
-
-
-__all__ = [
-    "IMAGES_DIR",
-    "ConvertSettings",
-    "Converter",
-    "assemble_record",
-    "render_folders",
-    "write_document",
-]
+__all__ = ["ConvertSettings", "Converter", "dependency_error"]

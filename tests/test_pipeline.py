@@ -15,8 +15,8 @@ from PIL import Image
 from hpdparse import api
 from hpdparse.errors import EngineError
 from hpdparse.inputs import render_page
-from hpdparse.pipeline import _cut_crops
 from hpdparse.progress import Progress
+from hpdparse.workers import cut_crops
 
 STREAMS = FIXTURES / "streams"
 
@@ -80,7 +80,7 @@ def test_crops_are_cut_from_the_page_as_the_model_saw_it(tmp_path: Path) -> None
         ("images/page-0001-figure-02.png", (-50, page.height - 30, 40, page.height + 500)),
         ("images/page-0001-figure-03.png", (5, 5, 5, 50)),  # empty: skipped
     ]
-    assert _cut_crops(pdf, 1, 100, None, str(tmp_path), crops) is None
+    assert cut_crops(pdf, 1, 100, None, str(tmp_path), crops) is None
     with Image.open(tmp_path / "images/page-0001-figure-01.png") as first:
         assert first.size == (100, 50)
         assert first.convert("RGB").tobytes() == page.crop((10, 20, 110, 70)).tobytes()
