@@ -445,6 +445,27 @@ def test_max_waiting_must_be_a_positive_integer(vllm_fork, pages, value) -> None
     assert not vllm_fork.llm_engine.has_unfinished_requests()
 
 
+def test_a_fork_as_the_last_allowed_token_leaves_an_empty_child(
+    forking_model: Path, forking_results, pages
+) -> None:
+    """The parent's last token within max_model_len is a <FORK>: its child has no room (vLLM
+    refuses a request whose prompt fills max_model_len); the page ends as length, same text as
+    the torch engine."""
+    key, image = pages[0]
+    prompt = forking_results["results"][key].prompt_tokens
+    config = _config(forking_model, fork=True)
+    # The parent writes <FORK> as its tokens 41, 88, ...: make token 88 its last allowed one.
+    config.max_model_len = prompt + 41 + CYCLE + 1
+    with VllmEngine(config) as engine:
+        [result] = _run(engine, [(key, image)]).values()
+    with create_engine("torch", _torch(config)) as engine:
+        [expected] = _run(engine, [(key, image)]).values()
+    assert result.finish_reason == FINISH_LENGTH and result.error is None
+    assert result.stats["forks"] == 2 and result.stats["parent_tokens"] == 41 + CYCLE + 1
+    assert (result.text, result.finish_reason) == (expected.text, expected.finish_reason)
+    assert result.text.endswith("<CHILD>")
+
+
 def test_cpu_binding_one_list_per_tensor_parallel_rank(monkeypatch: pytest.MonkeyPatch) -> None:
     from hpdparse.engines import vllm_engine
 

@@ -392,6 +392,11 @@ class VllmEngine(Engine):
             prompt = page.prompt_ids + parent.tokens[:at] + [self._child_id]
             child = _Branch(page, index, f"{parent.request_id}.c{index}", len(prompt))
             page.children.append(child)
+            if len(prompt) >= max_model_len:
+                # The parent's last allowed token was <FORK>: no room left for this child (vLLM
+                # would refuse the request); it stays empty, as in the PyTorch reference.
+                child.finish_reason = FINISH_LENGTH
+                return
             page.open_branches += 1
             branches[child.request_id] = child
             pending_children.append((child, self._child_input(page, prompt), len(prompt)))

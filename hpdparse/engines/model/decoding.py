@@ -345,6 +345,10 @@ class HpdDecoder:
         b.tokens.append(token)
         if not b.is_child and opts.fork and token == self.ids.fork:
             child = _Branch(b.page, True, b.prefix_until(position))
+            if position + 1 >= opts.max_model_len:
+                # Its <CHILD> would fill the last position: no room to decode (a vLLM request
+                # of max_model_len prompt tokens is refused), so the child stays empty.
+                child.done, child.finish = True, FINISH_LENGTH
             b.children.append(child)
         if len(b.tokens) >= opts.max_tokens or position + 1 >= opts.max_model_len:
             b.done, b.finish = True, FINISH_LENGTH
