@@ -113,6 +113,51 @@ def _parse_engine_options(
     return options
 
 
+def _decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--no-fork, --no-mtp, --speculative-tokens, --max-tokens, --device, --dtype and
+    --engine-option, shared by convert and serve."""
+    options = [
+        click.option("--no-fork", is_flag=True, help="Plain decoding, without hierarchical forks."),
+        click.option("--no-mtp", is_flag=True, help="No P-MTP speculative decoding (vllm, torch)."),
+        click.option(
+            "--speculative-tokens",
+            type=click.IntRange(1, 32),
+            default=6,
+            show_default=True,
+            help="Draft tokens per P-MTP step.",
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(1, None),
+            default=DEFAULT_MAX_TOKENS,
+            show_default=True,
+            help="Most tokens decoded for one page.",
+        ),
+        click.option(
+            "--device", help="torch device (cpu, cuda, cuda:1, mps); default: the best one."
+        ),
+        click.option(
+            "--dtype", help="Model dtype (bfloat16, float16, float32); default: per device."
+        ),
+        click.option(
+            "--engine-option",
+            "engine_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            callback=_parse_engine_options,
+            help="Engine setting, repeatable; VALUE is read as JSON when it parses, else as text. "
+            "vllm: any vLLM EngineArgs field (max_num_seqs=256, gpu_memory_utilization=0.8), "
+            "max_waiting=8 (pages queued in vLLM), kv_cache_gib=8 on CPU; openai: "
+            "extra_body='{\"skip_special_tokens\": false}' (merged into every request), "
+            "api_key=... (else $HPDPARSE_API_KEY); torch: schedule=serial. "
+            "Unknown options are an error.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 def _check_pages(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     try:
         parse_page_ranges(value)
@@ -186,36 +231,7 @@ def main() -> None:
     default=0,
     help="Processes rendering pages ahead of the engine. Default: one per CPU core (max 8).",
 )
-@click.option("--no-fork", is_flag=True, help="Plain decoding, without hierarchical forks.")
-@click.option("--no-mtp", is_flag=True, help="No P-MTP speculative decoding (vllm, torch).")
-@click.option(
-    "--speculative-tokens",
-    type=click.IntRange(1, 32),
-    default=6,
-    show_default=True,
-    help="Draft tokens per P-MTP step.",
-)
-@click.option(
-    "--max-tokens",
-    type=click.IntRange(1, None),
-    default=DEFAULT_MAX_TOKENS,
-    show_default=True,
-    help="Most tokens decoded for one page.",
-)
-@click.option("--device", help="torch device (cpu, cuda, cuda:1, mps); default: the best one.")
-@click.option("--dtype", help="Model dtype (bfloat16, float16, float32); default: per device.")
-@click.option(
-    "--engine-option",
-    "engine_options",
-    multiple=True,
-    metavar="KEY=VALUE",
-    callback=_parse_engine_options,
-    help="Engine setting, repeatable; VALUE is read as JSON when it parses, else as text. "
-    "vllm: any vLLM EngineArgs field (max_num_seqs=256, gpu_memory_utilization=0.8), "
-    "max_waiting=8 (pages queued in vLLM), kv_cache_gib=8 on CPU; openai: "
-    "extra_body='{\"skip_special_tokens\": false}' (merged into every request), api_key=... "
-    "(else $HPDPARSE_API_KEY); torch: schedule=serial. Unknown options are an error.",
-)
+@_decode_options
 @click.option(
     "--skip-existing/--overwrite",
     default=True,
@@ -314,6 +330,90 @@ def render(**kw: Any) -> None:
         _fail(exc, verbose, internal=True)
     progress.close()
     _finish(report, quiet)
+
+
+@main.command()
+@click.option(
+    "--model",
+    default=DEFAULT_MODEL,
+    show_default=True,
+    help="Model to serve: a hub id or a local folder.",
+)
+@click.option(
+    "--engine",
+    type=click.Choice(["vllm", "torch"]),
+    default="vllm",
+    show_default=True,
+    help="In-process engine that decodes the pages.",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=8118,
+    show_default=True,
+    help="Port to listen on; 0 picks a free one.",
+)
+@click.option(
+    "--served-model-name",
+    help="Model name clients send and GET /v1/models lists. Default: --model as given.",
+)
+@click.option(
+    "--batch-size",
+    type=click.IntRange(1, None),
+    default=512,
+    show_default=True,
+    help="Pages decoded at once (in flight), across requests.",
+)
+@_decode_options
+@click.option("-v", "--verbose", is_flag=True, help="Log every request.")
+def serve(**kw: Any) -> None:
+    """Serve HPD parsing as an OpenAI-compatible API (GET /v1/models, POST
+    /v1/chat/completions), for `hpdparse convert --engine openai --server URL`.
+
+    \b
+    A request is one page: a user message with the page as a PNG or JPEG data URL (and
+    optionally the HPD instruction); the answer's content is the page's raw HPD text.
+    Sampling is greedy and --max-tokens applies to every page (a request's temperature and
+    max_tokens are not used). Prints "serving MODEL on URL" when ready; runs until Ctrl-C or
+    SIGTERM, which answers the pages still decoding with HTTP 503.
+    """
+    import logging
+
+    from hpdparse.engines.base import EngineConfig
+    from hpdparse.serve import HpdServer
+    from hpdparse.serve import serve as run_server
+
+    logging.basicConfig(
+        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if kw["verbose"]:
+        logging.getLogger("hpdparse.serve").setLevel(logging.DEBUG)
+    config = EngineConfig(
+        model=kw["model"],
+        fork=not kw["no_fork"],
+        mtp=not kw["no_mtp"],
+        speculative_tokens=kw["speculative_tokens"],
+        max_tokens=kw["max_tokens"],
+        device=kw["device"],
+        dtype=kw["dtype"],
+        extra=dict(kw["engine_options"]),
+    )
+    server = HpdServer(
+        kw["engine"],
+        config,
+        host=kw["host"],
+        port=kw["port"],
+        served_model_name=kw["served_model_name"],
+        batch_size=kw["batch_size"],
+    )
+    try:
+        code = run_server(server, lambda line: click.echo(line))
+    except (HpdparseError, ValueError, OSError) as exc:
+        _fail(exc, kw["verbose"])
+    except Exception as exc:
+        _fail(exc, kw["verbose"], internal=True)
+    sys.exit(code)
 
 
 def _stop_cleanly_on_sigterm() -> Any:

@@ -151,3 +151,29 @@ def test_unknown_engine_option_is_one_line() -> None:
     with pytest.raises(EngineError) as caught:
         create_engine("torch", EngineConfig(model=str(TINY), extra={"schedul": "serial"}))
     assert str(caught.value) == "torch engine: unknown engine option schedul; it takes schedule"
+
+
+def test_a_live_source_yielding_none_gives_the_same_texts(engine, truth: dict) -> None:  # noqa: ANN001
+    """None from the source means "no request now": the engine keeps decoding what it has and
+    asks again; with nothing in flight it asks again at once."""
+    prepare = engine.preparer()
+    seen: list = []
+
+    def live():  # noqa: ANN202
+        yield None
+        for number, key in enumerate(sorted(truth)):
+            nones = 0
+            while len(seen) < number - 1:  # keep one page ahead
+                nones += 1
+                assert nones < 100_000, "the engine stopped decoding while the source said None"
+                yield None
+            yield PageRequest(key, prepare(_image(*key)))
+            yield None
+
+    results = {}
+    for result in engine.run(live(), max_in_flight=3):
+        seen.append(result.key)
+        results[result.key] = result
+    assert set(results) == set(truth)
+    for key, result in results.items():
+        assert result.text == truth[key], key

@@ -545,3 +545,27 @@ def test_weights_that_do_not_fit_the_config_are_one_line(tmp_path: Path) -> None
     with pytest.raises(EngineError) as info:
         VllmEngine(_config(folder, fork=True)).start()
     assert "cannot start model" in str(info.value) and "\n" not in str(info.value)
+
+
+def _live_source(engine, pages, seen: list) -> Iterator[PageRequest | None]:
+    """A server-like source: None first and between pages; before each page after the first,
+    None until the previous page's result is back (the engine must keep decoding meanwhile)."""
+    prepare = engine.preparer()
+    yield None  # nothing in flight: the engine must ask again, not stop or fail
+    for number, (key, image) in enumerate(pages):
+        nones = 0
+        while len(seen) < number - 1:  # keep one page ahead
+            nones += 1
+            assert nones < 100_000, "the engine stopped decoding while the source said None"
+            yield None
+        yield PageRequest(key, prepare(image))
+        yield None
+
+
+def test_a_live_source_yielding_none_gives_the_same_texts(vllm_fork, torch_fork, pages) -> None:
+    seen: list = []
+    results = {}
+    for result in vllm_fork.run(_live_source(vllm_fork, pages, seen), max_in_flight=4):
+        seen.append(result.key)
+        results[result.key] = result
+    _assert_same(results, torch_fork)

@@ -119,7 +119,15 @@ class Engine(ABC):
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
         """Decode pages, pulling `requests` lazily so that at most `max_in_flight` pages are in
         the engine at once; yield one result per request in completion order. A page that fails
-        yields a result with finish_reason FINISH_ERROR; only engine-wide failures raise."""
+        yields a result with finish_reason FINISH_ERROR; only engine-wide failures raise.
+
+        A live source (a server's queue) may yield None, meaning "no request now": the engine
+        then stops pulling for this round and keeps decoding the pages it has; it calls next()
+        again on a later round, and at once when it has nothing in flight (so such a source
+        should block there until a request arrives, and end with StopIteration). next() runs
+        in the thread that iterates the results, between engine steps. An exception raised by
+        next() ends the run: the engine drops its pages in flight and the exception propagates.
+        The vllm and torch engines support None; the openai engine does not."""
 
     def __enter__(self) -> Engine:
         self.start()

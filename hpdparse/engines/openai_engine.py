@@ -283,6 +283,8 @@ class OpenAIEngine(Engine):
         `requests` itself, only while fewer than `max_in_flight` pages are pulled and not yet
         yielded, and prefers yielding finished pages to pulling new ones. The iterator must
         not wait for results of this same run. Closing the generator cancels open requests.
+        The source must not yield None (Engine.run's "no request now"): this engine does not
+        support live sources.
         """
         if max_in_flight < 1:
             raise ValueError(f"max_in_flight must be at least 1, not {max_in_flight}")

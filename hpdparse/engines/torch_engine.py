@@ -29,6 +29,7 @@ from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import instruction
 
 DTYPES = ("float32", "bfloat16", "float16")
+_END = object()
 
 
 def prepare_tiles(tiling: Any, image: Image.Image) -> np.ndarray:
@@ -192,9 +193,11 @@ class TorchEngine(Engine):
         limit = max(1, max_in_flight)
         while True:
             while not exhausted and len(live) < limit:
-                request = next(pending, None)
-                if request is None:
+                request = next(pending, _END)
+                if request is _END:
                     exhausted = True
+                    break
+                if request is None:  # "no request now": decode what is live, ask again later
                     break
                 try:
                     live.append(self._admit(request))
@@ -203,7 +206,7 @@ class TorchEngine(Engine):
             if not live:
                 if exhausted:
                     return
-                continue
+                continue  # nothing live: ask the source again (a live source blocks)
             try:
                 self._decoder.step([x.page for x in live])
             except Exception as exc:  # e.g. out of memory: fail these pages, keep going

@@ -331,6 +331,7 @@ class VllmEngine(Engine):
 
         def admit_pages() -> Iterator[PageResult]:
             """Pull and submit pages while there is room; yields pages that fail to prepare.
+            A None from the source ("no request now") ends this round's pulling.
             Its own frame, so no pulled request (and its payload) outlives the call."""
             nonlocal exhausted
             while not exhausted and pages_in_flight < max_in_flight and has_room():
@@ -338,6 +339,8 @@ class VllmEngine(Engine):
                     request = next(source)
                 except StopIteration:
                     exhausted = True
+                    return
+                if request is None:
                     return
                 failed = submit_page(request)
                 del request
@@ -421,11 +424,14 @@ class VllmEngine(Engine):
                 if not llm.has_unfinished_requests():
                     if pending_children:
                         continue
-                    if exhausted and pages_in_flight == 0:
-                        return
-                    if pages_in_flight >= max_in_flight or exhausted:
-                        raise EngineError(f"vllm engine: {pages_in_flight} pages lost in flight")
-                    continue
+                    if pages_in_flight == 0:
+                        if exhausted:
+                            return
+                        # Nothing in flight and the source said "no request now" (or a page
+                        # failed to prepare): ask it again; a live source blocks until it has one.
+                        continue
+                    # Pages in flight but none of their requests in vLLM: a bug, not a wait.
+                    raise EngineError(f"vllm engine: {pages_in_flight} pages lost in flight")
                 try:
                     outputs = llm.step()
                 except Exception as exc:
