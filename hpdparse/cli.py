@@ -365,6 +365,14 @@ def render(**kw: Any) -> None:
     show_default=True,
     help="Pages decoded at once (in flight), across requests.",
 )
+@click.option(
+    "--max-queued",
+    type=click.IntRange(1, None),
+    default=32,
+    show_default=True,
+    help="Pages held in memory (decoded, tiled, queued) before the engine takes them; "
+    "further requests wait.",
+)
 @_decode_options
 @click.option("-v", "--verbose", is_flag=True, help="Log every request.")
 def serve(**kw: Any) -> None:
@@ -406,6 +414,7 @@ def serve(**kw: Any) -> None:
         port=kw["port"],
         served_model_name=kw["served_model_name"],
         batch_size=kw["batch_size"],
+        max_queued=kw["max_queued"],
     )
     try:
         code = run_server(server, lambda line: click.echo(line))

@@ -9,14 +9,15 @@ the page's raw HPD text with its special tokens. Sampling is always greedy and t
 ``{"error": {"message", "type", "code"}}``: 400 bad request, 404 unknown model or route, 500 page
 failed in the engine, 503 shutting down.
 
-Threads: HTTP handler threads (one per connection) parse the request and decode the image; the
-page is tiled by ``engine.preparer()`` in a small thread pool; the prepared page goes into a queue
-with a Future keyed by a request number. One engine thread owns the engine (vLLM is not
-thread-safe): it starts it, runs ``engine.run`` over a live source reading that queue (the source
-yields None when the queue is empty and pages are decoding, and blocks when nothing is), and sets
-each result on its Future, which the waiting handler turns into the answer. On SIGINT/SIGTERM the
-server stops taking requests (503), the source raises so the engine drops the pages it has,
-their handlers answer 503, and the engine is closed.
+Threads: HTTP handler threads (one per connection) parse the request and decode the image; the page
+is tiled by ``engine.preparer()`` in a small thread pool; the prepared page goes into a queue with a
+Future keyed by a request number. At most ``max_queued`` pages are being decoded, prepared or queued
+outside the engine at once (a bound on host memory); other requests wait their turn. One engine
+thread owns the engine (vLLM is not thread-safe): it starts it, runs ``engine.run`` over a live
+source reading that queue (the source yields None when the queue is empty and pages are decoding,
+and blocks when nothing is), and sets each result on its Future, which the waiting handler turns
+into the answer. On SIGINT/SIGTERM the server stops taking requests (503), the source raises so the
+engine drops the pages it has, their handlers answer 503, and the engine is closed.
 """
 
 from __future__ import annotations
@@ -59,6 +60,10 @@ _ERROR_TYPES = {
 }
 _SHUTTING_DOWN = "the server is shutting down"
 _GRACE_SECONDS = 10.0  # how long a stop waits for handlers to send their answers
+# Pages decoded, prepared or queued but not yet taken by the engine. A prepared page holds its
+# tiles (~15 MB at 200 dpi A4); the engine takes only what it can start (see the vllm engine's
+# admission control), so without this bound many clients would pile pages up in host memory.
+DEFAULT_MAX_QUEUED = 32
 
 
 class ApiError(Exception):
@@ -85,9 +90,10 @@ def _one_line(text: object, limit: int = 300) -> str:
 
 @dataclass
 class ChatPage:
-    """What a chat request asks for: the page image (model and instruction already checked)."""
+    """What a chat request asks for: the page as an image data URL (model and instruction
+    already checked; the image is decoded later, once there is room for it)."""
 
-    image: Image.Image
+    image_url: str
 
 
 def read_chat_request(raw: bytes, served_model: str, prompt: str, other_prompt: str) -> ChatPage:
@@ -143,7 +149,7 @@ def read_chat_request(raw: bytes, served_model: str, prompt: str, other_prompt: 
             400,
             "this server only parses pages with HPD: leave the text out or send its instruction",
         )
-    return ChatPage(decode_data_url(urls[0]))
+    return ChatPage(urls[0])
 
 
 def decode_data_url(url: str) -> Image.Image:
@@ -173,8 +179,9 @@ class _PageQueue:
     Runs on the engine thread (``requests``, ``complete``) and handler threads (``submit``).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, max_queued: int) -> None:
         self._queue: queue.Queue[PageRequest | None] = queue.Queue()
+        self._slots = threading.BoundedSemaphore(max_queued)
         self._futures: dict[int, concurrent.futures.Future[PageResult]] = {}
         self._lock = threading.Lock()
         self._keys = itertools.count(1)
@@ -182,7 +189,19 @@ class _PageQueue:
         self._completed = 0  # engine thread only
         self.closed = False
 
+    def reserve(self) -> None:
+        """Wait for room for one more page outside the engine; ApiError 503 once closed.
+        The slot is given back by release(), or by the engine taking the submitted page."""
+        while not self._slots.acquire(timeout=0.2):
+            if self.closed:
+                raise ApiError(503, _SHUTTING_DOWN)
+
+    def release(self) -> None:
+        self._slots.release()
+
     def submit(self, payload: Any) -> concurrent.futures.Future[PageResult]:
+        """Queue a prepared page (its slot passes to the queue); raises ApiError 503 once
+        closed, leaving the slot to the caller."""
         future: concurrent.futures.Future[PageResult] = concurrent.futures.Future()
         with self._lock:
             if self.closed:
@@ -212,6 +231,7 @@ class _PageQueue:
                 continue
             if request is None:  # close()'s wake-up
                 continue
+            self._slots.release()
             self._handed_out += 1
             yield request
 
@@ -232,9 +252,11 @@ class _PageQueue:
             future.set_exception(error)
         while True:  # drop queued payloads
             try:
-                self._queue.get_nowait()
+                dropped = self._queue.get_nowait()
             except queue.Empty:
                 break
+            if dropped is not None:
+                self._slots.release()
 
 
 class HpdServer:
@@ -250,6 +272,7 @@ class HpdServer:
         served_model_name: str | None = None,
         batch_size: int = 512,
         prepare_threads: int | None = None,
+        max_queued: int = DEFAULT_MAX_QUEUED,
     ) -> None:
         self.engine_name = engine_name
         self.config = config
@@ -260,7 +283,7 @@ class HpdServer:
         self.prompt = instruction(config.fork)
         self.other_prompt = instruction(not config.fork)
         self.created = int(time.time())
-        self._pages = _PageQueue()
+        self._pages = _PageQueue(max_queued)
         self._prepare_pool = concurrent.futures.ThreadPoolExecutor(
             max_workers=prepare_threads or min(8, os.cpu_count() or 1),
             thread_name_prefix="hpdparse-prepare",
@@ -396,14 +419,25 @@ class HpdServer:
             raise ApiError(503, f"the engine failed: {_one_line(self.engine_error)}")
         page = read_chat_request(raw, self.model_name, self.prompt, self.other_prompt)
         assert self._preparer is not None
+        self._pages.reserve()
         try:
-            payload = self._prepare_pool.submit(self._preparer, page.image).result()
-        except RuntimeError:  # the pool is shut down
-            raise ApiError(503, _SHUTTING_DOWN) from None
-        except Exception as exc:
-            raise ApiError(400, f"cannot prepare the image: {_one_line(exc, 200)}") from None
-        del page
-        result = self._pages.submit(payload).result()
+            image = decode_data_url(page.image_url)
+            del page
+            try:
+                prepared = self._prepare_pool.submit(self._preparer, image)
+            except RuntimeError:  # the pool is shut down
+                raise ApiError(503, _SHUTTING_DOWN) from None
+            try:
+                payload = prepared.result()
+            except Exception as exc:
+                raise ApiError(400, f"cannot prepare the image: {_one_line(exc, 200)}") from None
+            del image
+            future = self._pages.submit(payload)
+            del payload
+        except BaseException:
+            self._pages.release()
+            raise
+        result = future.result()
         if result.finish_reason == FINISH_ERROR:
             raise ApiError(500, result.error or "the page failed in the engine")
         return {

@@ -13,6 +13,7 @@ import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -64,7 +65,10 @@ def _read_lines(stream, lines: queue.Queue) -> None:  # noqa: ANN001
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     stderr = tmp_path_factory.mktemp("serve") / "stderr.txt"
     cmd = [sys.executable, "-m", "hpdparse", "serve", "--model", str(TINY), "--engine", "vllm"]
-    cmd += ["--port", "0", "--device", "cpu", "--engine-option", "kv_cache_gib=0.25"]
+    # HPDPARSE_TEST_DEVICE=cuda: the engine's GPU defaults, as in test_vllm_engine.py.
+    device = os.environ.get("HPDPARSE_TEST_DEVICE", "cpu")
+    cmd += ["--port", "0", "--device", device, "--engine-option", "kv_cache_gib=0.25"]
+    cmd += ["--max-queued", "3"]  # the concurrent requests must wait for room
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     with open(stderr, "w", encoding="utf-8") as err:
         proc = subprocess.Popen(
@@ -239,9 +243,34 @@ def test_bad_requests_get_a_clear_error_and_the_server_keeps_serving(
     assert answer.json()["choices"][0]["message"]["content"] == truth[key]
 
 
+def test_a_model_that_cannot_load_is_a_one_line_error(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["serve", "--model", str(tmp_path / "absent"), "--port", "0", "--device", "cpu"]
+    )
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0
+    assert result.output.startswith("error: ") and "absent" in result.output
+
+
+def test_a_port_in_use_is_a_one_line_error_before_the_model_loads() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        began = time.monotonic()
+        result = CliRunner().invoke(
+            main, ["serve", "--model", str(TINY), "--port", str(port), "--device", "cpu"]
+        )
+    assert result.exit_code == 1
+    assert (
+        result.output.strip() == f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    )
+    assert time.monotonic() - began < 5  # vLLM was not started
+
+
 def test_sigterm_stops_the_server_cleanly(served: Served, truth, page_pngs) -> None:  # noqa: ANN001
     """Runs last: stops the module's server. Pages decoding at the signal finish or get 503."""
-    keys = sorted(truth)
+    keys = sorted(truth) * 4  # some still decoding at the signal (on this CPU)
     with concurrent.futures.ThreadPoolExecutor(len(keys)) as pool:
         pending = [pool.submit(_post, served.url, _body(page_pngs[key])) for key in keys]
         time.sleep(0.3)  # the requests are in
