@@ -115,7 +115,8 @@ def write_hpd_like_checkpoint(source: Path, out: Path, run: int = 40) -> Path:
     return out
 
 
-def sample_images(dpi: int, count: int) -> list:
+def sample_images(dpi: int, count: int | None = None) -> list:
+    """The sample pages rendered at `dpi`: all of them, or `count` cycling through them."""
     import pymupdf
     from PIL import Image
 
@@ -127,6 +128,8 @@ def sample_images(dpi: int, count: int) -> list:
                 images.append(Image.frombytes("RGB", (pix.width, pix.height), pix.samples))
     for png in sorted((REPO / "samples").glob("*.png")):
         images.append(Image.open(png).convert("RGB"))
+    if count is None:
+        return images
     return [images[i % len(images)] for i in range(count)]
 
 

@@ -35,6 +35,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from bench_vllm import sample_images  # noqa: E402
 
 from hpdparse.engines.base import EngineConfig, PageRequest  # noqa: E402
 from hpdparse.engines.vllm_engine import DEFAULT_MAX_WAITING, VllmEngine  # noqa: E402
@@ -45,21 +48,6 @@ FULL_PAGE_TILE_BYTES = 25 * 448 * 448 * 3  # the 1B model at 200 dpi A4, RGB
 def rss_bytes() -> int:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-def sample_images(dpi: int) -> list:
-    import pymupdf
-    from PIL import Image
-
-    images = []
-    for pdf in sorted((REPO / "samples").glob("*.pdf")):
-        with pymupdf.open(pdf) as doc:
-            for page in doc:
-                pix = page.get_pixmap(dpi=dpi)
-                images.append(Image.frombytes("RGB", (pix.width, pix.height), pix.samples))
-    for png in sorted((REPO / "samples").glob("*.png")):
-        images.append(Image.open(png).convert("RGB"))
-    return images
 
 
 def tiles_held_by_vllm(scheduler) -> tuple[int, int, int]:

@@ -20,6 +20,7 @@ from hpdparse.inputs import parse_page_ranges
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.progress import make_progress
 from hpdparse.report import EXIT_FAILED, EXIT_INTERRUPTED, RunReport, print_summary
+from hpdparse.serve import DEFAULT_MAX_QUEUED
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 every document converted (or skipped as already done); 1 at least one "
@@ -368,7 +369,7 @@ def render(**kw: Any) -> None:
 @click.option(
     "--max-queued",
     type=click.IntRange(1, None),
-    default=32,
+    default=DEFAULT_MAX_QUEUED,
     show_default=True,
     help="Pages held in memory (decoded, tiled, queued) before the engine takes them; "
     "further requests wait.",

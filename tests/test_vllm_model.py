@@ -27,6 +27,7 @@ from hpdparse.engines import create_engine
 from hpdparse.engines.base import EngineConfig, PageRequest
 from hpdparse.engines.vllm_engine import VllmEngine
 from hpdparse.tiling import TilingConfig, expand_grey, tile_image
+from tests.test_vllm_engine import _config as _engine_test_config
 
 pytestmark = pytest.mark.vllm
 
@@ -35,15 +36,7 @@ DPI = 72
 
 
 def _config() -> EngineConfig:
-    return EngineConfig(
-        model=str(TINY),
-        fork=True,
-        mtp=False,
-        device="cpu",
-        max_tokens=160,
-        max_model_len=4096,
-        extra={"kv_cache_gib": 0.25},
-    )
+    return _engine_test_config(TINY, fork=True)
 
 
 def _page(stem: str, number: int) -> Image.Image:
