@@ -90,9 +90,9 @@ class _Page:
     number: int
     started: float
     prompt_ids: list[int]
-    # The rendered input (token ids, the tiles' mm kwargs, hashes, placeholders) that children are
-    # made from; None once the parent has finished (only the parent forks).
-    rendered: dict[str, Any] | None
+    # The rendered input (token ids, the tiles' mm kwargs, hashes, placeholders) children are
+    # made from; the tiles are the same tensor vLLM's requests hold, not a copy.
+    rendered: dict[str, Any]
     parent: _Branch | None = None
     children: list[_Branch] = field(default_factory=list)
     open_branches: int = 0
@@ -392,7 +392,6 @@ class VllmEngine(Engine):
 
         def fork(parent: _Branch, at: int) -> None:
             page = parent.page
-            assert page.rendered is not None, "only a running parent forks"
             index = len(page.children) + 1
             prompt = page.prompt_ids + parent.tokens[:at] + [self._child_id]
             child = _Branch(page, index, f"{parent.request_id}.c{index}", len(prompt))
@@ -463,9 +462,6 @@ class VllmEngine(Engine):
                         del branches[branch.request_id]
                         if branch.index > 0:
                             running_children -= 1
-                        else:
-                            # Every child is forked by now and its input holds what it needs.
-                            page.rendered = None
                         page.open_branches -= 1
                         if page.open_branches == 0:
                             finished_pages.append(page)
@@ -515,7 +511,6 @@ class VllmEngine(Engine):
         from vllm.inputs import mm_input
 
         rendered = page.rendered
-        assert rendered is not None
         return mm_input(
             prompt_token_ids=prompt,
             mm_kwargs=rendered["mm_kwargs"],
