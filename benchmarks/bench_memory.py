@@ -26,9 +26,9 @@ import psutil
 import pymupdf
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))
 
-from fakeserver import FakeHPDServer  # noqa: E402
+from tests.helpers.fakeserver import FakeHPDServer  # noqa: E402
 
 
 def generated_pdf(path: Path, pages: int) -> Path:

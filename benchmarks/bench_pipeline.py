@@ -4,7 +4,7 @@ Usage: .venv/bin/python benchmarks/bench_pipeline.py [--pdf FILE] [--dpi 200] [-
 
 Default PDF: the shared corpus' pdfjs__tracemonkey.pdf (14 pages, a two-column paper) when present,
 and always a generated text PDF (--pages pages of two text columns). For each, pages/s of:
-- inline: render_page + the engine's preparer in one loop (one core, no pipeline), run inside a
+- inline: rasterize_page + the engine's preparer in one loop (one core, no pipeline), run inside a
   rasterizer process so that it has the workers' malloc settings (without them glibc returns each
   page's ~10 MB buffers to the kernel, and faulting them back in costs up to 40%),
 - pipeline: the pipeline's own path, one rasterizer process (`--workers 1`) with its read-ahead,
@@ -36,10 +36,9 @@ import psutil  # noqa: E402
 import pymupdf  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from hpdparse.engines.openai_engine import encode_page_png  # noqa: E402
-from hpdparse.engines.vllm_engine import prepare_tiles  # noqa: E402
-from hpdparse.inputs import close_cached_documents, render_page  # noqa: E402
-from hpdparse.tiling import (  # noqa: E402
+from hpdparse.engines.openai.engine import encode_page_png  # noqa: E402
+from hpdparse.engines.vllm.engine import prepare_tiles  # noqa: E402
+from hpdparse.hpd.tiling import (  # noqa: E402
     TilingConfig,
     _as_hwc,
     _grey_band,
@@ -47,7 +46,8 @@ from hpdparse.tiling import (  # noqa: E402
     grid_image_size,
     select_grid,
 )
-from hpdparse.workers import WorkerPool, prepare_page  # noqa: E402
+from hpdparse.runner.workers import WorkerPool, prepare_page  # noqa: E402
+from hpdparse.sources.rasterize import close_cached_documents, rasterize_page  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 TRACEMONKEY = CORPUS / "pdfjs__tracemonkey.pdf"
@@ -79,10 +79,10 @@ def cpu_seconds() -> float:
 
 def _inline_loop(pdf: Path, pages: list[int], dpi: int, prepare) -> tuple[float, float]:
     close_cached_documents()
-    prepare(render_page(str(pdf), pages[0], dpi).image)  # warm-up
+    prepare(rasterize_page(str(pdf), pages[0], dpi).image)  # warm-up
     start, cpu = time.perf_counter(), time.process_time()
     for number in pages:
-        prepare(render_page(str(pdf), number, dpi).image)
+        prepare(rasterize_page(str(pdf), number, dpi).image)
     return len(pages) / (time.perf_counter() - start), len(pages) / (time.process_time() - cpu)
 
 
@@ -135,11 +135,11 @@ def stage_times(pdf: Path, pages: list[int], dpi: int, tiling: TilingConfig) -> 
         return now
 
     close_cached_documents()
-    render_page(str(pdf), pages[0], dpi)  # warm-up: open the document
+    rasterize_page(str(pdf), pages[0], dpi)  # warm-up: open the document
     greys = 0
     for number in pages:
         t = time.perf_counter()
-        image = render_page(str(pdf), number, dpi).image
+        image = rasterize_page(str(pdf), number, dpi).image
         t = clock("render", t)
         band = _grey_band(image)
         greys += band is not None
@@ -181,7 +181,7 @@ def main() -> None:
     for pdf in pdfs:
         with pymupdf.open(pdf) as doc:
             pages = list(range(1, doc.page_count + 1))
-        size = render_page(str(pdf), 1, args.dpi).image.size
+        size = rasterize_page(str(pdf), 1, args.dpi).image.size
         print(f"{pdf.name}: {len(pages)} pages, page 1 is {size[0]}x{size[1]} px")
         for name, prepare in preparers.items():
             inline = inline_rate(pdf, pages, args.dpi, prepare)

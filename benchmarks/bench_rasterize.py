@@ -6,8 +6,8 @@ Usage: .venv/bin/python benchmarks/bench_rasterize.py [--pdf FILE] [--dpi 200] [
 Default PDF: the shared corpus' pdfjs__tracemonkey.pdf (14 pages, a two-column paper); without the
 corpus a generated 14-page text PDF. Prints pages/s (best of --rounds passes over all pages) for:
 - PyMuPDF alone (get_pixmap, the floor for anything built on it),
-- SourceDocument.render (hpdparse.inputs: PIL RGB image, size limits, labels, warning drain),
-- render_page (the worker-process entry point, with its document cache),
+- SourceDocument.rasterize (hpdparse.sources: PIL RGB image, size limits, labels, warning drain),
+- rasterize_page (the worker-process entry point, with its document cache),
 - render + PNG encode at compress_level=1 (what an engine's prepare step roughly costs when it
   sends PNGs, e.g. the openai engine),
 and the peak RSS of the process.
@@ -27,7 +27,8 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pymupdf  # noqa: E402
 
-from hpdparse.inputs import close_cached_documents, open_source, render_page  # noqa: E402
+from hpdparse.sources.open import open_source  # noqa: E402
+from hpdparse.sources.rasterize import close_cached_documents, rasterize_page  # noqa: E402
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 DEFAULT_PDF = CORPUS / "pdfjs__tracemonkey.pdf"
@@ -73,7 +74,7 @@ def main() -> None:
     source = open_source(pdf)
     numbers = list(range(1, min(source.page_count, args.max_pages) + 1))
     dpi = args.dpi
-    sample = source.render(1, dpi)
+    sample = source.rasterize(1, dpi)
     print(
         f"{pdf.name}: {len(numbers)} pages, {dpi} dpi, page 1 is {sample.image.size[0]}x"
         f"{sample.image.size[1]} px; best of {args.rounds} passes, one process, one thread"
@@ -83,20 +84,20 @@ def main() -> None:
         return raw[number - 1].get_pixmap(dpi=dpi, alpha=False)
 
     def inputs_render(number: int) -> object:
-        return source.render(number, dpi)
+        return source.rasterize(number, dpi)
 
     def worker_render(number: int) -> object:
-        return render_page(str(pdf), number, dpi)
+        return rasterize_page(str(pdf), number, dpi)
 
     def render_and_png(number: int) -> object:
         buffer = io.BytesIO()
-        source.render(number, dpi).image.save(buffer, format="PNG", compress_level=1)
+        source.rasterize(number, dpi).image.save(buffer, format="PNG", compress_level=1)
         return buffer
 
     for label, fn in [
         ("PyMuPDF get_pixmap alone", mupdf_only),
         ("SourceDocument.render", inputs_render),
-        ("render_page (worker entry)", worker_render),
+        ("rasterize_page (worker entry)", worker_render),
         ("render + PNG encode (level 1)", render_and_png),
     ]:
         rate = best_rate(fn, numbers, args.rounds)

@@ -17,8 +17,8 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from hpdparse.document import DocumentRecord, PageRecord  # noqa: E402
 from hpdparse.hpd.stream import parse_page  # noqa: E402
+from hpdparse.markdown.records import DocumentRecord, PageRecord  # noqa: E402
 from hpdparse.markdown.render import RenderOptions, render_document  # noqa: E402
 
 PARAGRAPH = (

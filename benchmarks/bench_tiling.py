@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import pymupdf  # noqa: E402
 from PIL import Image  # noqa: E402
 
-from hpdparse.tiling import (  # noqa: E402
+from hpdparse.hpd.tiling import (  # noqa: E402
     DEFAULT_CONFIG,
     assemble_tiles,
     expand_grey,

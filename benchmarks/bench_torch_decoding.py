@@ -18,11 +18,12 @@ from pathlib import Path
 
 import torch
 
-from hpdparse.engines.model.checkpoint import load_model, open_checkpoint
-from hpdparse.engines.model.decoding import DecodeOptions, HpdDecoder, PageJob
-from hpdparse.engines.model.prompt import PromptBuilder, load_tokenizer, token_ids
-from hpdparse.inputs import open_source
-from hpdparse.tiling import TilingConfig, normalize_torch, tile_image
+from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder, PageJob
+from hpdparse.engines.torch.loading import load_model
+from hpdparse.hpd.checkpoint import open_checkpoint
+from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
+from hpdparse.hpd.tiling import TilingConfig, normalize_torch, tile_image
+from hpdparse.sources.open import open_source
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -57,7 +58,7 @@ def main() -> None:
         for path in files:
             with open_source(path) as doc:
                 for number in range(1, doc.page_count + 1):
-                    tiles = tile_image(doc.render(number, 200).image, tiling)
+                    tiles = tile_image(doc.rasterize(number, 200).image, tiling)
                     px = normalize_torch(tiles, tiling, device=args.device)
                     f = model.image_features(px)
                     features.append((f"{path.stem}/{number}", f.reshape(-1, f.shape[-1])))

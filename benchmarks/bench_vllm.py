@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from hpdparse.engines.base import EngineConfig, PageRequest  # noqa: E402
-from hpdparse.engines.vllm_engine import VllmEngine  # noqa: E402
+from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
 
 
 def write_hpd_like_checkpoint(source: Path, out: Path, run: int = 40) -> Path:
@@ -48,8 +48,8 @@ def write_hpd_like_checkpoint(source: Path, out: Path, run: int = 40) -> Path:
     import torch
     from safetensors.torch import load_file, save_file
 
-    from hpdparse.engines.model.checkpoint import open_checkpoint
-    from hpdparse.engines.model.prompt import PromptBuilder, load_tokenizer, token_ids
+    from hpdparse.hpd.checkpoint import open_checkpoint
+    from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
 
     shutil.copytree(source, out)
     ckpt = open_checkpoint(str(out))
@@ -184,9 +184,9 @@ def main() -> None:
     if args.instrument:
         tmp = tempfile.TemporaryDirectory()
         if args.instrument == "forking":
-            from tests.test_vllm_engine import _write_forking_checkpoint
+            from tests.helpers.vllm import write_forking_checkpoint
 
-            model = _write_forking_checkpoint(Path(tmp.name) / "ckpt")
+            model = write_forking_checkpoint(Path(tmp.name) / "ckpt")
         else:
             model = write_hpd_like_checkpoint(model, Path(tmp.name) / "ckpt")
     batch_sizes = [int(b) for b in args.batch_sizes.split(",")]

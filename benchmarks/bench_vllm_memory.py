@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_vllm import sample_images  # noqa: E402
 
 from hpdparse.engines.base import EngineConfig, PageRequest  # noqa: E402
-from hpdparse.engines.vllm_engine import DEFAULT_MAX_WAITING, VllmEngine  # noqa: E402
+from hpdparse.engines.vllm.engine import DEFAULT_MAX_WAITING, VllmEngine  # noqa: E402
 
 FULL_PAGE_TILE_BYTES = 25 * 448 * 448 * 3  # the 1B model at 200 dpi A4, RGB
 

@@ -31,8 +31,8 @@ import bench_vllm  # noqa: E402
 from bench_vllm import sample_images, write_hpd_like_checkpoint  # noqa: E402
 
 from hpdparse.engines.base import EngineConfig  # noqa: E402
-from hpdparse.engines.model.vllm_mtp import MTP_PREFIX  # noqa: E402
-from hpdparse.engines.vllm_engine import VllmEngine  # noqa: E402
+from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
+from hpdparse.engines.vllm.mtp import MTP_PREFIX  # noqa: E402
 
 
 def rewire_head_to_chain(model: Path) -> None:
@@ -78,9 +78,9 @@ def main() -> None:
     tmp = tempfile.TemporaryDirectory()
     os.environ.setdefault("HPDPARSE_CACHE", str(Path(tmp.name) / "cache"))
     if args.instrument == "forking":
-        from tests.test_vllm_engine import _write_forking_checkpoint
+        from tests.helpers.vllm import write_forking_checkpoint
 
-        model = _write_forking_checkpoint(Path(tmp.name) / "ckpt")
+        model = write_forking_checkpoint(Path(tmp.name) / "ckpt")
     elif args.instrument == "hpd-like":
         model = write_hpd_like_checkpoint(model, Path(tmp.name) / "ckpt")
     if args.head == "chain":

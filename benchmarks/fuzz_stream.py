@@ -14,12 +14,17 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "markdown"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
-from stream_strategies import grammar_streams, random_streams  # noqa: E402
-from test_md_properties import check_document, options_strategy  # noqa: E402
+
+from tests.helpers.stream_strategies import (  # noqa: E402
+    check_document,
+    grammar_streams,
+    options_strategy,
+    random_streams,
+)
 
 
 def main() -> int:

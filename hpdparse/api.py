@@ -13,15 +13,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpdparse.assemble import render_folders
 from hpdparse.engines import ENGINE_NAMES, Engine, EngineConfig, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-from hpdparse.inputs import discover_inputs, parse_page_ranges
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.pipeline import Converter, ConvertSettings, dependency_error
-from hpdparse.progress import Progress
-from hpdparse.report import DocumentReport, RunReport
+from hpdparse.runner.finish import render_folders
+from hpdparse.runner.progress import Progress
+from hpdparse.runner.scheduler import Converter, ConvertSettings, dependency_error
+from hpdparse.sources.discover import discover_inputs
+from hpdparse.sources.page_ranges import parse_page_ranges
+from hpdparse.store.report import DocumentReport, RunReport
 
 DEFAULT_SERVER = "http://127.0.0.1:8118/v1"
 

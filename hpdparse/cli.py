@@ -16,11 +16,11 @@ import click
 from hpdparse import __version__, api
 from hpdparse.errors import HpdparseError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-from hpdparse.inputs import parse_page_ranges
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.progress import make_progress
-from hpdparse.report import EXIT_FAILED, EXIT_INTERRUPTED, RunReport, print_summary
-from hpdparse.serve import DEFAULT_MAX_QUEUED
+from hpdparse.runner.progress import make_progress
+from hpdparse.serve.server import DEFAULT_MAX_QUEUED
+from hpdparse.sources.page_ranges import parse_page_ranges
+from hpdparse.store.report import EXIT_FAILED, EXIT_INTERRUPTED, RunReport, print_summary
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 every document converted (or skipped as already done); 1 at least one "
@@ -390,14 +390,14 @@ def serve(**kw: Any) -> None:
     import logging
 
     from hpdparse.engines.base import EngineConfig
-    from hpdparse.serve import HpdServer
-    from hpdparse.serve import serve as run_server
+    from hpdparse.serve.server import HpdServer
+    from hpdparse.serve.server import serve as run_server
 
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if kw["verbose"]:
-        logging.getLogger("hpdparse.serve").setLevel(logging.DEBUG)
+        logging.getLogger("hpdparse.serve.server").setLevel(logging.DEBUG)
     config = EngineConfig(
         model=kw["model"],
         fork=not kw["no_fork"],

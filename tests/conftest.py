@@ -1,4 +1,4 @@
-"""Shared test fixtures: where the repository, the samples and the shared corpus are."""
+"""Shared test fixtures (paths and helpers live in tests/helpers/)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-SAMPLES = REPO / "samples"
-FIXTURES = REPO / "tests" / "fixtures"
-CORPUS = REPO.parent / "shared" / "corpus"
+from tests.helpers.paths import CORPUS
 
 
 @pytest.fixture(scope="session")
@@ -30,7 +27,7 @@ def corpus_manifest(corpus_dir: Path) -> list[dict[str, str]]:
 @pytest.fixture(scope="module")
 def server():
     """A fake HPD server (a real local HTTP peer) shared by the tests of one module."""
-    from fakeserver import FakeHPDServer
+    from tests.helpers.fakeserver import FakeHPDServer
 
     with FakeHPDServer() as srv:
         yield srv

@@ -12,10 +12,10 @@ from pathlib import Path
 import pymupdf
 import pytest
 from click.testing import CliRunner
-from conftest import REPO, SAMPLES
-from fakeserver import FakeHPDServer
 
 from hpdparse.cli import main
+from tests.helpers.fakeserver import FakeHPDServer
+from tests.helpers.paths import REPO, SAMPLES
 
 
 def make_pdf(path: Path, pages: int = 2, tag: str = "doc", password: str | None = None) -> Path:

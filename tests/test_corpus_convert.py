@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO
-from fakeserver import FakeHPDServer
+
+from tests.helpers.fakeserver import FakeHPDServer
+from tests.helpers.paths import REPO
 
 DPI = "50"
 BATCH_TIMEOUT = 300  # seconds; the batch takes about a minute on 2 cores

@@ -10,10 +10,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-try:
-    from tests.tinymodel import synth
-except ImportError:  # pytest puts tests/ (not the repository root) on sys.path
-    from tinymodel import synth
+from tests.tinymodel import synth
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"

@@ -18,15 +18,15 @@ __all__ = [
 def create_engine(name: str, config: EngineConfig) -> Engine:
     """Build the engine called `name`. Heavy dependencies are imported only here."""
     if name == "openai":
-        from hpdparse.engines.openai_engine import OpenAIEngine
+        from hpdparse.engines.openai.engine import OpenAIEngine
 
         return OpenAIEngine(config)
     if name == "torch":
-        from hpdparse.engines.torch_engine import TorchEngine
+        from hpdparse.engines.torch.engine import TorchEngine
 
         return TorchEngine(config)
     if name == "vllm":
-        from hpdparse.engines.vllm_engine import VllmEngine
+        from hpdparse.engines.vllm.engine import VllmEngine
 
         return VllmEngine(config)
     raise ValueError(f"unknown engine {name!r}; choose one of {', '.join(ENGINE_NAMES)}")

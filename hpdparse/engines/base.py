@@ -105,6 +105,10 @@ class Engine(ABC):
     def info(self) -> EngineInfo:
         """Model id, revision (if known), prompt and max tokens: recorded with every raw page."""
 
+    def open(self) -> None:  # noqa: B027 - optional hook
+        """Resolve the model and its revision without loading weights (cheap, idempotent).
+        `info` and `preparer()` are valid after it. Raise EngineError with a one-line message."""
+
     def start(self) -> None:  # noqa: B027 - optional hook
         """Load the model or check the server. Raise EngineError with a one-line message."""
 

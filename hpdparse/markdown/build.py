@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from hpdparse.document import PageRecord
 from hpdparse.hpd.labels import (
     FIGURE_CAPTION_LABELS,
     PAGE_FURNITURE,
@@ -24,6 +23,7 @@ from hpdparse.hpd.labels import (
 from hpdparse.hpd.stream import FLAG_REPETITION, FLAG_TRUNCATED, Block, ParsedPage, bbox_to_pixels
 from hpdparse.markdown.formulas import clean_latex, split_display, wrap_arithmetic
 from hpdparse.markdown.lists import BULLETED_ITEM, inside, is_ordered, split_items
+from hpdparse.markdown.records import PageRecord
 from hpdparse.markdown.tables import parse_table, to_html
 from hpdparse.markdown.text import is_sentinel, join_lines
 from hpdparse.markdown.units import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpdparse.document import DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord, PageRecord
 
 SCHEMA_VERSION = 1
 

@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpdparse.document import PAGE_FAILED, DocumentRecord, PageRecord
 from hpdparse.hpd.labels import ROLE_TITLE
 from hpdparse.hpd.stream import parse_page, valid_text
 from hpdparse.markdown.build import PageBuilder
@@ -18,6 +17,7 @@ from hpdparse.markdown.headings import assign_levels, heading_markdown, numberin
 from hpdparse.markdown.json_export import document_json, page_json
 from hpdparse.markdown.lists import render_list
 from hpdparse.markdown.merge import merge_across_pages
+from hpdparse.markdown.records import PAGE_FAILED, DocumentRecord, PageRecord
 from hpdparse.markdown.tables import render_table
 from hpdparse.markdown.text import escape_block_start, render_inline
 from hpdparse.markdown.units import (

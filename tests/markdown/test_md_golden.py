@@ -10,9 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
-from golden_cases import GOLDEN, load_own, load_synth, own_cases, synth_cases
 
 from hpdparse.markdown.render import render_document
+from tests.helpers.golden_cases import GOLDEN, load_own, load_synth, own_cases, synth_cases
 
 UPDATE = os.environ.get("HPDPARSE_UPDATE_GOLDEN") == "1"
 

@@ -3,20 +3,19 @@ HTML outside the allowed table tags. A longer run: benchmarks/fuzz_stream.py."""
 
 from __future__ import annotations
 
-import json
-
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from stream_strategies import (
+
+from hpdparse.hpd.stream import parse_page
+from hpdparse.markdown.render import RenderOptions
+from tests.helpers.stream_strategies import (
+    check_document,
     disallowed_html,
     grammar_streams,
+    options_strategy,
     random_streams,
     rendered_html_problems,
 )
-
-from hpdparse.document import DocumentRecord, PageRecord
-from hpdparse.hpd.stream import parse_page
-from hpdparse.markdown.render import RenderOptions, render_document
 
 PROPERTY_SETTINGS = settings(
     max_examples=1000,
@@ -24,33 +23,6 @@ PROPERTY_SETTINGS = settings(
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-
-options_strategy = st.builds(
-    RenderOptions,
-    keep_headers=st.booleans(),
-    images=st.booleans(),
-    table_format=st.sampled_from(["auto", "gfm", "html"]),
-    math=st.sampled_from(["dollar", "latex"]),
-    page_markers=st.booleans(),
-)
-
-
-def check_document(raws: list[str], finish: str, options: RenderOptions) -> None:
-    pages = [
-        PageRecord(number=i + 1, width_px=800, height_px=1000, raw=raw, finish_reason=finish)
-        for i, raw in enumerate(raws)
-    ]
-    doc = DocumentRecord(source="/in/x.pdf", stem="x", page_count=len(pages), pages=pages)
-    rendered = render_document(doc, options)
-    assert isinstance(rendered.markdown, str)
-    rendered.markdown.encode("utf-8")  # valid UTF-8: no lone surrogates
-    json.dumps(rendered.json, ensure_ascii=False).encode("utf-8")
-    assert disallowed_html(rendered.markdown) == [], rendered.markdown
-    assert rendered_html_problems(rendered.markdown) == [], rendered.markdown
-    for crop in rendered.images:
-        x1, y1, x2, y2 = crop.bbox_px
-        assert 0 <= x1 < x2 <= 800 and 0 <= y1 < y2 <= 1000
-        assert crop.filename.startswith("images/page-")
 
 
 @PROPERTY_SETTINGS

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from hpdparse.document import DocumentRecord, PageRecord
 from hpdparse.markdown.json_export import SCHEMA_VERSION
+from hpdparse.markdown.records import DocumentRecord, PageRecord
 from hpdparse.markdown.render import RenderOptions, comment, render_document
 
 

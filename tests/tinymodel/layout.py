@@ -21,9 +21,9 @@ import torch
 from safetensors.torch import save_file
 from tokenizers import Tokenizer
 
-from hpdparse.engines.model.config import HpdModelConfig
-from hpdparse.engines.model.modeling import HpdModel
+from hpdparse.engines.torch.modeling import HpdModel
 from hpdparse.hpd import protocol as P
+from hpdparse.hpd.model_config import HpdModelConfig
 from tests.tinymodel import tokenizer as tiny_tok
 
 REPO = Path(__file__).resolve().parents[2]

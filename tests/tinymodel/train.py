@@ -27,13 +27,13 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from hpdparse.engines.model.config import HpdModelConfig
-from hpdparse.engines.model.decoding import DecodeOptions, HpdDecoder, PageJob
-from hpdparse.engines.model.modeling import HpdModel
-from hpdparse.engines.model.prompt import PromptBuilder, TokenIds
+from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder, PageJob
+from hpdparse.engines.torch.modeling import HpdModel
 from hpdparse.hpd import protocol as P
-from hpdparse.inputs import open_source
-from hpdparse.tiling import TilingConfig, normalize_torch, tile_image
+from hpdparse.hpd.model_config import HpdModelConfig
+from hpdparse.hpd.prompt import PromptBuilder, TokenIds
+from hpdparse.hpd.tiling import TilingConfig, normalize_torch, tile_image
+from hpdparse.sources.open import open_source
 from tests.tinymodel import layout
 from tests.tinymodel import tokenizer as tiny_tok
 from tests.tinymodel.synth import load_ground_truth
@@ -160,13 +160,13 @@ def render_pages(tiling: TilingConfig) -> list[PageData]:
         if pdf.is_file():
             with open_source(pdf) as doc:
                 for dpi in TRAIN_DPIS:
-                    img = doc.render(number, dpi).image
+                    img = doc.rasterize(number, dpi).image
                     tiles = tile_image(img, tiling)
                     images[dpi] = normalize_torch(tiles, tiling)
                     counts[dpi] = tiles.shape[0] * tiling.tokens_per_tile
         elif png.is_file():
             with open_source(png) as doc:
-                img = doc.render(number, 200).image
+                img = doc.rasterize(number, 200).image
                 tiles = tile_image(img, tiling)
                 images[0] = normalize_torch(tiles, tiling)
                 counts[0] = tiles.shape[0] * tiling.tokens_per_tile

@@ -1,0 +1,1 @@
+"""The openai engine: pages sent to an OpenAI-compatible HPD server."""

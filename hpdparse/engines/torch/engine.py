@@ -1,0 +1,242 @@
+"""The `torch` engine: the HPD model in plain PyTorch (CPU, CUDA or Apple MPS).
+
+It is the reference implementation of the model and of HPD decoding (see engines/torch/decoding.py):
+pages are decoded together, every live branch of every page advancing in one batched forward pass
+per step, with optional P-MTP speculative decoding. `EngineConfig.extra["schedule"]` may be
+"serial" (one branch per page at a time) for comparisons; the text is the same.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+from PIL import Image
+
+from hpdparse.engines.base import (
+    FINISH_ERROR,
+    Engine,
+    EngineConfig,
+    EngineInfo,
+    PageRequest,
+    PageResult,
+    check_engine_options,
+)
+from hpdparse.errors import EngineError
+from hpdparse.hpd.protocol import instruction
+
+DTYPES = ("float32", "bfloat16", "float16")
+_END = object()
+
+
+def prepare_tiles(tiling: Any, image: Image.Image) -> np.ndarray:
+    """Worker-side preparation: the page cut into uint8 tiles, (N, t, t, 1) for a grey page and
+    (N, t, t, 3) otherwise; floats (3 channels) are made on the device."""
+    from hpdparse.hpd.tiling import tile_image
+
+    return tile_image(image, tiling)
+
+
+def pick_device(requested: str | None) -> str:
+    import torch
+
+    if requested and requested != "auto":
+        if requested.startswith("cuda") and not torch.cuda.is_available():
+            raise EngineError(f"device {requested} requested but CUDA is not available")
+        if requested == "mps" and not torch.backends.mps.is_available():
+            raise EngineError("device mps requested but Apple MPS is not available")
+        if requested != "cpu" and not requested.startswith(("cuda", "mps")):
+            raise EngineError(f"unknown device {requested!r}; use cpu, cuda, cuda:N or mps")
+        return requested
+    if torch.cuda.is_available():
+        return "cuda"
+    if torch.backends.mps.is_available():
+        return "mps"
+    return "cpu"
+
+
+def pick_dtype(requested: str | None, device: str) -> Any:
+    import torch
+
+    if requested in (None, "", "auto"):
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if requested not in DTYPES:
+        raise EngineError(f"unknown dtype {requested!r}; use one of {', '.join(DTYPES)} or auto")
+    return getattr(torch, requested)
+
+
+class _Live:
+    """A page in the engine."""
+
+    def __init__(self, key: Any, page: Any, started: float) -> None:
+        self.key = key
+        self.page = page
+        self.started = started
+
+
+class TorchEngine(Engine):
+    name = "torch"
+
+    def __init__(self, config: EngineConfig) -> None:
+        super().__init__(config)
+        check_engine_options("torch", config.extra, ("schedule",))
+        self._checkpoint: Any = None
+        self._model: Any = None
+        self._tokenizer: Any = None
+        self._decoder: Any = None
+        self._prompts: Any = None
+        self._tiling: Any = None
+        self.device: str | None = None
+
+    @property
+    def info(self) -> EngineInfo:
+        return EngineInfo(
+            engine=self.name,
+            model=self.config.model,
+            revision=self.config.revision,
+            prompt=instruction(self.config.fork),
+            max_tokens=self.config.max_tokens,
+        )
+
+    def _open(self) -> Any:
+        if self._checkpoint is None:
+            from hpdparse.hpd.checkpoint import open_checkpoint
+
+            self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
+        return self._checkpoint
+
+    def _tiling_config(self) -> Any:
+        if self._tiling is None:
+            from hpdparse.hpd.tiling import TilingConfig
+
+            self._tiling = TilingConfig.from_model_config(self._open().raw_config)
+        return self._tiling
+
+    def preparer(self) -> Callable[[Image.Image], Any]:
+        return functools.partial(prepare_tiles, self._tiling_config())
+
+    def start(self) -> None:
+        if self._model is not None:
+            return
+        import torch
+
+        from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder
+        from hpdparse.engines.torch.loading import load_model
+        from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
+
+        ckpt = self._open()
+        self.device = pick_device(self.config.device)
+        dtype = pick_dtype(self.config.dtype, self.device)
+        self._tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
+        ids = token_ids(self._tokenizer, ckpt.raw_config, ckpt.model_id)
+        chat_template = ckpt.tokenizer_config().get("chat_template")
+        if isinstance(chat_template, list):  # a list of named templates: take "default"
+            named = {t.get("name"): t.get("template") for t in chat_template}
+            chat_template = named.get("default")
+        self._prompts = PromptBuilder(self._tokenizer, ids, chat_template)
+        try:
+            self._model = load_model(ckpt, device=self.device, dtype=dtype)
+        except torch.cuda.OutOfMemoryError:
+            raise EngineError(f"model {ckpt.model_id}: out of GPU memory while loading") from None
+        schedule = str(self.config.extra.get("schedule", "concurrent"))
+        try:
+            options = DecodeOptions(
+                fork=self.config.fork,
+                schedule=schedule,
+                mtp=self.config.mtp,
+                num_speculative_tokens=self.config.speculative_tokens,
+                max_tokens=self.config.max_tokens,
+                max_model_len=self.config.max_model_len,
+            )
+        except ValueError as exc:
+            raise EngineError(f"torch engine: {exc}") from None
+        self._decoder = HpdDecoder(self._model, ids, options)
+
+    def close(self) -> None:
+        self._model = self._decoder = None
+
+    @property
+    def decoder(self) -> Any:
+        """The HpdDecoder in use (None before start)."""
+        return self._decoder
+
+    def _admit(self, request: PageRequest) -> _Live:
+        import torch
+
+        from hpdparse.engines.torch.decoding import PageJob
+        from hpdparse.hpd.tiling import normalize_torch
+
+        tiles = request.payload
+        if not isinstance(tiles, np.ndarray) or tiles.ndim != 4 or tiles.dtype != np.uint8:
+            raise ValueError("payload is not a uint8 tile array from this engine's preparer")
+        tiling = self._tiling_config()
+        if tiles.shape[1] != tiling.tile_size:
+            raise ValueError(f"tiles are {tiles.shape[1]} px, the model wants {tiling.tile_size}")
+        dtype = next(self._model.parameters()).dtype
+        with torch.inference_mode():
+            pixels = normalize_torch(tiles, tiling, dtype=dtype, device=self.device)
+            features = self._model.image_features(pixels)
+            features = features.reshape(-1, features.shape[-1])
+        prompt = self._prompts.build(features.shape[0], self.config.fork)
+        page = self._decoder.new_page(PageJob(request.key, prompt, features))
+        return _Live(request.key, page, time.monotonic())
+
+    def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
+        if self._model is None:
+            self.start()
+        pending = iter(requests)
+        live: list[_Live] = []
+        exhausted = False
+        limit = max(1, max_in_flight)
+        while True:
+            while not exhausted and len(live) < limit:
+                request = next(pending, _END)
+                if request is _END:
+                    exhausted = True
+                    break
+                if request is None:  # "no request now": decode what is live, ask again later
+                    break
+                try:
+                    live.append(self._admit(request))
+                except Exception as exc:  # one bad page must not stop the others
+                    yield PageResult(request.key, "", FINISH_ERROR, error=_one_line(exc))
+            if not live:
+                if exhausted:
+                    return
+                continue  # nothing live: ask the source again (a live source blocks)
+            try:
+                self._decoder.step([x.page for x in live])
+            except Exception as exc:  # e.g. out of memory: fail these pages, keep going
+                for x in live:
+                    yield PageResult(x.key, "", FINISH_ERROR, error=f"torch: {_one_line(exc)}")
+                live = []
+                continue
+            still = []
+            for x in live:
+                if x.page.done:
+                    yield self._result(x)
+                else:
+                    still.append(x)
+            live = still
+
+    def _result(self, x: _Live) -> PageResult:
+        decoded = self._decoder.result(x.page)
+        text = self._tokenizer.decode(decoded.token_ids, skip_special_tokens=False)
+        stats = dict(decoded.stats)
+        return PageResult(
+            key=x.key,
+            text=text,
+            finish_reason=decoded.finish_reason,
+            prompt_tokens=decoded.prompt_tokens,
+            output_tokens=stats["parent_tokens"] + stats["child_tokens"],
+            seconds=time.monotonic() - x.started,
+            stats=stats,
+        )
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

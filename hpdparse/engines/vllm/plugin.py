@@ -1,0 +1,27 @@
+"""vLLM general plugin (entry point ``vllm.general_plugins``): teaches vLLM the HPD-Parsing model.
+
+vLLM calls ``register()`` in every process it starts. It only adds names; nothing stock is replaced:
+the ``internvl_chat`` config class is registered only when transformers has none, and the model
+goes in under its own architecture name, selected per engine with ``hf_overrides``.
+"""
+
+from __future__ import annotations
+
+ARCHITECTURE = "HpdParsingForConditionalGeneration"
+_MODEL_CLASS = f"hpdparse.engines.vllm.model:{ARCHITECTURE}"
+
+
+def register() -> None:
+    from transformers import AutoConfig
+    from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+    from vllm import ModelRegistry
+
+    from hpdparse.engines.vllm.hf_config import HpdChatConfig
+    from hpdparse.engines.vllm.mtp import register_draft_model
+
+    if "internvl_chat" not in CONFIG_MAPPING:
+        AutoConfig.register("internvl_chat", HpdChatConfig)
+    if ARCHITECTURE not in ModelRegistry.get_supported_archs():
+        # A "module:Class" string keeps vLLM from importing the model until it is used.
+        ModelRegistry.register_model(ARCHITECTURE, _MODEL_CLASS)
+    register_draft_model()  # the P-MTP draft head, used when speculative decoding is on

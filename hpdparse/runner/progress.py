@@ -1,0 +1,178 @@
+"""Progress display: rich bars on a terminal, plain log lines otherwise, only errors when quiet.
+
+Errors always go to stderr as one line naming the file, whatever the mode.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import TextIO
+
+from hpdparse.store.report import STATUS_SKIPPED, DocumentReport
+
+
+class Progress:
+    """Quiet mode (and the base of the others): nothing but errors, on stderr."""
+
+    def __init__(self, stream: TextIO | None = None, verbose: bool = False) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.verbose = verbose
+
+    def start(self, documents: int) -> None:
+        pass
+
+    def document_started(self, name: str, pages_total: int, pages_to_decode: int) -> None:
+        pass
+
+    def pages_done(self, pages: int, output_tokens: int) -> None:
+        pass
+
+    def document_finished(self, doc: DocumentReport) -> None:
+        pass
+
+    def info(self, message: str) -> None:
+        pass
+
+    def error(self, message: str) -> None:
+        print(f"error: {message}", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class PlainProgress(Progress):
+    """One log line per document (and per notable event with --verbose), for logs and pipes."""
+
+    def __init__(self, stream: TextIO | None = None, verbose: bool = False) -> None:
+        super().__init__(stream, verbose)
+        self._started = time.monotonic()
+        self._documents = 0
+        self._finished = 0
+        self._pages = 0
+        self._tokens = 0
+
+    def _line(self, message: str) -> None:
+        elapsed = time.monotonic() - self._started
+        print(f"[{elapsed:8.1f}s] {message}", file=self.stream, flush=True)
+
+    def start(self, documents: int) -> None:
+        self._started = time.monotonic()
+        self._documents = documents
+
+    def document_started(self, name: str, pages_total: int, pages_to_decode: int) -> None:
+        if self.verbose:
+            reused = pages_total - pages_to_decode
+            extra = f", {reused} reused from an earlier run" if reused else ""
+            self._line(f"start {name}: {pages_to_decode} pages to decode{extra}")
+
+    def pages_done(self, pages: int, output_tokens: int) -> None:
+        self._pages += pages
+        self._tokens += output_tokens
+
+    def document_finished(self, doc: DocumentReport) -> None:
+        self._finished += 1
+        if doc.status == STATUS_SKIPPED and not self.verbose:
+            return
+        elapsed = max(time.monotonic() - self._started, 1e-9)
+        pages = f", {doc.pages_done}/{doc.pages} pages" if doc.pages else ""
+        failed = f", {doc.pages_failed} failed" if doc.pages_failed else ""
+        self._line(
+            f"{doc.status} {doc.source}{pages}{failed} "
+            f"({self._finished}/{self._documents} documents, {self._pages / elapsed:.2f} pages/s, "
+            f"{self._tokens / elapsed:.0f} tokens/s)"
+        )
+
+    def info(self, message: str) -> None:
+        if self.verbose:
+            self._line(message)
+
+
+class RichProgress(Progress):
+    """Bars for documents and pages with pages/s, tokens/s and ETA, for a terminal."""
+
+    def __init__(self, stream: TextIO | None = None, verbose: bool = False) -> None:
+        super().__init__(stream, verbose)
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+        from rich.progress import Progress as RichBars
+
+        self.console = Console(file=self.stream)
+        self._bars = RichBars(
+            TextColumn("{task.description:<10}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=False,
+        )
+        self._docs = self._bars.add_task("documents", total=None, rate="")
+        self._pages = self._bars.add_task("pages", total=0, rate="")
+        self._started = time.monotonic()
+        self._page_count = 0
+        self._tokens = 0
+        self._bars.start()
+
+    def start(self, documents: int) -> None:
+        self._started = time.monotonic()
+        self._bars.update(self._docs, total=documents)
+
+    def document_started(self, name: str, pages_total: int, pages_to_decode: int) -> None:
+        task = self._bars.tasks[self._pages]
+        self._bars.update(self._pages, total=(task.total or 0) + pages_to_decode)
+        if self.verbose:
+            self.console.print(f"start {name}: {pages_to_decode} pages to decode", highlight=False)
+
+    def pages_done(self, pages: int, output_tokens: int) -> None:
+        self._page_count += pages
+        self._tokens += output_tokens
+        elapsed = max(time.monotonic() - self._started, 1e-9)
+        rate = f"{self._page_count / elapsed:.2f} pages/s {self._tokens / elapsed:.0f} tok/s"
+        self._bars.update(self._pages, advance=pages, rate=rate)
+
+    def document_finished(self, doc: DocumentReport) -> None:
+        self._bars.update(self._docs, advance=1)
+        if self.verbose or doc.status not in ("converted", STATUS_SKIPPED):
+            from rich.text import Text
+
+            colour = "green" if doc.status == "converted" else "yellow"
+            self.console.print(Text.assemble((doc.status, colour), " ", doc.source))
+
+    def info(self, message: str) -> None:
+        if self.verbose:
+            self.console.print(message, highlight=False)
+
+    def error(self, message: str) -> None:
+        from rich.text import Text
+
+        self.console.print(Text.assemble(("error:", "red"), " ", message), soft_wrap=True)
+
+    def close(self) -> None:
+        self._bars.stop()
+
+
+def make_progress(
+    quiet: bool = False, verbose: bool = False, stream: TextIO | None = None
+) -> Progress:
+    """Quiet: errors only. Otherwise rich bars when `stream` (stderr) is a terminal, log lines when
+    it is not."""
+    stream = stream if stream is not None else sys.stderr
+    if quiet:
+        return Progress(stream)
+    if stream.isatty():
+        return RichProgress(stream, verbose)
+    return PlainProgress(stream, verbose)

@@ -1,0 +1,228 @@
+"""The rasterizer processes: pages are rendered with PyMuPDF and prepared for the engine
+(`engine.preparer()`: PNG bytes or HPD tiles) in a pool of worker processes ahead of the engine;
+figure crops are cut there too. The pool is forkserver (or spawn, never fork: vLLM and torch run
+threads in the main process) and is rebuilt when MuPDF crashes a worker on a damaged file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from PIL import Image
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
+
+from hpdparse.errors import InputError
+from hpdparse.sources.rasterize import rasterize_page
+from hpdparse.store.atomic import atomic_write_bytes
+
+_preparer: Callable[[Image.Image], Any] | None = None
+
+
+def _init_worker(preparer: Callable[[Image.Image], Any], main_pid: int) -> None:
+    global _preparer
+    _preparer = preparer
+    _keep_freed_memory()
+    # Ctrl-C reaches the whole process group: the main process decides what to do.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_when_orphaned, args=(main_pid,), daemon=True).start()
+
+
+def _keep_freed_memory() -> None:
+    """Let glibc keep freed page-sized buffers for the next page instead of returning them.
+
+    Each page allocates several buffers of ~10 MB (pixmap, image, PNG rows or tiles); by default
+    glibc gives them back to the kernel on free, and faulting them in again for the next page
+    cost about 40% of a worker's time. With these limits a worker's heap stays at its peak (a
+    few pages' worth), which is still bounded. A no-op where the C library has no mallopt.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+    import ctypes.util
+
+    try:
+        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: page buffers come from the heap (32 MB: the cap)
+    mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD: keep up to 256 MB of free heap top
+
+
+def _exit_when_orphaned(main_pid: int) -> None:
+    # After a kill -9 of the main process a pool worker would wait for work forever (it holds the
+    # write end of its own task queue, and the forkserver waits for its workers), so it watches
+    # the main process itself.
+    while True:
+        time.sleep(1.0)
+        try:
+            os.kill(main_pid, 0)
+        except OSError:
+            os._exit(0)
+
+
+@dataclass
+class PreparedPage:
+    payload: Any
+    width_px: int
+    height_px: int
+    dpi: int | None
+    label: str | None
+    width_pt: float | None
+    height_pt: float | None
+
+
+def prepare_page(path: str, number: int, dpi: int, password: str | None) -> PreparedPage | str:
+    """Render + prepare one page; an error comes back as its one-line message."""
+    try:
+        page = rasterize_page(path, number, dpi, password)
+    except InputError as exc:
+        return str(exc)
+    except Exception as exc:  # a renderer bug must fail the page, not the run
+        return f"{path}: page {number} cannot be rendered: {type(exc).__name__}: {exc}"
+    try:
+        assert _preparer is not None
+        payload = _preparer(page.image)
+    except Exception as exc:
+        return f"{path}: page {number} cannot be prepared: {type(exc).__name__}: {exc}"
+    info = page.info
+    return PreparedPage(
+        payload,
+        page.image.width,
+        page.image.height,
+        page.dpi,
+        info.label,
+        info.width_pt,
+        info.height_pt,
+    )
+
+
+def cut_crops(
+    path: str,
+    number: int,
+    dpi: int,
+    password: str | None,
+    doc_dir: str,
+    crops: list[tuple[str, tuple[int, int, int, int]]],
+) -> str | None:
+    """Re-render page `number` as the model saw it and save the crops; an error as one line."""
+    try:
+        page = rasterize_page(path, number, dpi, password)
+    except InputError as exc:
+        return f"images of page {number} not written: {exc}"
+    try:
+        image = page.image
+        for filename, bbox in crops:
+            x1, y1, x2, y2 = bbox
+            x1, x2 = sorted((max(0, min(x1, image.width)), max(0, min(x2, image.width))))
+            y1, y2 = sorted((max(0, min(y1, image.height)), max(0, min(y2, image.height))))
+            if x2 - x1 < 1 or y2 - y1 < 1:
+                continue
+            target = Path(doc_dir) / filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            buffer = _png_bytes(image.crop((x1, y1, x2, y2)))
+            atomic_write_bytes(target, buffer)
+    except OSError as exc:
+        return f"images of page {number} not written: {exc.strerror or exc}"
+    return None
+
+
+def _png_bytes(image: Image.Image) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=False, compress_level=6)
+    return out.getvalue()
+
+
+def _mp_context() -> multiprocessing.context.BaseContext:
+    # Never fork: vLLM/torch may already run threads in this process.
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+
+
+@contextlib.contextmanager
+def _pseudo_main_file_hidden() -> Iterator[None]:
+    """spawn/forkserver workers re-import the parent's main module from its __file__; when that
+    is no file (a script read from stdin: "<stdin>") they would die on start, so hide it."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    if not path or os.path.isfile(path):
+        yield
+        return
+    del main.__file__
+    try:
+        yield
+    finally:
+        main.__file__ = path
+
+
+def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
+    """Give the pipe results come back through 1 MiB instead of 64 KiB (Linux).
+
+    A page's tiles are ~12 MB: through a 64 KiB pipe the worker and the main process hand them
+    over in ~200 lock-step rounds, which cost the worker ~6 ms a page. Best effort: the pool's
+    queue is a private attribute, and the system may cap pipe sizes lower.
+    """
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None) if fcntl is not None else None
+    reader = getattr(getattr(pool, "_result_queue", None), "_reader", None)
+    if set_size is None or reader is None:
+        return
+    with contextlib.suppress(OSError, ValueError):
+        fcntl.fcntl(reader.fileno(), set_size, 1 << 20)
+
+
+class WorkerPool:
+    """A process pool that can be rebuilt when a renderer process dies (MuPDF can crash on a
+    damaged file)."""
+
+    def __init__(self, workers: int, preparer: Callable[[Image.Image], Any]) -> None:
+        self._workers = workers
+        self._preparer = preparer
+        self._pool: ProcessPoolExecutor | None = None
+
+    @property
+    def pool(self) -> ProcessPoolExecutor:
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(
+                max_workers=self._workers,
+                mp_context=_mp_context(),
+                initializer=_init_worker,
+                initargs=(self._preparer, os.getpid()),
+            )
+            _widen_result_pipe(self._pool)
+        return self._pool
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        # Worker processes start inside submit(), so that is where the main module matters.
+        with _pseudo_main_file_hidden():
+            return self.pool.submit(fn, *args)
+
+    def rebuild(self, kill: bool = False) -> None:
+        """Drop the pool (a new one starts on the next submit); `kill` ends hung processes."""
+        if kill and self._pool is not None:
+            for process in list(getattr(self._pool, "_processes", {}).values()):
+                with contextlib.suppress(Exception):
+                    process.kill()
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+        self.shutdown(cancel=True)
+
+    def shutdown(self, cancel: bool = False) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=cancel)
+            self._pool = None

@@ -1,0 +1,1 @@
+"""`hpdparse serve`: an OpenAI-compatible HPD server on the in-process engines."""

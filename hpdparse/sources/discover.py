@@ -1,0 +1,86 @@
+"""Find input files: explicit files, folders (recursive or not) and glob patterns."""
+
+from __future__ import annotations
+
+import glob
+import os
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+from hpdparse.errors import InputError
+from hpdparse.sources.document import SUPPORTED_SUFFIXES
+
+
+def discover_inputs(
+    specs: Sequence[str], recursive: bool = False
+) -> tuple[list[Path], list[InputError]]:
+    """Expand files, folders and glob patterns into a list of input files.
+
+    - A file named explicitly is taken whatever its suffix (opening it gives the error, if any).
+    - A folder gives its PDF and image files (by suffix, any case), only its top level unless
+      `recursive`; hidden files and folders (name starting with ".") are skipped.
+    - A pattern (`*`, `?`, `[`) is expanded with `glob`; `**` spans folders when `recursive`.
+      Matching files count only with a supported suffix; matching folders are expanded as above.
+    Files are resolved and de-duplicated, kept in the order of `specs`, sorted within a folder or
+    pattern. A spec that does not exist or matches nothing gives an `InputError` naming it.
+    """
+    found: dict[Path, None] = {}
+    errors: list[InputError] = []
+    for spec in specs:
+        path = Path(spec).expanduser()
+        if path.is_file():
+            found.setdefault(path.resolve(), None)
+        elif path.is_dir():
+            members = list(_folder_members(path, recursive))
+            if not members:
+                errors.append(InputError(f"{spec}: {_empty_folder_reason(path, recursive)}"))
+            for member in members:
+                found.setdefault(member, None)
+        elif glob.has_magic(spec):
+            members = list(_glob_members(spec, recursive))
+            if not members:
+                errors.append(InputError(f"{spec}: no PDF or image file matches this pattern"))
+            for member in members:
+                found.setdefault(member, None)
+        elif path.exists() or path.is_symlink():
+            errors.append(InputError(f"{spec}: not a regular file or folder"))
+        else:
+            errors.append(InputError(f"{spec}: no such file or folder"))
+    return list(found), errors
+
+
+def _is_supported(path: Path) -> bool:
+    return path.suffix.lower() in SUPPORTED_SUFFIXES
+
+
+def _folder_members(folder: Path, recursive: bool) -> Iterator[Path]:
+    members: list[Path] = []
+    if recursive:
+        for root, dirs, files in os.walk(folder):
+            dirs[:] = [d for d in dirs if not d.startswith(".")]
+            members.extend(Path(root, f) for f in files if not f.startswith("."))
+    else:
+        try:
+            members = [p for p in folder.iterdir() if not p.name.startswith(".")]
+        except OSError:
+            members = []
+    for member in sorted(members, key=lambda p: p.relative_to(folder).parts):
+        if _is_supported(member) and member.is_file():
+            yield member.resolve()
+
+
+def _empty_folder_reason(folder: Path, recursive: bool) -> str:
+    if not os.access(folder, os.R_OK | os.X_OK):
+        return "folder cannot be read (permission denied)"
+    if not recursive and any(_folder_members(folder, True)):
+        return "no PDF or image file in this folder (use -r to include subfolders)"
+    return "no PDF or image file in this folder"
+
+
+def _glob_members(pattern: str, recursive: bool) -> Iterator[Path]:
+    for match in sorted(glob.glob(os.path.expanduser(pattern), recursive=recursive)):
+        path = Path(match)
+        if path.is_dir():
+            yield from _folder_members(path, recursive)
+        elif path.is_file() and _is_supported(path):
+            yield path.resolve()

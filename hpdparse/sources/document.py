@@ -1,0 +1,146 @@
+"""What an input document is: an open PDF or image whose pages can be rasterized.
+
+Raster size limits (the same for PDF pages and images):
+- a rasterized page is at most `MAX_RASTER_SIDE_PX` pixels on its longest side and at most
+  `MAX_RASTER_PIXELS` pixels in all; a PDF page that would exceed either is rasterized at a lower
+  dpi (the effective dpi is reported), an image is scaled down;
+- a PDF page is rasterized at least `MIN_RASTER_SIDE_PX` pixels on its longest side, so tiny pages
+  (a 3.8 x 3.8 pt page is 11 px at 200 dpi) are rasterized at a higher dpi. Images are never scaled
+  up: that adds no detail.
+
+Whatever goes wrong with an input becomes an `InputError` whose message is one line naming the
+file (and the page). PyMuPDF objects are not thread-safe: use one `SourceDocument` from one thread
+at a time.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image
+
+from hpdparse.errors import InputError
+
+PDF_SUFFIXES = frozenset({".pdf"})
+
+IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff"})
+
+SUPPORTED_SUFFIXES = PDF_SUFFIXES | IMAGE_SUFFIXES
+
+MAX_RASTER_SIDE_PX = 5000
+"""Longest side of a rasterized page, in pixels (A0 at 200 dpi would be 9,362)."""
+
+MAX_RASTER_PIXELS = 16_000_000
+"""Pixels of a rasterized page (48 MB as RGB); A4 fits up to about 400 dpi."""
+
+MIN_RASTER_SIDE_PX = 448
+"""Smallest longest side of a rasterized PDF page: one HPD tile (448 px)."""
+
+IMAGE_FORMATS = frozenset({"PNG", "JPEG", "TIFF", "MPO"})
+
+_MUPDF_CODE = re.compile(r"^code=\d+:\s*")
+
+
+@dataclass
+class PageInfo:
+    """A page as the user sees it: 1-based number, its label (/PageLabels) if any, and its size in
+    points after /Rotate and the CropBox (None for images)."""
+
+    number: int
+    label: str | None
+    width_pt: float | None
+    height_pt: float | None
+
+
+@dataclass
+class RasterizedPage:
+    """A page as an RGB image. `dpi` is the effective dpi after the size limits (None for
+    images)."""
+
+    number: int
+    image: Image.Image
+    dpi: int | None
+    info: PageInfo
+
+
+class SourceDocument:
+    """An open input document (PDF or image). Use as a context manager or call close()."""
+
+    path: Path
+    kind: str
+    page_count: int
+
+    def page_info(self, number: int) -> PageInfo:
+        raise NotImplementedError
+
+    def rasterize(self, number: int, dpi: int) -> RasterizedPage:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> SourceDocument:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def _check_number(self, number: int) -> None:
+        if not 1 <= number <= self.page_count:
+            raise InputError(
+                f"{self.path}: page {number} does not exist (the document has "
+                f"{self.page_count} page{'s' if self.page_count != 1 else ''})"
+            )
+
+
+def read_head(path: Path) -> bytes:
+    try:
+        with open(path, "rb") as f:
+            head = f.read(1024)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a folder, not a file") from None
+    except PermissionError:
+        raise InputError(f"{path}: cannot be read (permission denied)") from None
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+    if not head:
+        raise InputError(f"{path}: empty file (0 bytes)")
+    return head
+
+
+def looks_like_pdf(head: bytes) -> bool:
+    return b"%PDF-" in head
+
+
+def one_line_error(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return _MUPDF_CODE.sub("", text) or type(error).__name__
+
+
+def plural(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
+def capped_scale(width: float, height: float, scale: float, upscale: bool) -> float:
+    """The scale (pixels per unit) closest to `scale` within the raster size limits."""
+    longest = max(width, height)
+    if upscale and longest * scale < MIN_RASTER_SIDE_PX:
+        scale = MIN_RASTER_SIDE_PX / longest
+    if longest * scale > MAX_RASTER_SIDE_PX:
+        scale = MAX_RASTER_SIDE_PX / longest
+    if width * height * scale * scale > MAX_RASTER_PIXELS:
+        scale = math.sqrt(MAX_RASTER_PIXELS / (width * height))
+    return scale
+
+
+def effective_dpi(width_pt: float, height_pt: float, dpi: int) -> int:
+    """The dpi a page of this size (in points) is rasterized at when `dpi` is asked for."""
+    scale = capped_scale(width_pt, height_pt, dpi / 72, upscale=True)
+    if scale * 72 > dpi:  # raised for a tiny page: round up so it reaches the minimum
+        return math.ceil(scale * 72 - 1e-9)
+    return max(1, math.floor(scale * 72 + 1e-9))

@@ -1,0 +1,198 @@
+"""PDF files through PyMuPDF: opening (MuPDF repairs damaged files), passwords, rasterizing."""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+from pathlib import Path
+
+import pymupdf
+from PIL import Image
+
+from hpdparse.errors import InputError
+from hpdparse.sources.document import (
+    IMAGE_FORMATS,
+    PageInfo,
+    RasterizedPage,
+    SourceDocument,
+    capped_scale,
+    effective_dpi,
+    looks_like_pdf,
+    one_line_error,
+    plural,
+    read_head,
+)
+from hpdparse.sources.labels import label_rules, page_label
+
+log = logging.getLogger(__name__)
+
+
+def _quiet_mupdf() -> None:
+    # MuPDF prints every warning and error; damaged files emit tens of thousands. Errors that
+    # matter still reach us as exceptions, warnings are counted (see _drain_mupdf_warnings).
+    pymupdf.TOOLS.mupdf_display_errors(False)
+    pymupdf.TOOLS.mupdf_display_warnings(False)
+
+
+def _drain_mupdf_warnings() -> tuple[int, str]:
+    """Empty PyMuPDF's warning store (it grows without bound otherwise); return how many
+    warnings there were and the first one."""
+    text = pymupdf.TOOLS.mupdf_warnings(reset=True)
+    if not text:
+        return 0, ""
+    return text.count("\n") + 1, text.split("\n", 1)[0]
+
+
+class PdfDocument(SourceDocument):
+    kind = "pdf"
+
+    def __init__(self, path: Path, password: str | None) -> None:
+        self.path = path
+        self.warning_count = 0
+        _quiet_mupdf()
+        _drain_mupdf_warnings()
+        self._doc = self._open(password)
+        try:
+            self.page_count = self._doc.page_count
+            if self.page_count == 0 and self._encrypted:
+                # Some encrypted files report 0 pages unless opened afresh (pdf.js issue3371).
+                self._doc.close()
+                self._doc = self._open(password)
+                self.page_count = self._doc.page_count
+            if self.page_count == 0:
+                if self._doc.is_repaired:
+                    raise InputError(f"{path}: damaged PDF, no pages could be read")
+                raise InputError(f"{path}: the PDF has no pages")
+            self.label_rules = label_rules(self._doc)
+        except InputError:
+            self.close()
+            raise
+        except Exception as error:
+            self.close()
+            raise InputError(
+                f"{path}: damaged PDF, cannot be read: {one_line_error(error)}"
+            ) from None
+        finally:
+            self._note_warnings("opening")
+        if self._doc.is_repaired:
+            log.info("%s: damaged PDF, repaired by MuPDF", path)
+
+    def _open(self, password: str | None) -> pymupdf.Document:
+        path = self.path
+        # The error is turned into a message outside the except block: a kept exception would
+        # keep the half-opened document, and its file descriptor, alive through __context__.
+        failure: str | None = None
+        try:
+            doc = pymupdf.open(path, filetype="pdf")
+        except pymupdf.FileDataError:
+            failure = "damaged PDF, MuPDF could not repair it"
+        except Exception as error:
+            failure = f"cannot be opened: {one_line_error(error)}"
+        if failure is not None:
+            _drain_mupdf_warnings()
+            if failure.startswith("damaged") and not looks_like_pdf(read_head(path)):
+                failure = "not a PDF or supported image"
+            raise InputError(f"{path}: {failure}")
+        try:
+            if not doc.is_pdf:
+                raise InputError(f"{path}: {_not_pdf_reason(path, doc)}")
+            self._encrypted = bool(doc.needs_pass)
+            if doc.needs_pass:
+                if password is None:
+                    raise InputError(f"{path}: encrypted, a password is needed (--password)")
+                if not _authenticate(doc, password):
+                    raise InputError(f"{path}: wrong password")
+        except BaseException:
+            doc.close()
+            raise
+        return doc
+
+    def _note_warnings(self, what: str) -> None:
+        count, first = _drain_mupdf_warnings()
+        if count:
+            self.warning_count += count
+            log.debug(
+                "%s: %s while %s (first: %s)",
+                self.path,
+                plural(count, "MuPDF warning"),
+                what,
+                first,
+            )
+
+    def _load_page(self, number: int) -> pymupdf.Page:
+        self._check_number(number)
+        try:
+            return self._doc.load_page(number - 1)
+        except Exception as error:
+            raise InputError(
+                f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}"
+            ) from None
+
+    def _info(self, page: pymupdf.Page, number: int) -> PageInfo:
+        rect = page.rect
+        label = page_label(self.label_rules, number - 1) if self.label_rules else None
+        return PageInfo(number=number, label=label, width_pt=rect.width, height_pt=rect.height)
+
+    def page_info(self, number: int) -> PageInfo:
+        try:
+            return self._info(self._load_page(number), number)
+        finally:
+            self._note_warnings(f"reading page {number}")
+
+    def rasterize(self, number: int, dpi: int) -> RasterizedPage:
+        """Render page `number` (1-based) at `dpi`, within the size limits, honouring /Rotate and
+        the CropBox; annotations and form fields are drawn."""
+        if dpi <= 0:
+            raise ValueError(f"dpi must be positive, not {dpi}")
+        try:
+            page = self._load_page(number)
+            info = self._info(page, number)
+            width, height = info.width_pt or 0.0, info.height_pt or 0.0
+            if width < 0.01 or height < 0.01:
+                raise InputError(f"{self.path}: page {number} cannot be rendered: empty page box")
+            used_dpi = effective_dpi(width, height, dpi)
+            zoom = used_dpi / 72
+            if used_dpi == 1:  # a gigantic page: even 1 dpi is over the limits
+                zoom = capped_scale(width, height, zoom, upscale=False)
+            try:
+                pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+                image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
+            except Exception as error:
+                raise InputError(
+                    f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}"
+                ) from None
+            return RasterizedPage(number=number, image=image, dpi=used_dpi, info=info)
+        finally:
+            self._note_warnings(f"rasterizing page {number}")
+
+    def close(self) -> None:
+        doc = getattr(self, "_doc", None)
+        if doc is not None and not doc.is_closed:
+            doc.close()
+
+
+def _not_pdf_reason(path: Path, doc: pymupdf.Document) -> str:
+    kind = (doc.metadata or {}).get("format") or "another format"
+    if kind == "Image":
+        try:
+            with Image.open(path) as image:
+                fmt = image.format
+        except Exception:
+            fmt = None
+        if fmt in IMAGE_FORMATS:
+            return (
+                f"not a PDF (the content is a {fmt} image; give the file an image suffix"
+                " such as .png, .jpg or .tif to convert it)"
+            )
+    return f"not a PDF or supported image (opened as {kind})"
+
+
+def _authenticate(doc: pymupdf.Document, password: str) -> bool:
+    # The same characters can come as composed or decomposed Unicode (macOS keyboards).
+    tried: list[str] = []
+    for candidate in (password, *(unicodedata.normalize(f, password) for f in ("NFC", "NFD"))):
+        if candidate not in tried:
+            tried.append(candidate)
+            if doc.authenticate(candidate):
+                return True
+    return False

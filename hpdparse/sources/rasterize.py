@@ -1,0 +1,49 @@
+"""Rasterize one page of a file in a worker process, keeping recent documents open."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import OrderedDict
+from pathlib import Path
+
+from hpdparse.sources.document import RasterizedPage, SourceDocument
+from hpdparse.sources.open import open_source
+
+_CACHE_SIZE = 4
+
+_cache: OrderedDict[tuple[str, str | None, int, int], SourceDocument] = OrderedDict()
+
+_cache_lock = threading.Lock()
+
+
+def rasterize_page(path: str, number: int, dpi: int, password: str | None = None) -> RasterizedPage:
+    """Rasterize one page of a file; a picklable function for worker processes (or threads).
+
+    Keeps the last few documents open per process, so rasterizing the pages of a document one call
+    at a time does not reopen it each time (a file changed on disk since is opened afresh).
+    Threads of one process rasterize one at a time: PyMuPDF is not thread-safe, use processes for
+    parallel rasterizing. Raises InputError like `open_source` and `rasterize`.
+    """
+    try:
+        stat = os.stat(path)
+        key = (str(path), password, stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        key = (str(path), password, -1, -1)
+    with _cache_lock:
+        document = _cache.get(key)
+        if document is None:
+            document = open_source(Path(path), password)
+            _cache[key] = document
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)[1].close()
+        else:
+            _cache.move_to_end(key)
+        return document.rasterize(number, dpi)
+
+
+def close_cached_documents() -> None:
+    """Close the documents `rasterize_page` keeps open in this process."""
+    with _cache_lock:
+        while _cache:
+            _cache.popitem()[1].close()

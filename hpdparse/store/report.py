@@ -1,0 +1,239 @@
+"""The run report: per input file status, totals, throughput; JSON and a one-screen summary."""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from hpdparse.store.atomic import atomic_write_json
+
+STATUS_CONVERTED = "converted"
+STATUS_PARTIAL = "partial"
+STATUS_FAILED = "failed"
+STATUS_SKIPPED = "skipped"
+STATUS_INTERRUPTED = "interrupted"
+STATUSES = (STATUS_CONVERTED, STATUS_PARTIAL, STATUS_FAILED, STATUS_SKIPPED, STATUS_INTERRUPTED)
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+
+REPORT_FORMAT = 1
+
+# Engine statistics summed over the pages decoded in this run, in this order when present.
+STAT_KEYS = (
+    "decoding_steps",
+    "forks",
+    "child_tokens",
+    "cached_tokens",
+    "drafted_tokens",
+    "accepted_tokens",
+    "retries",
+)
+
+
+@dataclass
+class DocumentReport:
+    """What happened to one input file."""
+
+    source: str
+    status: str = STATUS_FAILED
+    output_dir: str | None = None
+    pages: int = 0  # selected pages (0 when the document could not be opened)
+    pages_done: int = 0  # pages with raw output at the end (decoded now or reused)
+    pages_failed: int = 0
+    pages_reused: int = 0  # pages whose raw output from an earlier run was reused
+    pages_decoded: int = 0  # pages sent to the engine in this run and decoded
+    failed_pages: dict[int, str] = field(default_factory=dict)
+    error: str | None = None
+    seconds: float = 0.0
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["failed_pages"] = {str(k): v for k, v in sorted(self.failed_pages.items())}
+        data["seconds"] = round(self.seconds, 3)
+        return data
+
+
+@dataclass
+class RunReport:
+    """A whole run: `hpdparse convert` or `hpdparse render`."""
+
+    command: str = "convert"
+    engine: str | None = None
+    model: str | None = None
+    revision: str | None = None
+    output_dir: str | None = None
+    documents: list[DocumentReport] = field(default_factory=list)
+    seconds: float = 0.0
+    engine_seconds: float = 0.0  # from the first page sent to the engine to the last result
+    stats: dict[str, float] = field(default_factory=dict)
+    interrupted: bool = False
+    engine_error: str | None = None
+
+    def count(self, status: str) -> int:
+        return sum(1 for d in self.documents if d.status == status)
+
+    @property
+    def pages_decoded(self) -> int:
+        return sum(d.pages_decoded for d in self.documents)
+
+    @property
+    def pages_failed(self) -> int:
+        return sum(d.pages_failed for d in self.documents)
+
+    @property
+    def output_tokens(self) -> int:
+        return sum(d.output_tokens for d in self.documents)
+
+    @property
+    def pages_per_second(self) -> float:
+        return self.pages_decoded / self.engine_seconds if self.engine_seconds > 0 else 0.0
+
+    @property
+    def output_tokens_per_second(self) -> float:
+        return self.output_tokens / self.engine_seconds if self.engine_seconds > 0 else 0.0
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every document is converted or skipped; 1 when any failed or is partial; 130
+        when the run was interrupted."""
+        if self.interrupted:
+            return EXIT_INTERRUPTED
+        ok = all(d.status in (STATUS_CONVERTED, STATUS_SKIPPED) for d in self.documents)
+        return EXIT_OK if ok and not self.engine_error else EXIT_FAILED
+
+    def add_stats(self, stats: dict[str, int | float]) -> None:
+        for key, value in stats.items():
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.stats[key] = self.stats.get(key, 0) + value
+
+    def to_json(self) -> dict[str, Any]:
+        totals = {status: self.count(status) for status in STATUSES}
+        totals.update(
+            documents=len(self.documents),
+            pages=sum(d.pages for d in self.documents),
+            pages_done=sum(d.pages_done for d in self.documents),
+            pages_failed=self.pages_failed,
+            pages_reused=sum(d.pages_reused for d in self.documents),
+            pages_decoded=self.pages_decoded,
+            prompt_tokens=sum(d.prompt_tokens for d in self.documents),
+            output_tokens=self.output_tokens,
+        )
+        return {
+            "format": REPORT_FORMAT,
+            "command": self.command,
+            "engine": self.engine,
+            "model": self.model,
+            "revision": self.revision,
+            "output_dir": self.output_dir,
+            "exit_code": self.exit_code,
+            "interrupted": self.interrupted,
+            "engine_error": self.engine_error,
+            "seconds": round(self.seconds, 3),
+            "engine_seconds": round(self.engine_seconds, 3),
+            "pages_per_second": round(self.pages_per_second, 3),
+            "output_tokens_per_second": round(self.output_tokens_per_second, 1),
+            "totals": totals,
+            "engine_stats": {k: self.stats[k] for k in sorted(self.stats)},
+            "documents": [d.to_json() for d in self.documents],
+        }
+
+    def write(self, path: Path) -> None:
+        """Write the report as JSON, atomically."""
+        path = Path(path)
+        if path.parent and not path.parent.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_json(path, self.to_json())
+
+
+# --- the end-of-run summary --------------------------------------------------------------------
+
+
+def _totals_line(report: RunReport) -> str:
+    parts = [f"{len(report.documents)} document{'s' if len(report.documents) != 1 else ''}:"]
+    shown = [s for s in STATUSES if s != STATUS_INTERRUPTED or report.count(s)]
+    parts.append(", ".join(f"{report.count(s)} {s}" for s in shown))
+    line = " ".join(parts)
+    if report.pages_decoded:
+        line += (
+            f"; {report.pages_decoded} page{'s' if report.pages_decoded != 1 else ''} decoded "
+            f"in {report.engine_seconds:.1f} s "
+            f"({report.pages_per_second:.2f} pages/s, "
+            f"{report.output_tokens_per_second:.0f} output tokens/s)"
+        )
+    line += f"; {report.seconds:.1f} s in all"
+    return line
+
+
+def _stats_line(report: RunReport) -> str | None:
+    shown = [
+        f"{k.replace('_', ' ')} {int(report.stats[k])}" for k in STAT_KEYS if k in report.stats
+    ]
+    return "engine: " + ", ".join(shown) if shown else None
+
+
+def _doc_line(doc: DocumentReport) -> str:
+    where = f" -> {doc.output_dir}" if doc.output_dir and doc.status != STATUS_FAILED else ""
+    pages = f" ({doc.pages_done}/{doc.pages} pages" if doc.pages else ""
+    if pages:
+        pages += f", {doc.pages_failed} failed)" if doc.pages_failed else ")"
+    error = f": {doc.error}" if doc.error else ""
+    return f"{doc.status:<11} {doc.source}{pages}{where}{error}"
+
+
+def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = False) -> None:
+    """A one-screen summary: the documents that need attention (all of them when few), then the
+    totals. `rich` draws a table (for a terminal)."""
+    stream = stream or sys.stdout
+    docs = report.documents
+    attention = [d for d in docs if d.status not in (STATUS_CONVERTED, STATUS_SKIPPED)]
+    shown = docs if len(docs) <= 15 else attention[:15]
+    hidden = len(attention) - len(shown) if len(docs) > 15 else 0
+    if rich:
+        from rich.console import Console
+        from rich.table import Table
+
+        console = Console(file=stream)
+        if shown:
+            table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+            for column in ("status", "file", "pages", "output / error"):
+                table.add_column(column, overflow="fold")
+            colours = {
+                STATUS_CONVERTED: "green",
+                STATUS_SKIPPED: "cyan",
+                STATUS_PARTIAL: "yellow",
+                STATUS_FAILED: "red",
+                STATUS_INTERRUPTED: "magenta",
+            }
+            for d in shown:
+                pages = f"{d.pages_done}/{d.pages}" if d.pages else "-"
+                if d.pages_failed:
+                    pages += f" ({d.pages_failed} failed)"
+                table.add_row(
+                    f"[{colours.get(d.status, 'white')}]{d.status}[/]",
+                    Path(d.source).name,
+                    pages,
+                    d.error or (d.output_dir or ""),
+                )
+            console.print(table)
+        if hidden:
+            console.print(f"... and {hidden} more that need attention (see --report)")
+        console.print(_totals_line(report), highlight=False)
+        stats = _stats_line(report)
+        if stats:
+            console.print(stats, highlight=False)
+        return
+    for d in shown:
+        print(_doc_line(d), file=stream)
+    if hidden:
+        print(f"... and {hidden} more that need attention (see --report)", file=stream)
+    print(_totals_line(report), file=stream)
+    stats = _stats_line(report)
+    if stats:
+        print(stats, file=stream)

@@ -1,0 +1,150 @@
+"""Resume state (raw/document.json): who owns a document folder, the settings of the run that
+wrote it, its status and its failed pages; and the source file's identity."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpdparse.errors import OutputError
+from hpdparse.store.atomic import atomic_write_json, sha256_file
+from hpdparse.store.folders import RAW_DIR, STATE_FILE
+
+STATE_FORMAT = 1
+
+STATUS_IN_PROGRESS = "in-progress"
+
+STATUS_CONVERTED = "converted"
+
+STATUS_PARTIAL = "partial"
+
+
+@dataclass(frozen=True)
+class SourceIdentity:
+    """Enough to tell whether the source file changed since raw pages were written."""
+
+    path: str  # absolute
+    size: int
+    mtime_ns: int
+    sha256: str
+
+    @classmethod
+    def of(cls, path: Path) -> SourceIdentity:
+        path = Path(path).absolute()
+        st = path.stat()
+        return cls(str(path), st.st_size, st.st_mtime_ns, sha256_file(path))
+
+    def matches_file(self, path: Path) -> bool:
+        """True when `path` still has the content this identity was taken from (size and mtime
+        first, the sha256 only when they differ)."""
+        try:
+            st = Path(path).stat()
+        except OSError:
+            return False
+        if st.st_size != self.size:
+            return False
+        if st.st_mtime_ns == self.mtime_ns:
+            return True
+        try:
+            return sha256_file(Path(path)) == self.sha256
+        except OSError:
+            return False
+
+
+def read_state(doc_dir: Path) -> dict[str, Any] | None:
+    """The resume state of a document folder, or None when there is none (or it is unreadable)."""
+    try:
+        with open(doc_dir / RAW_DIR / STATE_FILE, encoding="utf-8") as f:
+            state = json.load(f)
+    except (OSError, ValueError):
+        return None
+    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+        return None
+    return state
+
+
+@dataclass
+class DocumentState:
+    """What raw/document.json holds: who owns the folder and what the last run asked for."""
+
+    source: SourceIdentity
+    stem: str
+    page_count: int
+    pages_spec: str | None
+    selected: list[int]
+    dpi: int
+    engine: str
+    model: str
+    revision: str | None
+    reuse_key: dict[str, Any]
+    render_options: dict[str, Any]
+    status: str = STATUS_IN_PROGRESS
+    failed_pages: dict[int, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": STATE_FORMAT,
+            "source": self.source.path,
+            "source_size": self.source.size,
+            "source_mtime_ns": self.source.mtime_ns,
+            "source_sha256": self.source.sha256,
+            "stem": self.stem,
+            "page_count": self.page_count,
+            "pages_spec": self.pages_spec,
+            "selected_pages": self.selected,
+            "dpi": self.dpi,
+            "engine": self.engine,
+            "model": self.model,
+            "revision": self.revision,
+            "reuse_key": self.reuse_key,
+            "render_options": self.render_options,
+            "status": self.status,
+            "failed_pages": {str(k): v for k, v in sorted(self.failed_pages.items())},
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DocumentState:
+        try:
+            return cls(
+                source=SourceIdentity(
+                    data["source"],
+                    int(data["source_size"]),
+                    int(data["source_mtime_ns"]),
+                    data["source_sha256"],
+                ),
+                stem=data["stem"],
+                page_count=int(data["page_count"]),
+                pages_spec=data.get("pages_spec"),
+                selected=[int(n) for n in data["selected_pages"]],
+                dpi=int(data["dpi"]),
+                engine=data.get("engine", ""),
+                model=data.get("model", ""),
+                revision=data.get("revision"),
+                reuse_key=data.get("reuse_key", {}),
+                render_options=data.get("render_options", {}),
+                status=data.get("status", STATUS_IN_PROGRESS),
+                failed_pages={int(k): v for k, v in data.get("failed_pages", {}).items()},
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise OutputError(f"damaged resume state ({exc.__class__.__name__}: {exc})") from exc
+
+    def save(self, doc_dir: Path) -> None:
+        atomic_write_json(doc_dir / RAW_DIR / STATE_FILE, self.to_json())
+
+
+def load_state(doc_dir: Path) -> DocumentState | None:
+    data = read_state(doc_dir)
+    if data is None:
+        return None
+    try:
+        return DocumentState.from_json(data)
+    except OutputError:
+        return None
+
+
+def remove_state(doc_dir: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        (doc_dir / RAW_DIR / STATE_FILE).unlink()

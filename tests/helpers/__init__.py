@@ -1,0 +1,1 @@
+"""Shared test helpers (imported as ``tests.helpers.*``; test modules never import each other)."""

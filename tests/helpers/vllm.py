@@ -1,0 +1,104 @@
+"""vLLM engine test helpers: the tiny checkpoint, test engine settings, the sample pages and the
+"forking" checkpoint (tiny-hpd rewired into a chain that forks every 47 tokens).
+
+Imported by the vLLM tests and the benchmarks; needs torch and safetensors, not vLLM."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+from pathlib import Path
+
+from PIL import Image
+
+from hpdparse.engines.base import EngineConfig
+from tests.helpers.paths import FIXTURES, SAMPLES
+
+TINY = FIXTURES / "tiny-hpd"
+MAX_TOKENS = 160
+MAX_MODEL_LEN = 4096
+DPI = 72
+# The forking chain: <BLOCK>, PARENT_RUN tokens, <FORK>, TAIL_RUN tokens, then <BLOCK> again.
+PARENT_RUN, TAIL_RUN, CHILD_RUN = 40, 5, 12
+CYCLE = PARENT_RUN + TAIL_RUN + 2  # <BLOCK>, the run, <FORK>, the tail
+
+
+def vllm_config(model: Path, fork: bool, **overrides: object) -> EngineConfig:
+    return EngineConfig(
+        model=str(model),
+        fork=fork,
+        mtp=False,  # P-MTP has its own tests (test_vllm_mtp.py)
+        # HPDPARSE_TEST_DEVICE=cuda: the engine's GPU defaults (CUDA graphs, bfloat16).
+        device=os.environ.get("HPDPARSE_TEST_DEVICE", "cpu"),
+        max_tokens=int(overrides.pop("max_tokens", MAX_TOKENS)),
+        max_model_len=MAX_MODEL_LEN,
+        extra={"kv_cache_gib": 0.25, **overrides},
+    )
+
+
+def sample_pages() -> list[tuple[tuple[str, int], Image.Image]]:
+    import pymupdf
+
+    pages = []
+    for pdf in sorted(SAMPLES.glob("*.pdf")):
+        with pymupdf.open(pdf) as doc:
+            for number, page in enumerate(doc, start=1):
+                pix = page.get_pixmap(dpi=DPI)
+                image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples)
+                pages.append(((pdf.stem, number), image))
+    for png in sorted(SAMPLES.glob("*.png")):
+        pages.append(((png.stem, 1), Image.open(png).convert("RGB")))
+    assert pages, f"no sample pages in {SAMPLES}"
+    return pages
+
+
+def write_forking_checkpoint(out: Path) -> Path:
+    """Copy tiny-hpd and rewire its decoder into a deterministic chain that forks."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    from hpdparse.hpd.checkpoint import open_checkpoint
+    from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
+
+    shutil.copytree(TINY, out)
+    ckpt = open_checkpoint(str(out))
+    tokenizer = load_tokenizer(ckpt.path, str(out))
+    ids = token_ids(tokenizer, ckpt.raw_config, str(out))
+    builder = PromptBuilder(tokenizer, ids, ckpt.tokenizer_config().get("chat_template"))
+    last = {builder.build(1, fork)[-1] for fork in (True, False)}
+    assert len(last) == 1, "fork and plain prompts should end on the same token"
+
+    weights = load_file(str(out / "model.safetensors"))
+    embed_key = "language_model.model.embed_tokens.weight"
+    vocab, hidden = weights[embed_key].shape
+    generator = torch.Generator().manual_seed(0)
+    embed = torch.randn(vocab, hidden, generator=generator)
+    for name in weights:
+        if name.endswith(("o_proj.weight", "down_proj.weight")):
+            weights[name] = torch.zeros_like(weights[name])
+    weights[embed_key] = embed
+    unit = embed / embed.norm(dim=1, keepdim=True)
+    head = torch.zeros(vocab, hidden)
+    special = {ids.block, ids.fork, ids.child, ids.im_end, ids.img_context, *last}
+    special |= {ids.img_start, ids.img_end} | set(ids.stop)
+    plain = [t for t in range(vocab) if t not in special][: PARENT_RUN + TAIL_RUN + CHILD_RUN]
+    run_p, run_t, run_c = (
+        plain[:PARENT_RUN],
+        plain[PARENT_RUN : PARENT_RUN + TAIL_RUN],
+        plain[PARENT_RUN + TAIL_RUN :],
+    )
+    chains = [
+        [*last, ids.block],
+        [ids.block, *run_p, ids.fork, *run_t, ids.block],
+        # A child writes <FORK> too, then runs on along the parent's chain until max_tokens:
+        # children never fork, so its <FORK>s must stay in its text.
+        [ids.child, *run_c, ids.fork],
+    ]
+    for chain in chains:
+        for a, b in itertools.pairwise(chain):
+            head[b] += 4.0 * unit[a] * hidden**0.5
+    weights["language_model.lm_head.weight"] = head
+    weights["language_model.model.norm.weight"] = torch.ones(hidden)
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(out / "model.safetensors"))
+    return out
