@@ -17,10 +17,9 @@ from PIL import Image
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-
-FINISH_STOP = "stop"
-FINISH_LENGTH = "length"
-FINISH_ERROR = "error"
+from hpdparse.hpd.protocol import FINISH_ERROR as FINISH_ERROR  # re-exported: PageResult's values
+from hpdparse.hpd.protocol import FINISH_LENGTH as FINISH_LENGTH
+from hpdparse.hpd.protocol import FINISH_STOP as FINISH_STOP
 
 
 @dataclass
