@@ -65,10 +65,21 @@ class EngineInfo:
 
 @dataclass
 class PageRequest:
-    """One page to decode. `key` is opaque to the engine and comes back on the result."""
+    """One page to decode. `key` is opaque to the engine and comes back on the result.
+
+    `on_tokens`, when set, streams the page (vllm and torch engines; the openai engine ignores
+    it): after each engine step in which the page's *settled* output grew, the engine calls it
+    with the newly settled token ids, from the thread that iterates `run()`'s results and before
+    the page's result is yielded. Settled means it can no longer change: the parent's tokens up
+    to a `<FORK>` whose child is still decoding, then `<CHILD>` and that child's tokens so far
+    (see hpd/fork_tree.py). The calls' ids, concatenated, are exactly the ids the page's
+    `PageResult.text` is decoded from (`Engine.detokenize` turns them into text); a page that
+    fails ends with an error result whatever was streamed. An exception it raises ends the run.
+    """
 
     key: Hashable
     payload: Any
+    on_tokens: Callable[[list[int]], None] | None = None
 
 
 @dataclass
@@ -117,6 +128,12 @@ class Engine(ABC):
     @abstractmethod
     def preparer(self) -> Callable[[Image.Image], Any]:
         """A picklable function image -> payload, run in worker processes ahead of the engine."""
+
+    def detokenize(self, token_ids: list[int]) -> str:
+        """The text `token_ids` decode to, special tokens kept, as the engine decodes
+        `PageResult.text` (for the ids `PageRequest.on_tokens` streams). Needs a started engine;
+        the openai engine has no tokenizer and raises NotImplementedError."""
+        raise NotImplementedError(f"the {self.name} engine does not detokenize")
 
     @abstractmethod
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:

@@ -71,10 +71,20 @@ def pick_dtype(requested: str | None, device: str) -> Any:
 class _Live:
     """A page in the engine."""
 
-    def __init__(self, key: Any, page: Any, started: float) -> None:
+    def __init__(
+        self, key: Any, page: Any, started: float, on_tokens: Callable[[list[int]], None] | None
+    ) -> None:
         self.key = key
         self.page = page
         self.started = started
+        self.on_tokens = on_tokens
+
+    def stream(self) -> None:
+        """Hand the page's newly settled tokens to its `on_tokens`, if any."""
+        if self.on_tokens is not None:
+            settled = self.page.tree.take_settled()
+            if settled:
+                self.on_tokens(settled)
 
 
 class TorchEngine(Engine):
@@ -182,7 +192,7 @@ class TorchEngine(Engine):
             features = features.reshape(-1, features.shape[-1])
         prompt = self._prompts.build(features.shape[0], self.config.fork)
         page = self._decoder.new_page(PageJob(request.key, prompt, features))
-        return _Live(request.key, page, time.monotonic())
+        return _Live(request.key, page, time.monotonic(), request.on_tokens)
 
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
         if self._model is None:
@@ -216,15 +226,21 @@ class TorchEngine(Engine):
                 continue
             still = []
             for x in live:
+                x.stream()
                 if x.page.done:
                     yield self._result(x)
                 else:
                     still.append(x)
             live = still
 
+    def detokenize(self, token_ids: list[int]) -> str:
+        if self._tokenizer is None:
+            raise EngineError("torch engine: not started")
+        return self._tokenizer.decode(token_ids, skip_special_tokens=False)
+
     def _result(self, x: _Live) -> PageResult:
         decoded = self._decoder.result(x.page)
-        text = self._tokenizer.decode(decoded.token_ids, skip_special_tokens=False)
+        text = self.detokenize(decoded.token_ids)
         stats = dict(decoded.stats)
         return PageResult(
             key=x.key,

@@ -91,6 +91,7 @@ class _Page:
     # made from; the tiles are the same tensor vLLM's requests hold, not a copy.
     rendered: dict[str, Any]
     tree: ForkTree
+    on_tokens: Callable[[list[int]], None] | None
     requests: list[_Request] = field(default_factory=list)  # the parent's, then the children's
     steps: int = 0
     last_step: int = -1
@@ -370,7 +371,15 @@ class VllmEngine(Engine):
                 prompt_len=len(prompt_ids),
                 max_model_len=max_model_len,
             )
-            page = _Page(request.key, number, time.perf_counter(), prompt_ids, rendered, tree)
+            page = _Page(
+                request.key,
+                number,
+                time.perf_counter(),
+                prompt_ids,
+                rendered,
+                tree,
+                request.on_tokens,
+            )
             budget = max_model_len - len(prompt_ids)
             if budget < 1:
                 return PageResult(
@@ -434,6 +443,7 @@ class VllmEngine(Engine):
                     raise EngineError(f"vllm engine failed: {type(exc).__name__}: {exc}") from exc
                 step_number += 1
                 finished_pages: list[_Page] = []
+                stepped: dict[int, _Page] = {}
                 for output in outputs:
                     branch = branches.get(output.request_id)
                     if branch is None:
@@ -441,6 +451,7 @@ class VllmEngine(Engine):
                     completion = output.outputs[0]
                     new_tokens = list(completion.token_ids)
                     page = branch.page
+                    stepped[page.number] = page
                     if new_tokens and page.last_step != step_number:
                         page.last_step = step_number
                         page.steps += 1
@@ -457,6 +468,11 @@ class VllmEngine(Engine):
                             running_children -= 1
                         if page.tree.done:
                             finished_pages.append(page)
+                for page in stepped.values():
+                    if page.on_tokens is not None:
+                        settled = page.tree.take_settled()
+                        if settled:
+                            page.on_tokens(settled)
                 for page in finished_pages:
                     pages_in_flight -= 1
                     yield self._result(page)
@@ -528,13 +544,18 @@ class VllmEngine(Engine):
         }
         return PageResult(
             key=page.key,
-            text=self._tokenizer.decode(spliced, skip_special_tokens=False),
+            text=self.detokenize(spliced),
             finish_reason=tree.finish_reason,
             prompt_tokens=len(page.prompt_ids),
             output_tokens=len(spliced),  # stop tokens not counted, as in the torch engine
             seconds=time.perf_counter() - page.started,
             stats=stats,
         )
+
+    def detokenize(self, token_ids: list[int]) -> str:
+        if self._llm is None:
+            raise EngineError("vllm engine: not started")
+        return self._tokenizer.decode(token_ids, skip_special_tokens=False)
 
 
 _cpu_bind_we_set: str | None = None
