@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -28,6 +27,7 @@ from hpdparse.engines.base import EngineConfig, PageRequest
 from hpdparse.engines.vllm.engine import VllmEngine
 from hpdparse.hpd.tiling import TilingConfig, expand_grey, tile_image
 from tests.helpers.vllm import vllm_config as _engine_test_config
+from tests.helpers.vllm import vllm_options
 
 pytestmark = pytest.mark.vllm
 
@@ -75,7 +75,7 @@ def payloads() -> dict[str, np.ndarray]:
 
 @pytest.fixture(scope="module")
 def engine() -> Iterator[VllmEngine]:
-    with VllmEngine(_config()) as eng:
+    with VllmEngine(_config(), vllm_options()) as eng:
         yield eng
 
 
@@ -88,7 +88,7 @@ def _texts(engine, payloads: dict[str, np.ndarray], keys: list[str]) -> dict[str
 
 @pytest.fixture(scope="module")
 def torch_texts(payloads) -> dict[str, str]:  # noqa: ANN001
-    with create_engine("torch", replace(_config(), extra={})) as eng:
+    with create_engine("torch", _config()) as eng:
         return _texts(eng, payloads, list(payloads))
 
 
