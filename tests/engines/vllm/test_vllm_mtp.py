@@ -254,7 +254,7 @@ def test_draft_forward_is_cuda_graph_capturable(pmtp_engine: VllmEngine) -> None
             super().__init__()
             self.ops: set[str] = set()
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = str(func)
             if name.startswith(("aten.index.", "aten.index_put", "aten._index_put")) and any(
                 isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)
