@@ -27,6 +27,7 @@ sys.path.insert(0, str(REPO))
 
 from hpdparse.engines.base import EngineConfig, PageRequest  # noqa: E402
 from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
+from hpdparse.engines.vllm.options import VllmOptions  # noqa: E402
 
 
 def write_hpd_like_checkpoint(source: Path, out: Path, run: int = 40) -> Path:
@@ -206,9 +207,8 @@ def main() -> None:
             dtype=args.dtype,
             max_tokens=args.max_tokens,
             max_model_len=16384,
-            extra={"kv_cache_gib": 1.0},
         )
-        with VllmEngine(config) as engine:
+        with VllmEngine(config, VllmOptions(kv_cache_gib=1.0)) as engine:
             print(
                 f"\n{'fork' if fork else 'plain'}: engine start-up {engine.startup_seconds:.1f} s"
             )

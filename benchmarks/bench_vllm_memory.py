@@ -4,7 +4,7 @@
         [--pages 300] [--max-in-flight 512] [--kv-cache-gib 0.02] [--dpi 200] [--warmup 32]
 
 Runs the same pages twice, each in its own process (peak RSS is per process): with the engine's
-admission control (default max_waiting) and without it (EngineConfig.extra["max_waiting"] = None,
+admission control (default max_waiting) and without it (VllmOptions.max_waiting = None,
 the engine before admission control: up to max_in_flight pages queued in vLLM). Every page gets
 a distinct image (two pixels changed), so pages share no prefix blocks. The KV cache is made small
 (--kv-cache-gib) so that, as with the 1B model on a GPU, vLLM can run only part of the pages.
@@ -40,7 +40,8 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_vllm import sample_images  # noqa: E402
 
 from hpdparse.engines.base import EngineConfig, PageRequest  # noqa: E402
-from hpdparse.engines.vllm.engine import DEFAULT_MAX_WAITING, VllmEngine  # noqa: E402
+from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
+from hpdparse.engines.vllm.options import DEFAULT_MAX_WAITING, VllmOptions  # noqa: E402
 
 FULL_PAGE_TILE_BYTES = 25 * 448 * 448 * 3  # the 1B model at 200 dpi A4, RGB
 
@@ -76,9 +77,9 @@ def run_mode(args: argparse.Namespace) -> dict:
     import torch
 
     torch.set_num_threads(1)
-    extra: dict = {"kv_cache_gib": args.kv_cache_gib}
+    options = VllmOptions(kv_cache_gib=args.kv_cache_gib)
     if args.mode == "off":
-        extra["max_waiting"] = None
+        options.max_waiting = None
     config = EngineConfig(
         model=args.model,
         fork=True,
@@ -86,9 +87,8 @@ def run_mode(args: argparse.Namespace) -> dict:
         device="cpu",
         max_tokens=args.max_tokens,
         max_model_len=4096,
-        extra=extra,
     )
-    engine = VllmEngine(config)
+    engine = VllmEngine(config, options)
     engine.start()
     scheduler = engine.llm_engine.engine_core.engine_core.scheduler
     prepare = engine.preparer()

@@ -33,6 +33,7 @@ from bench_vllm import sample_images, write_hpd_like_checkpoint  # noqa: E402
 from hpdparse.engines.base import EngineConfig  # noqa: E402
 from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
 from hpdparse.engines.vllm.mtp import MTP_PREFIX  # noqa: E402
+from hpdparse.engines.vllm.options import VllmOptions  # noqa: E402
 
 
 def rewire_head_to_chain(model: Path) -> None:
@@ -109,9 +110,8 @@ def main() -> None:
             dtype=args.dtype,
             max_tokens=args.max_tokens,
             max_model_len=16384,
-            extra={"kv_cache_gib": 1.0},
         )
-        with VllmEngine(config) as engine:
+        with VllmEngine(config, VllmOptions(kv_cache_gib=1.0)) as engine:
             prepare = engine.preparer()
             payloads = [prepare(image) for image in images]
             bench(engine, payloads[: min(4, len(payloads))], 4)  # warm-up

@@ -7,58 +7,30 @@ print(report.exit_code, report.documents[0].status)   # out/paper/paper.md
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpdparse.engines import ENGINE_NAMES, Engine, EngineConfig, create_engine
+from hpdparse.engines.base import Engine, EngineConfig
+from hpdparse.engines.openai.options import DEFAULT_SERVER
+from hpdparse.engines.options import EngineOptions
+from hpdparse.engines.registry import DEFAULT_ENGINE, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.finish import render_folders
 from hpdparse.runner.progress import Progress
-from hpdparse.runner.scheduler import Converter, ConvertSettings, dependency_error
+from hpdparse.runner.scheduler import Converter, ConvertSettings
 from hpdparse.sources.discover import discover_inputs
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.report import DocumentReport, RunReport
-
-DEFAULT_SERVER = "http://127.0.0.1:8118/v1"
-
-
-# The third-party module each heavy engine cannot run without: checked before the engine is
-# built, so a missing install is reported as such (not as a later, less clear failure).
-_ENGINE_MODULES = {"vllm": "vllm", "torch": "torch"}
-
-
-def _importable(module: str) -> bool:
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def make_engine(name: str, config: EngineConfig) -> Engine:
-    """Create engine `name`; a missing optional dependency becomes a one-line EngineError."""
-    if name not in ENGINE_NAMES:
-        raise EngineError(f"unknown engine {name!r}; choose one of {', '.join(ENGINE_NAMES)}")
-    needed = _ENGINE_MODULES.get(name)
-    if needed and not _importable(needed):
-        raise dependency_error(name, ModuleNotFoundError(name=needed))
-    try:
-        return create_engine(name, config)
-    except ImportError as exc:
-        raise dependency_error(name, exc) from None
 
 
 def convert(
     inputs: Sequence[str | Path],
     output_dir: str | Path = ".",
     *,
-    engine: str | Engine = "vllm",
+    engine: str | Engine = DEFAULT_ENGINE,
     model: str = DEFAULT_MODEL,
     revision: str | None = None,
     server: str = DEFAULT_SERVER,
@@ -75,16 +47,19 @@ def convert(
     max_tokens: int = DEFAULT_MAX_TOKENS,
     device: str | None = None,
     dtype: str | None = None,
-    engine_options: Mapping[str, Any] | None = None,
+    engine_options: Mapping[str, Any] | EngineOptions | None = None,
     render_options: RenderOptions | None = None,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> RunReport:
     """Convert PDF and image files (files, folders, glob patterns) into `output_dir/<stem>/`.
 
-    `engine` is an engine name (vllm, torch, openai) or an `Engine` (then the caller starts and
-    closes it). `engine_options` are engine-specific settings (`EngineConfig.extra`, e.g.
-    ``{"extra_body": {"skip_special_tokens": False}}`` for openai). `pages` is a 1-based
+    `engine` is an engine name (vllm, torch, openai; see `hpdparse.engines.registry`) or an
+    `Engine` (then the caller starts and closes it). `engine_options` are the engine's own
+    settings, as ``--engine-option`` pairs (checked against its options class, e.g.
+    ``{"extra_body": {"skip_special_tokens": False}}`` for openai) or an instance of that class
+    (`OpenAIOptions(...)`, `VllmOptions(...)`, `TorchOptions(...)`); `server` is the openai
+    engine's URL (with a mapping; the other engines have none). `pages` is a 1-based
     selection such as "1-3,7,10-" (ValueError when invalid). Returns the run report;
     `report.exit_code` is 0, 1 or 130 (see the command line). Raises EngineError when the
     engine cannot be created or started.
@@ -112,17 +87,15 @@ def convert(
         config = EngineConfig(
             model=model,
             revision=revision,
-            server=server,
             fork=fork,
             mtp=mtp,
             speculative_tokens=speculative_tokens,
             max_tokens=max_tokens,
             device=device,
             dtype=dtype,
-            extra=dict(engine_options or {}),
         )
         try:
-            engine = make_engine(engine, config)
+            engine = create_engine(engine, config, engine_options, server=server)
         except EngineError as exc:
             if report_path is not None:
                 _engine_failure_report(inputs, recursive, str(exc)).write(Path(report_path))

@@ -14,6 +14,8 @@ from typing import Any
 import click
 
 from hpdparse import __version__, api
+from hpdparse.engines import registry
+from hpdparse.engines.openai.options import DEFAULT_SERVER
 from hpdparse.errors import HpdparseError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
@@ -147,11 +149,7 @@ def _decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
             metavar="KEY=VALUE",
             callback=_parse_engine_options,
             help="Engine setting, repeatable; VALUE is read as JSON when it parses, else as text. "
-            "vllm: any vLLM EngineArgs field (max_num_seqs=256, gpu_memory_utilization=0.8), "
-            "max_waiting=8 (pages queued in vLLM), kv_cache_gib=8 on CPU; openai: "
-            "extra_body='{\"skip_special_tokens\": false}' (merged into every request), "
-            "api_key=... (else $HPDPARSE_API_KEY); torch: schedule=serial. "
-            "Unknown options are an error.",
+            f"{registry.options_help()} Unknown options are an error.",
         ),
     ]
     for option in reversed(options):
@@ -201,11 +199,10 @@ def main() -> None:
 @click.option("--password", help="Password for encrypted PDFs (ignored for the others).")
 @click.option(
     "--engine",
-    type=click.Choice(["vllm", "torch", "openai"]),
-    default="vllm",
+    type=click.Choice(registry.ENGINE_NAMES),
+    default=registry.DEFAULT_ENGINE,
     show_default=True,
-    help="vllm: in-process vLLM; torch: plain PyTorch; openai: an OpenAI-compatible HPD "
-    "server (--server).",
+    help=registry.engines_help(),
 )
 @click.option(
     "--model",
@@ -215,7 +212,7 @@ def main() -> None:
 )
 @click.option(
     "--server",
-    default=api.DEFAULT_SERVER,
+    default=DEFAULT_SERVER,
     show_default=True,
     help="Base URL of the HPD server for --engine openai.",
 )
@@ -342,8 +339,8 @@ def render(**kw: Any) -> None:
 )
 @click.option(
     "--engine",
-    type=click.Choice(["vllm", "torch"]),
-    default="vllm",
+    type=click.Choice(registry.LIVE_ENGINE_NAMES),
+    default=registry.DEFAULT_ENGINE,
     show_default=True,
     help="In-process engine that decodes the pages.",
 )
@@ -406,11 +403,11 @@ def serve(**kw: Any) -> None:
         max_tokens=kw["max_tokens"],
         device=kw["device"],
         dtype=kw["dtype"],
-        extra=dict(kw["engine_options"]),
     )
     server = HpdServer(
         kw["engine"],
         config,
+        options=kw["engine_options"],
         host=kw["host"],
         port=kw["port"],
         served_model_name=kw["served_model_name"],

@@ -1,21 +1,21 @@
 """The Engine interface shared by every engine, and the page request/result records.
 
-Data flow: the pipeline renders a page, calls `engine.prepare(image)` in a worker (CPU work such as
-PNG encoding or tiling), wraps the payload in a `PageRequest`, and hands a lazy iterator of requests
-to `engine.run(...)`. The engine pulls requests as it has room (at most `max_in_flight` pages
-decoding at once) and yields a `PageResult` for each, in completion order.
+Data flow: the pipeline rasterizes a page, runs `engine.preparer()`'s function on it in a worker
+(CPU work such as PNG encoding or tiling), wraps the payload in a `PageRequest`, and hands a lazy
+iterator of requests to `engine.run(...)`. The engine pulls requests as it has room (at most
+`max_in_flight` pages decoding at once) and yields a `PageResult` for each, in completion order.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from PIL import Image
 
-from hpdparse.errors import EngineError
+from hpdparse.engines.options import EngineOptions
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.hpd.protocol import FINISH_ERROR as FINISH_ERROR  # re-exported: PageResult's values
 from hpdparse.hpd.protocol import FINISH_LENGTH as FINISH_LENGTH
@@ -24,11 +24,11 @@ from hpdparse.hpd.protocol import FINISH_STOP as FINISH_STOP
 
 @dataclass
 class EngineConfig:
-    """Every engine option the command line knows; each engine reads the ones it needs."""
+    """The settings every engine shares; each engine's own are its options class
+    (`Engine.options_class`, set with ``--engine-option``)."""
 
     model: str = DEFAULT_MODEL
     revision: str | None = None
-    server: str = "http://127.0.0.1:8118/v1"
     fork: bool = True
     mtp: bool = True
     speculative_tokens: int = 6
@@ -36,10 +36,6 @@ class EngineConfig:
     max_model_len: int = DEFAULT_MAX_MODEL_LEN
     device: str | None = None
     dtype: str | None = None
-    gpu_memory_utilization: float = 0.9
-    request_timeout: float = 600.0
-    retries: int = 3
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -103,24 +99,35 @@ class PageResult:
 
 
 class Engine(ABC):
-    """A running model. Use as a context manager or call start()/close()."""
+    """A running model. Use as a context manager or call start()/close().
+
+    Lifecycle: ``open()`` (resolve the model and its revision, no weights), then ``start()``
+    (load the model or check the server; calls ``open()`` itself when needed), ``run(...)``,
+    ``close()``. `info` is valid from ``open()`` on and does not change after it."""
 
     name: str = "base"
+    options_class: ClassVar[type[EngineOptions]] = EngineOptions
 
-    def __init__(self, config: EngineConfig) -> None:
+    def __init__(
+        self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
+    ) -> None:
         self.config = config
+        # Checked here: an unknown option or a wrong value fails before anything is loaded.
+        self.options = self.options_class.coerce(options)
 
     @property
     @abstractmethod
     def info(self) -> EngineInfo:
-        """Model id, revision (if known), prompt and max tokens: recorded with every raw page."""
+        """Model id, revision (if known), prompt and max tokens: recorded with every raw page.
+        Valid after open() (engines with a checkpoint open it here when needed)."""
 
     def open(self) -> None:  # noqa: B027 - optional hook
         """Resolve the model and its revision without loading weights (cheap, idempotent).
         `info` and `preparer()` are valid after it. Raise EngineError with a one-line message."""
 
     def start(self) -> None:  # noqa: B027 - optional hook
-        """Load the model or check the server. Raise EngineError with a one-line message."""
+        """Load the model or check the server (calling open() first when it was not).
+        Raise EngineError with a one-line message."""
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Free the model or connections."""
@@ -155,19 +162,3 @@ class Engine(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def check_engine_options(
-    engine: str, options: dict[str, Any], known: Iterable[str], takes: str | None = None
-) -> None:
-    """Raise a one-line EngineError naming the options (EngineConfig.extra) `engine` does not
-    know, so a misspelt ``--engine-option`` is not silently ignored. `takes` describes the
-    known ones when listing them would be too long."""
-    known = set(known)
-    unknown = sorted(set(options) - known)
-    if unknown:
-        plural = "s" if len(unknown) > 1 else ""
-        raise EngineError(
-            f"{engine} engine: unknown engine option{plural} {', '.join(unknown)}; "
-            f"it takes {takes or ', '.join(sorted(known)) or 'none'}"
-        )

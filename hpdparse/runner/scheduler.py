@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from hpdparse.engines.base import Engine, EngineInfo, PageRequest, PageResult
+from hpdparse.engines.registry import dependency_error
 from hpdparse.errors import EngineError, HpdparseError, InputError, OutputError
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
 from hpdparse.runner.finish import (
@@ -99,25 +100,6 @@ class ConvertSettings:
 
     def read_ahead_count(self) -> int:
         return self.read_ahead if self.read_ahead > 0 else 4 * self.worker_count()
-
-
-_EXTRAS = {
-    "vllm": ("vLLM", "pip install 'hpdparse[vllm]'"),
-    "torch": ("PyTorch", "pip install 'hpdparse[torch]'"),
-}
-
-
-def dependency_error(engine_name: str, exc: ImportError) -> EngineError:
-    """The one-line error for an engine whose optional dependency cannot be imported."""
-    module = exc.name or ""
-    if module.startswith("hpdparse."):
-        return EngineError(
-            f"--engine {engine_name} is not available in this version of hpdparse "
-            f"(use --engine openai with an HPD server)"
-        )
-    what, how = _EXTRAS.get(engine_name, (module or "a dependency", "pip install hpdparse"))
-    missing = f" (cannot import {module})" if module else f" ({' '.join(str(exc).split())})"
-    return EngineError(f"--engine {engine_name} needs {what}: {how}{missing}")
 
 
 # --- the conversion run ---------------------------------------------------------------------------
@@ -587,4 +569,4 @@ def _chain(first: PageRequest, rest: Iterator[PageRequest]) -> Iterator[PageRequ
     yield from rest
 
 
-__all__ = ["ConvertSettings", "Converter", "dependency_error"]
+__all__ = ["ConvertSettings", "Converter"]

@@ -35,16 +35,17 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from PIL import Image
 
-from hpdparse.engines import create_engine
 from hpdparse.engines.base import FINISH_ERROR, Engine, EngineConfig, PageRequest, PageResult
-from hpdparse.errors import HpdparseError
+from hpdparse.engines.options import EngineOptions
+from hpdparse.engines.registry import create_engine, get_entry
+from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.hpd.protocol import instruction
 
 log = logging.getLogger(__name__)
@@ -267,6 +268,7 @@ class HpdServer:
         engine_name: str,
         config: EngineConfig,
         *,
+        options: EngineOptions | Mapping[str, Any] | None = None,
         host: str = "127.0.0.1",
         port: int = 8118,
         served_model_name: str | None = None,
@@ -276,6 +278,7 @@ class HpdServer:
     ) -> None:
         self.engine_name = engine_name
         self.config = config
+        self.options = options  # the engine's own (--engine-option), checked in start()
         self.host = host
         self.port = port
         self.model_name = served_model_name or config.model
@@ -309,7 +312,11 @@ class HpdServer:
         """Bind the address, start the engine (on its own thread), then serve HTTP. Raise
         HpdparseError with a one-line message when the address is taken or the engine cannot
         start. Clients that connect while the engine loads wait until it is ready."""
-        self._engine = create_engine(self.engine_name, self.config)
+        if not get_entry(self.engine_name).live_source:
+            raise EngineError(
+                f"--engine {self.engine_name} cannot serve: it does not take pages as they arrive"
+            )
+        self._engine = create_engine(self.engine_name, self.config, self.options)
         try:
             self._httpd = _HTTPServer((self.host, self.port), _Handler)
         except OSError as exc:

@@ -13,6 +13,7 @@ from pathlib import Path
 from PIL import Image
 
 from hpdparse.engines.base import EngineConfig
+from hpdparse.engines.vllm.options import VllmOptions
 from tests.helpers.paths import FIXTURES, SAMPLES
 
 TINY = FIXTURES / "tiny-hpd"
@@ -24,17 +25,22 @@ PARENT_RUN, TAIL_RUN, CHILD_RUN = 40, 5, 12
 CYCLE = PARENT_RUN + TAIL_RUN + 2  # <BLOCK>, the run, <FORK>, the tail
 
 
-def vllm_config(model: Path, fork: bool, **overrides: object) -> EngineConfig:
+def vllm_config(model: Path, fork: bool, max_tokens: int = MAX_TOKENS) -> EngineConfig:
+    """The test settings, for the vllm engine and (the same text) the torch engine."""
     return EngineConfig(
         model=str(model),
         fork=fork,
         mtp=False,  # P-MTP has its own tests (test_vllm_mtp.py)
         # HPDPARSE_TEST_DEVICE=cuda: the engine's GPU defaults (CUDA graphs, bfloat16).
         device=os.environ.get("HPDPARSE_TEST_DEVICE", "cpu"),
-        max_tokens=int(overrides.pop("max_tokens", MAX_TOKENS)),
+        max_tokens=max_tokens,
         max_model_len=MAX_MODEL_LEN,
-        extra={"kv_cache_gib": 0.25, **overrides},
     )
+
+
+def vllm_options(**engine_options: object) -> VllmOptions:
+    """The vllm engine's test options (a small KV cache on CPU), as ``--engine-option`` pairs."""
+    return VllmOptions.from_mapping({"kv_cache_gib": 0.25, **engine_options})
 
 
 def sample_pages() -> list[tuple[tuple[str, int], Image.Image]]:

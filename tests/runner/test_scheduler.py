@@ -194,13 +194,14 @@ def test_rasterize_timeout_fails_the_page_and_does_not_hang(
 ) -> None:
     from hpdparse.engines import EngineConfig
     from hpdparse.engines.openai.engine import OpenAIEngine
+    from hpdparse.engines.openai.options import OpenAIOptions
     from hpdparse.runner.scheduler import Converter, ConvertSettings
 
     pdf = make_pdf(tmp_path / "doc.pdf", 3)
     settings = ConvertSettings(
         output_dir=tmp_path / "out", dpi=72, workers=1, rasterize_timeout=1e-4
     )
-    with OpenAIEngine(EngineConfig(server=srv.url)) as engine:
+    with OpenAIEngine(EngineConfig(), OpenAIOptions(server=srv.url)) as engine:
         report = Converter(engine, settings, start_engine=False).run([pdf])
     doc = report.documents[0]
     assert doc.status == "failed" and doc.pages_failed == 3

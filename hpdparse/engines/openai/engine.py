@@ -6,16 +6,25 @@ data URL, then the HPD instruction; `temperature 0` and `max_tokens`. At most `m
 requests are open at once. Connection errors, timeouts (`request_timeout` per attempt) and HTTP 5xx
 are retried `retries` times with exponential backoff and jitter; HTTP 4xx and answers that are not
 a chat completion fail that page at once. A failed page becomes a PageResult with finish_reason
-"error" and a one-line error; `run` never raises for a single page.
+"error" and a one-line error; `run` never raises for a single page. The server, timeout, retries
+and the options below are `OpenAIOptions` (options.py).
 
 finish_reason from the server: "stop" and "length" are kept; a missing one counts as "stop";
 "abort" and "content_filter" mean the text is incomplete or withheld, so the page is an error;
 any other value (a server's own name for end of sequence) counts as "stop".
 
-Options read from `EngineConfig.extra` (no command-line flag): `api_key` (else the environment
-variable HPDPARSE_API_KEY) sent as a bearer token; `retry_backoff` (first backoff in seconds,
-default 0.5) and `retry_backoff_max` (default 20); `extra_body`, a dict merged into every request
-body (e.g. vLLM's `{"skip_special_tokens": false}` or `{"repetition_penalty": 1.05}`).
+``--engine-option``s: `api_key` (else the environment variable HPDPARSE_API_KEY) sent as a
+bearer token; `retry_backoff` (first backoff in seconds, default 0.5) and `retry_backoff_max`
+(default 20); `extra_body`, a dict merged into every request body (e.g. vLLM's
+`{"skip_special_tokens": false}` or `{"repetition_penalty": 1.05}`).
+
+open() and info: there is no local checkpoint, so open() resolves nothing and contacts no one
+(a run whose pages are all saved never needs the server). `info` is fixed from the start: the
+model name asked for (``--model``) and revision None, since a server does not say which commit
+it runs; so pages are reused only by runs asking for the same model name with no known
+revision. start() checks the server and settles the name sent in requests (`self.model`): when
+``--model`` is left at its default and the server serves one model under another name, that
+name; the name recorded with the pages stays the one asked for.
 """
 
 from __future__ import annotations
@@ -32,7 +41,15 @@ import struct
 import threading
 import time
 import zlib
-from collections.abc import Awaitable, Callable, Coroutine, Hashable, Iterable, Iterator
+from collections.abc import (
+    Awaitable,
+    Callable,
+    Coroutine,
+    Hashable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from typing import Any, TypeVar
 
 import httpx
@@ -47,8 +64,9 @@ from hpdparse.engines.base import (
     EngineInfo,
     PageRequest,
     PageResult,
-    check_engine_options,
 )
+from hpdparse.engines.openai.options import API_KEY_VARIABLE, OpenAIOptions
+from hpdparse.engines.options import EngineOptions
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MODEL, ENDOFTEXT, IM_END, instruction
 
@@ -156,36 +174,38 @@ class OpenAIEngine(Engine):
     """HPD pages through an OpenAI-compatible chat-completions server (see the module doc)."""
 
     name = "openai"
+    options_class = OpenAIOptions
+    options: OpenAIOptions
 
-    def __init__(self, config: EngineConfig) -> None:
-        super().__init__(config)
-        self.server = config.server.rstrip("/")
-        self.model = config.model
+    def __init__(
+        self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(config, options)
+        opts = self.options
+        self.server = opts.server.rstrip("/")
+        self.model = config.model  # the name sent in requests: settled by start()
         self.prompt = instruction(config.fork)
-        extra = config.extra
-        check_engine_options(
-            "openai", extra, ("api_key", "retry_backoff", "retry_backoff_max", "extra_body")
-        )
-        self._api_key: str | None = extra.get("api_key") or os.environ.get("HPDPARSE_API_KEY")
-        self._backoff = float(extra.get("retry_backoff", 0.5))
-        self._backoff_max = float(extra.get("retry_backoff_max", 20.0))
-        extra_body = extra.get("extra_body") or {}
-        if not isinstance(extra_body, dict):
-            raise EngineError(
-                f"openai engine: extra_body must be a JSON object, got {extra_body!r:.80}"
-            )
-        self._extra_body: dict[str, Any] = dict(extra_body)
+        self._api_key: str | None = opts.api_key or os.environ.get(API_KEY_VARIABLE)
+        self._backoff = opts.retry_backoff
+        self._backoff_max = opts.retry_backoff_max
+        self._extra_body: dict[str, Any] = dict(opts.extra_body)
         self._started = False
 
     @property
     def info(self) -> EngineInfo:
+        """The model asked for, no revision (see the module doc); the same before and after
+        start()."""
         return EngineInfo(
             engine=self.name,
-            model=self.model,
+            model=self.config.model,
             revision=None,
             prompt=self.prompt,
             max_tokens=self.config.max_tokens,
         )
+
+    def open(self) -> None:
+        """Nothing to resolve without a local checkpoint; the server is first contacted by
+        start() (see the module doc)."""
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -199,11 +219,11 @@ class OpenAIEngine(Engine):
             raise EngineError(f"invalid HPD server URL {self.server!r}: it must start with http://")
         url = f"{self.server}/models"
         try:
-            with httpx.Client(timeout=min(self.config.request_timeout, _CHECK_TIMEOUT)) as client:
+            with httpx.Client(timeout=min(self.options.request_timeout, _CHECK_TIMEOUT)) as client:
                 response = client.get(url, headers=self._headers())
         except httpx.HTTPError as error:
             reason = _describe_transport_error(
-                error, min(self.config.request_timeout, _CHECK_TIMEOUT)
+                error, min(self.options.request_timeout, _CHECK_TIMEOUT)
             )
             raise EngineError(
                 f"cannot reach HPD server at {self.server}: {reason}; start it or pass --server"
@@ -325,7 +345,7 @@ class OpenAIEngine(Engine):
             loop.stop(client.aclose if client is not None else None)
 
     async def _open_client(self, max_in_flight: int) -> httpx.AsyncClient:
-        timeout = self.config.request_timeout
+        timeout = self.options.request_timeout
         return httpx.AsyncClient(
             headers=self._headers(),
             timeout=httpx.Timeout(timeout, connect=min(timeout, _CHECK_TIMEOUT)),
@@ -349,7 +369,7 @@ class OpenAIEngine(Engine):
     ) -> PageResult:
         started = time.perf_counter()
         url = f"{self.server}/chat/completions"
-        timeout = self.config.request_timeout
+        timeout = self.options.request_timeout
         retries = 0
         while True:
             try:
@@ -369,7 +389,7 @@ class OpenAIEngine(Engine):
                 if status < 500:
                     message = f"server {self.server}: {problem}{_after(retries)}"
                     return self._error(key, message, retries, time.perf_counter() - started)
-            if retries >= self.config.retries:
+            if retries >= self.options.retries:
                 message = f"server {self.server}: {problem}{_after(retries)}"
                 return self._error(key, message, retries, time.perf_counter() - started)
             retries += 1
@@ -380,7 +400,7 @@ class OpenAIEngine(Engine):
                 key,
                 problem,
                 retries,
-                self.config.retries,
+                self.options.retries,
                 pause,
             )
             await asyncio.sleep(pause)

