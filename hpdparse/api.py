@@ -77,6 +77,7 @@ def convert(
     dtype: str | None = None,
     engine_options: Mapping[str, Any] | None = None,
     render_options: RenderOptions | None = None,
+    layout: bool = False,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> RunReport:
@@ -85,9 +86,10 @@ def convert(
     `engine` is an engine name (vllm, torch, openai) or an `Engine` (then the caller starts and
     closes it). `engine_options` are engine-specific settings (`EngineConfig.extra`, e.g.
     ``{"extra_body": {"skip_special_tokens": False}}`` for openai). `pages` is a 1-based
-    selection such as "1-3,7,10-" (ValueError when invalid). Returns the run report;
-    `report.exit_code` is 0, 1 or 130 (see the command line). Raises EngineError when the
-    engine cannot be created or started.
+    selection such as "1-3,7,10-" (ValueError when invalid). `layout` also writes each
+    document's `<stem>.layout.pdf` (a finished document without one is finished again, from its
+    saved pages). Returns the run report; `report.exit_code` is 0, 1 or 130 (see the command
+    line). Raises EngineError when the engine cannot be created or started.
 
     Pages are rendered in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
@@ -106,6 +108,7 @@ def convert(
         workers=workers,
         overwrite=overwrite,
         render_options=render_options or RenderOptions(),
+        layout=layout,
     )
     owns_engine = isinstance(engine, str)
     if isinstance(engine, str):
@@ -152,14 +155,16 @@ def render(
     *,
     password: str | None = None,
     render_options: RenderOptions | None = None,
+    layout: bool = False,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> RunReport:
     """Rebuild `.md`, `.json` and `images/` of converted document folders from their `raw/`
-    pages and their source file (path recorded in `raw/document.json`), without a model."""
-    report = render_folders(
-        [Path(d) for d in doc_dirs], render_options or RenderOptions(), password, progress
-    )
+    pages and their source file (path recorded in `raw/document.json`), without a model;
+    `layout` also writes `<stem>.layout.pdf`."""
+    options = render_options or RenderOptions()
+    folders = [Path(d) for d in doc_dirs]
+    report = render_folders(folders, options, password, progress, layout=layout)
     if report_path is not None:
         report.write(Path(report_path))
     return report

@@ -68,6 +68,15 @@ def _render_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def _layout_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--layout",
+        is_flag=True,
+        help="Also write <stem>.layout.pdf: every page with each block's box in its role's "
+        "colour, its reading-order number and label; failed and truncated pages marked.",
+    )(f)
+
+
 def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """--report, --quiet and --verbose, shared by convert and render."""
 
@@ -241,6 +250,7 @@ def main() -> None:
     "(reusing saved pages), or redo everything.",
 )
 @_render_options
+@_layout_option
 @_run_options("Write a JSON report: status, pages and errors per input file, totals, throughput.")
 def convert(**kw: Any) -> None:
     """Convert PDF and image files (PNG, JPEG, TIFF), folders and glob patterns to Markdown.
@@ -279,6 +289,7 @@ def convert(**kw: Any) -> None:
             dtype=kw["dtype"],
             engine_options=kw["engine_options"],
             render_options=options,
+            layout=kw["layout"],
             report_path=kw["report_path"],
             progress=progress,
         )
@@ -308,6 +319,7 @@ def convert(**kw: Any) -> None:
 )
 @click.option("--password", help="Password of encrypted sources (to cut figure images).")
 @_render_options
+@_layout_option
 @_run_options("Write a JSON report of this run.")
 def render(**kw: Any) -> None:
     """Rebuild .md, .json and images/ of converted documents from their raw/ pages, without a
@@ -320,6 +332,7 @@ def render(**kw: Any) -> None:
             kw["doc_dirs"],
             password=kw["password"],
             render_options=options,
+            layout=kw["layout"],
             report_path=kw["report_path"],
             progress=progress,
         )
