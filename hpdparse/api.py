@@ -1,4 +1,5 @@
-"""The Python API: `convert(...)` and `render(...)`; the command line is a thin layer over these.
+"""The Python API: `convert(...)`, `render(...)` and `review(...)`; the command line is a thin
+layer over these.
 
 from hpdparse import api
 report = api.convert(["paper.pdf"], "out", engine="openai", server="http://host:8118/v1")
@@ -17,6 +18,9 @@ from hpdparse.engines import ENGINE_NAMES, Engine, EngineConfig, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
+from hpdparse.review.command import ReviewResult
+from hpdparse.review.command import review as write_review_pages
+from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.runner.finish import render_folders
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.scheduler import Converter, ConvertSettings, dependency_error
@@ -168,3 +172,26 @@ def render(
     if report_path is not None:
         report.write(Path(report_path))
     return report
+
+
+def review(
+    out: str | Path,
+    *,
+    password: str | None = None,
+    image_size: int = DEFAULT_MAX_SIDE,
+    open_browser: bool = False,
+) -> ReviewResult:
+    """Write a self-contained HTML review page per document folder of the run in `out`
+    (`OUT/<stem>/<stem>.review.html`: page images with boxes beside the rendered blocks) and an
+    index (`OUT/review.html`); `out` may also be one document folder. Needs no model: reads
+    what `convert` wrote and the source files (`password` for encrypted ones). `image_size` is
+    the longest side of the embedded page images. Problems (a source moved away...) are in
+    `result.problems`, one line each; OutputError when `out` holds no output folder."""
+    result = write_review_pages(Path(out), password=password, max_side=image_size)
+    if open_browser:
+        import webbrowser
+
+        target = result.index or (result.pages[0] if result.pages else None)
+        if target is not None:
+            webbrowser.open(target.absolute().as_uri())
+    return result
