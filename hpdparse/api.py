@@ -12,14 +12,12 @@ import importlib.util
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpdparse.engines import ENGINE_NAMES, Engine, EngineConfig, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.review.command import ReviewResult
-from hpdparse.review.command import review as write_review_pages
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.runner.finish import render_folders
 from hpdparse.runner.progress import Progress
@@ -27,6 +25,9 @@ from hpdparse.runner.scheduler import Converter, ConvertSettings, dependency_err
 from hpdparse.sources.discover import discover_inputs
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.report import DocumentReport, RunReport
+
+if TYPE_CHECKING:
+    from hpdparse.review.command import ReviewResult
 
 DEFAULT_SERVER = "http://127.0.0.1:8118/v1"
 
@@ -187,6 +188,8 @@ def review(
     what `convert` wrote and the source files (`password` for encrypted ones). `image_size` is
     the longest side of the embedded page images. Problems (a source moved away...) are in
     `result.problems`, one line each; OutputError when `out` holds no output folder."""
+    from hpdparse.review.command import review as write_review_pages
+
     result = write_review_pages(Path(out), password=password, max_side=image_size)
     if open_browser:
         import webbrowser

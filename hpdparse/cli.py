@@ -17,7 +17,7 @@ from hpdparse import __version__, api
 from hpdparse.errors import HpdparseError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.review.page_images import DEFAULT_MAX_SIDE
+from hpdparse.review.cli import review_command
 from hpdparse.runner.progress import make_progress
 from hpdparse.serve.server import DEFAULT_MAX_QUEUED
 from hpdparse.sources.page_ranges import parse_page_ranges
@@ -347,53 +347,6 @@ def render(**kw: Any) -> None:
     _finish(report, quiet)
 
 
-@main.command(epilog="Exit codes: 0 all pages written; 1 some problem (each one is printed).")
-@click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--password", help="Password of encrypted sources (for the page images).")
-@click.option(
-    "--image-size",
-    type=click.IntRange(200, 5000),
-    default=DEFAULT_MAX_SIDE,
-    show_default=True,
-    help="Longest side, in pixels, of the page images embedded in the pages.",
-)
-@click.option(
-    "--open",
-    "open_browser",
-    is_flag=True,
-    help="Open the index (or the one document's page) in a web browser.",
-)
-@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
-def review(**kw: Any) -> None:
-    """Write HTML review pages for the output folder OUT of a run (or one document folder).
-
-    \b
-    Each document gets OUT/<stem>/<stem>.review.html, one self-contained file (page images
-    embedded, no network needed): page by page, the page image with the blocks' boxes beside
-    the rendered Markdown of each block (tables, math); hovering or clicking a box highlights
-    its block and the other way round. OUT/review.html lists the documents with status, pages
-    and failures. No model is needed: it reads what convert wrote and the source files.
-    """
-    try:
-        result = api.review(
-            kw["out"],
-            password=kw["password"],
-            image_size=kw["image_size"],
-            open_browser=kw["open_browser"],
-        )
-    except (HpdparseError, ValueError, OSError) as exc:
-        _fail(exc, False)
-    except Exception as exc:
-        _fail(exc, False, internal=True)
-    for problem in result.problems:
-        click.echo(f"error: {problem}", err=True)
-    if not kw["quiet"]:
-        written = f"{len(result.pages)} review page{'s' if len(result.pages) != 1 else ''}"
-        where = result.index or (result.pages[0] if result.pages else kw["out"])
-        click.echo(f"wrote {written} in {result.seconds:.1f} s: {where}")
-    sys.exit(result.exit_code)
-
-
 @main.command()
 @click.option(
     "--model",
@@ -523,6 +476,8 @@ def _finish(report: RunReport, quiet: bool) -> None:
         print_summary(report, sys.stdout, rich=sys.stdout.isatty())
     sys.exit(report.exit_code)
 
+
+main.add_command(review_command, name="review")
 
 if __name__ == "__main__":
     main()
