@@ -1,4 +1,5 @@
-"""The Python API: `convert(...)` and `render(...)`; the command line is a thin layer over these.
+"""The Python API: `convert(...)`, `render(...)` and `review(...)`; the command line is a thin
+layer over these.
 
 from hpdparse import api
 report = api.convert(["paper.pdf"], "out", engine="openai", server="http://host:8118/v1")
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpdparse.engines.base import Engine, EngineConfig
 from hpdparse.engines.openai.options import DEFAULT_SERVER
@@ -18,12 +19,16 @@ from hpdparse.engines.registry import DEFAULT_ENGINE, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
+from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.runner.finish import render_folders
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.scheduler import Converter, ConvertSettings
 from hpdparse.sources.discover import discover_inputs
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.report import DocumentReport, RunReport
+
+if TYPE_CHECKING:
+    from hpdparse.review.command import ReviewResult
 
 
 def convert(
@@ -49,6 +54,7 @@ def convert(
     dtype: str | None = None,
     engine_options: Mapping[str, Any] | EngineOptions | None = None,
     render_options: RenderOptions | None = None,
+    layout: bool = False,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> RunReport:
@@ -60,9 +66,10 @@ def convert(
     ``{"extra_body": {"skip_special_tokens": False}}`` for openai) or an instance of that class
     (`OpenAIOptions(...)`, `VllmOptions(...)`, `TorchOptions(...)`); `server` is the openai
     engine's URL (with a mapping; the other engines have none). `pages` is a 1-based
-    selection such as "1-3,7,10-" (ValueError when invalid). Returns the run report;
-    `report.exit_code` is 0, 1 or 130 (see the command line). Raises EngineError when the
-    engine cannot be created or started.
+    selection such as "1-3,7,10-" (ValueError when invalid). `layout` also writes each
+    document's `<stem>.layout.pdf` (a finished document without one is finished again, from its
+    saved pages). Returns the run report; `report.exit_code` is 0, 1 or 130 (see the command
+    line). Raises EngineError when the engine cannot be created or started.
 
     Pages are rendered in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
@@ -81,6 +88,7 @@ def convert(
         workers=workers,
         overwrite=overwrite,
         render_options=render_options or RenderOptions(),
+        layout=layout,
     )
     owns_engine = isinstance(engine, str)
     if isinstance(engine, str):
@@ -125,14 +133,41 @@ def render(
     *,
     password: str | None = None,
     render_options: RenderOptions | None = None,
+    layout: bool = False,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
 ) -> RunReport:
     """Rebuild `.md`, `.json` and `images/` of converted document folders from their `raw/`
-    pages and their source file (path recorded in `raw/document.json`), without a model."""
-    report = render_folders(
-        [Path(d) for d in doc_dirs], render_options or RenderOptions(), password, progress
-    )
+    pages and their source file (path recorded in `raw/document.json`), without a model;
+    `layout` also writes `<stem>.layout.pdf`."""
+    options = render_options or RenderOptions()
+    folders = [Path(d) for d in doc_dirs]
+    report = render_folders(folders, options, password, progress, layout=layout)
     if report_path is not None:
         report.write(Path(report_path))
     return report
+
+
+def review(
+    out: str | Path,
+    *,
+    password: str | None = None,
+    image_size: int = DEFAULT_MAX_SIDE,
+    open_browser: bool = False,
+) -> ReviewResult:
+    """Write a self-contained HTML review page per document folder of the run in `out`
+    (`OUT/<stem>/<stem>.review.html`: page images with boxes beside the rendered blocks) and an
+    index (`OUT/review.html`); `out` may also be one document folder. Needs no model: reads
+    what `convert` wrote and the source files (`password` for encrypted ones). `image_size` is
+    the longest side of the embedded page images. Problems (a source moved away...) are in
+    `result.problems`, one line each; OutputError when `out` holds no output folder."""
+    from hpdparse.review.command import review as write_review_pages
+
+    result = write_review_pages(Path(out), password=password, max_side=image_size)
+    if open_browser:
+        import webbrowser
+
+        target = result.index or (result.pages[0] if result.pages else None)
+        if target is not None:
+            webbrowser.open(target.absolute().as_uri())
+    return result

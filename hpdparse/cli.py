@@ -19,6 +19,7 @@ from hpdparse.engines.openai.options import DEFAULT_SERVER
 from hpdparse.errors import HpdparseError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
+from hpdparse.review.cli import review_command
 from hpdparse.runner.progress import make_progress
 from hpdparse.serve.server import DEFAULT_MAX_QUEUED
 from hpdparse.sources.page_ranges import parse_page_ranges
@@ -68,6 +69,15 @@ def _render_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def _layout_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--layout",
+        is_flag=True,
+        help="Also write <stem>.layout.pdf: every page with each block's box in its role's "
+        "colour, its reading-order number and label; failed and truncated pages marked.",
+    )(f)
 
 
 def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -238,6 +248,7 @@ def main() -> None:
     "(reusing saved pages), or redo everything.",
 )
 @_render_options
+@_layout_option
 @_run_options("Write a JSON report: status, pages and errors per input file, totals, throughput.")
 def convert(**kw: Any) -> None:
     """Convert PDF and image files (PNG, JPEG, TIFF), folders and glob patterns to Markdown.
@@ -276,6 +287,7 @@ def convert(**kw: Any) -> None:
             dtype=kw["dtype"],
             engine_options=kw["engine_options"],
             render_options=options,
+            layout=kw["layout"],
             report_path=kw["report_path"],
             progress=progress,
         )
@@ -305,6 +317,7 @@ def convert(**kw: Any) -> None:
 )
 @click.option("--password", help="Password of encrypted sources (to cut figure images).")
 @_render_options
+@_layout_option
 @_run_options("Write a JSON report of this run.")
 def render(**kw: Any) -> None:
     """Rebuild .md, .json and images/ of converted documents from their raw/ pages, without a
@@ -317,6 +330,7 @@ def render(**kw: Any) -> None:
             kw["doc_dirs"],
             password=kw["password"],
             render_options=options,
+            layout=kw["layout"],
             report_path=kw["report_path"],
             progress=progress,
         )
@@ -459,6 +473,8 @@ def _finish(report: RunReport, quiet: bool) -> None:
         print_summary(report, sys.stdout, rich=sys.stdout.isatty())
     sys.exit(report.exit_code)
 
+
+main.add_command(review_command, name="review")
 
 if __name__ == "__main__":
     main()

@@ -40,3 +40,12 @@ def srv(server):
     server.fault = None
     server.delay = 0.0
     return server
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--screenshots",
+        default=None,
+        metavar="DIR",
+        help="Save the review pages' browser screenshots in DIR (default: pytest's tmp folder).",
+    )

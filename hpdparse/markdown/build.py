@@ -231,7 +231,6 @@ class PageBuilder:
         if image is not None or caption_text:
             unit = self._add(FIGURE, block, text=caption_text)
             unit.image = image
-            unit.alt = caption_text
 
     def _table(self, block: Block) -> None:
         if not block.content:

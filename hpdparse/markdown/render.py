@@ -192,8 +192,10 @@ def _unit_markdown(unit: Unit, options: RenderOptions, dollar: bool) -> str:
         caption = escape_block_start(render_inline(unit.text, dollar)) if unit.text else ""
         if not unit.image:
             return caption
-        alt = _ALT_UNSAFE.sub(r"\\\g<0>", render_inline(unit.alt, dollar))
-        link = f"![{alt}]({unit.image})"
+        # The caption is written once, as the paragraph under the image (as MinerU and marker
+        # do): visible text that search indexes and chunkers keep; the alt text stays empty so
+        # it is not said twice.
+        link = f"![]({unit.image})"
         return f"{link}\n\n{caption}" if caption else link
     if kind == CODE:
         return _code_fence(unit.text, unit.extra.get("language", ""))
@@ -204,7 +206,6 @@ def _unit_markdown(unit: Unit, options: RenderOptions, dollar: bool) -> str:
     return ""
 
 
-_ALT_UNSAFE = re.compile(r"[\[\]]")
 _BACKTICKS = re.compile(r"`{3,}")
 
 

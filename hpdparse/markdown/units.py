@@ -34,7 +34,6 @@ class Unit:
     formulas: list[str] = field(default_factory=list)
     tag: str | None = None  # equation number
     image: str | None = None  # images/page-0003-figure-01.png
-    alt: str = ""
     removed: bool = False  # merged into an earlier unit
     extra: dict[str, Any] = field(default_factory=dict)
 

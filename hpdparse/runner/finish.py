@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ from hpdparse.errors import HpdparseError, InputError, OutputError
 from hpdparse.markdown.records import PAGE_FAILED, PAGE_OK, DocumentRecord, PageRecord
 from hpdparse.markdown.render import ImageCrop, RenderedDocument, RenderOptions, render_document
 from hpdparse.runner.progress import Progress
-from hpdparse.runner.workers import cut_crops
+from hpdparse.runner.workers import WorkerPool, cut_crops
 from hpdparse.store.atomic import atomic_write_json, atomic_write_text
 from hpdparse.store.folders import json_path, markdown_path, remove_images
 from hpdparse.store.raw_pages import read_raw_page
@@ -110,6 +111,28 @@ def write_document(
     atomic_write_text(markdown_path(doc_dir, state.stem), rendered.markdown)
 
 
+def write_layout_overlay(
+    doc_dir: Path,
+    state: DocumentState,
+    rendered: RenderedDocument,
+    password: str | None,
+    pool: WorkerPool | None = None,
+) -> list[str]:
+    """--layout: write <stem>.layout.pdf from the rendered JSON; problems as one-line messages.
+    With `pool` it is drawn in a rasterizer process (convert opens sources in another thread,
+    and PyMuPDF is not thread-safe)."""
+    from hpdparse.review.overlay import layout_job
+
+    args = (str(doc_dir), state, rendered.json, password)
+    if pool is None:
+        return layout_job(*args)
+    try:
+        return pool.submit(layout_job, *args).result()
+    except BrokenProcessPool:
+        pool.rebuild()
+        return ["layout overlay not written: the renderer crashed"]
+
+
 def failed_numbers(record: DocumentRecord) -> dict[int, str]:
     return {p.number: p.error or "failed" for p in record.pages if p.status == PAGE_FAILED}
 
@@ -124,8 +147,10 @@ def render_folders(
     options: RenderOptions,
     password: str | None = None,
     progress: Progress | None = None,
+    layout: bool = False,
 ) -> RunReport:
-    """Rebuild .md, .json and images/ of document folders from their raw/ pages and source."""
+    """Rebuild .md, .json and images/ of document folders from their raw/ pages and source
+    (and the layout overlay with `layout`)."""
     progress = progress or Progress()
     started = time.monotonic()
     report = RunReport(command="render")
@@ -135,7 +160,8 @@ def render_folders(
         r = DocumentReport(source=str(doc_dir), output_dir=str(doc_dir))
         report.documents.append(r)
         try:
-            _render_one(Path(doc_dir), options, password, r)
+            for problem in _render_one(Path(doc_dir), options, password, r, layout):
+                progress.error(f"{doc_dir}: {problem}")
         except HpdparseError as exc:
             r.status = STATUS_FAILED
             r.error = str(exc)
@@ -150,7 +176,10 @@ def render_folders(
     return report
 
 
-def _render_one(doc_dir: Path, options: RenderOptions, password: str | None, r: Any) -> None:
+def _render_one(
+    doc_dir: Path, options: RenderOptions, password: str | None, r: Any, layout: bool
+) -> list[str]:
+    """Render one folder; returns the problems with its images and layout overlay."""
     state = load_state(doc_dir)
     if state is None:
         raise OutputError(f"{doc_dir}: not an hpdparse output folder (no raw/document.json)")
@@ -179,6 +208,8 @@ def _render_one(doc_dir: Path, options: RenderOptions, password: str | None, r: 
             error = cut_crops(str(source), number, state.dpi, password, str(doc_dir), crops)
             if error:
                 crop_errors.append(error)
+    if layout:
+        crop_errors += write_layout_overlay(doc_dir, state, rendered, password)
     state.failed_pages = failed
     state.render_options = dataclasses.asdict(options)
     write_document(doc_dir, state, rendered, crop_errors)
@@ -188,3 +219,4 @@ def _render_one(doc_dir: Path, options: RenderOptions, password: str | None, r: 
         r.status = REPORT_PARTIAL
         problems = [without_source_prefix(m, Path(state.source.path)) for m in failed.values()]
         r.error = "; ".join((problems + crop_errors)[:3])
+    return crop_errors

@@ -32,12 +32,14 @@ from hpdparse.engines.base import Engine, EngineInfo, PageRequest, PageResult
 from hpdparse.engines.registry import dependency_error
 from hpdparse.errors import EngineError, HpdparseError, InputError, OutputError
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
+from hpdparse.review.outputs import layout_path
 from hpdparse.runner.finish import (
     assemble_record,
     failed_numbers,
     group_crops,
     without_source_prefix,
     write_document,
+    write_layout_overlay,
 )
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.workers import PreparedPage, WorkerPool, cut_crops, prepare_page
@@ -94,6 +96,7 @@ class ConvertSettings:
     overwrite: bool = False
     rasterize_timeout: float = 300.0  # seconds for one page to render + prepare before it fails
     render_options: RenderOptions = field(default_factory=RenderOptions)
+    layout: bool = False  # also write <stem>.layout.pdf (hpdparse.review.overlay)
 
     def worker_count(self) -> int:
         return self.workers if self.workers > 0 else max(1, min(os.cpu_count() or 1, 8))
@@ -322,6 +325,7 @@ class Converter:
                 and old.reuse_key == info.reuse_key()
                 and old.render_options == options
                 and old.selected == s.pages.select(old.page_count)
+                and (not s.layout or layout_path(doc_dir, old.stem).is_file())
             )
             if finished:
                 doc.state = old
@@ -513,6 +517,10 @@ class Converter:
                 return
             rendered_doc = render_document(record, self.settings.render_options)
             crop_errors = self._write_images(doc.doc_dir, state, rendered_doc)
+            if self.settings.layout:
+                crop_errors += write_layout_overlay(
+                    doc.doc_dir, state, rendered_doc, self.settings.password, self._pool
+                )
             state.failed_pages = failed
             write_document(doc.doc_dir, state, rendered_doc, crop_errors)
         except OSError as exc:

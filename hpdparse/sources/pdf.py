@@ -107,6 +107,12 @@ class PdfDocument(SourceDocument):
             raise
         return doc
 
+    @property
+    def pymupdf_document(self) -> pymupdf.Document:
+        """The open (and authenticated) PyMuPDF document, to copy pages from; it is closed with
+        this object."""
+        return self._doc
+
     def _note_warnings(self, what: str) -> None:
         count, first = _drain_mupdf_warnings()
         if count:

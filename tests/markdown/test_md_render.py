@@ -60,9 +60,14 @@ def test_figures_are_cropped_and_linked_with_our_file_names() -> None:
         ("images/page-0001-chart-01.png", 1, (600, 200, 900, 600)),
     ]
     assert rendered.markdown == (
-        "![Figure 1: Cats](images/page-0001-figure-01.png)\n\nFigure 1: Cats\n\n"
+        "![](images/page-0001-figure-01.png)\n\nFigure 1: Cats\n\n"
         "![](images/page-0001-chart-01.png)\n"
     )
+
+
+def test_a_figure_caption_is_written_once() -> None:
+    markdown = render_document(_doc(FIGURE_PAGE)).markdown
+    assert markdown.count("Figure 1: Cats") == 1
 
 
 def test_no_images_keeps_captions_only() -> None:

@@ -1,0 +1,151 @@
+"""One block of the JSON -> the HTML the review page shows for it: its Markdown as the converter
+writes it (hpdparse.markdown), rendered by markdown-it-py with raw HTML off, tables rebuilt from
+their sanitised cells, math as MathML.
+
+Nothing the model wrote reaches the page unescaped: markdown-it escapes HTML, links and images
+are not parsed (their text shows as written), table cells and MathML are rebuilt from text.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+from typing import Any
+
+from markdown_it import MarkdownIt
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+from hpdparse.markdown.lists import is_ordered, render_list, split_items
+from hpdparse.markdown.tables import parse_table
+from hpdparse.markdown.text import escape_block_start, render_inline
+from hpdparse.review.mathml import latex_to_mathml
+
+_CROP_NAME = re.compile(r"^images/page-\d{4,}-(?:figure|chart|seal)-\d{2,}\.png$")
+MAX_CROP_BYTES = 20 << 20
+
+
+def _add_math(md: MarkdownIt) -> MarkdownIt:
+    dollarmath_plugin(
+        md, allow_labels=False, allow_space=True, allow_digits=True, double_inline=True
+    )
+
+    def inline_math(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
+        return latex_to_mathml(tokens[idx].content, display=False)
+
+    def display_math(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
+        return f'<div class="display">{latex_to_mathml(tokens[idx].content, display=True)}</div>'
+
+    def display_in_line(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
+        return f'<span class="display">{latex_to_mathml(tokens[idx].content, True)}</span>'
+
+    md.add_render_rule("math_inline", inline_math)
+    md.add_render_rule("math_inline_double", display_in_line)
+    md.add_render_rule("math_block", display_math)
+    return md
+
+
+def make_markdown() -> MarkdownIt:
+    """CommonMark with GFM tables and `$`/`$$` math; no raw HTML, links, images or autolinks."""
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.enable("table")
+    md.disable(["link", "image", "autolink", "reference", "html_inline", "html_block"])
+    return _add_math(md)
+
+
+def make_cell_markdown() -> MarkdownIt:
+    """Text with `$` math only, for table cells: the converter writes their text as it is (HTML
+    escaped) with the math already between `$`, and no other Markdown applies inside HTML."""
+    return _add_math(MarkdownIt("zero", {"html": False}))
+
+
+def text_html(md: MarkdownIt, text: str) -> str:
+    """A paragraph of model text, as the converter would write it, rendered."""
+    return md.render(escape_block_start(render_inline(text, True)))
+
+
+def inline_html(md: MarkdownIt, text: str) -> str:
+    return md.renderInline(render_inline(text, True))
+
+
+def table_html(md: MarkdownIt, table_markup: str) -> str:
+    """The table rebuilt from its cells (spans kept), each cell's text and math rendered."""
+    cell_md = make_cell_markdown()
+    table = parse_table(table_markup)
+    parts = [f"<p>{inline_html(md, t)}</p>" for t in (table.before, table.caption) if t]
+    rows = []
+    for row in table.rows:
+        cells = []
+        for cell in row:
+            tag = "th" if cell.header else "td"
+            spans = "".join(
+                f' {name}="{value}"'
+                for name, value in (("rowspan", cell.rowspan), ("colspan", cell.colspan))
+                if value > 1
+            )
+            body = "<br>".join(cell_md.renderInline(line) for line in cell.text.split("\n"))
+            cells.append(f"<{tag}{spans}>{body}</{tag}>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    if rows:
+        parts.append('<table class="tbl">' + "".join(rows) + "</table>")
+    if table.after:
+        parts.append(f"<p>{inline_html(md, table.after)}</p>")
+    return "".join(parts)
+
+
+def formula_html(latex: str, tag: str | None) -> str:
+    """Display math, one per formula (a blank line separates them), the tag beside the last."""
+    formulas = [f for f in re.split(r"\n\s*\n", latex) if f.strip()]
+    parts = [f'<div class="display">{latex_to_mathml(f, display=True)}</div>' for f in formulas]
+    if tag:
+        parts.append(f'<span class="eqno">({html.escape(tag, quote=False)})</span>')
+    return '<div class="formula">' + "".join(parts) + "</div>"
+
+
+def figure_html(doc_dir: Path, block: dict[str, Any]) -> str:
+    """The figure's crop from images/, embedded; a note when there is none."""
+    name = block.get("image")
+    if isinstance(name, str) and _CROP_NAME.match(name):
+        path = doc_dir / name
+        try:
+            if path.stat().st_size <= MAX_CROP_BYTES:
+                data = base64.b64encode(path.read_bytes()).decode("ascii")
+                return f'<img class="crop" alt="" src="data:image/png;base64,{data}">'
+        except OSError:
+            pass
+        return f'<p class="none">{html.escape(name)} is missing</p>'
+    if "container_of" in block:
+        return f'<p class="none">container of block {int(block["container_of"])}</p>'
+    return '<p class="none">figure (not cropped)</p>'
+
+
+def list_html(md: MarkdownIt, text: str) -> str:
+    items = split_items(text)
+    return md.render(render_list(items, is_ordered(items), True))
+
+
+def block_html(md: MarkdownIt, doc_dir: Path, block: dict[str, Any]) -> str:
+    """The HTML of one block, by its role."""
+    role = block.get("role")
+    text = block.get("text")
+    if role == "table" and isinstance(block.get("html"), str):
+        return table_html(md, block["html"])
+    if role == "formula" and isinstance(block.get("latex"), str):
+        return formula_html(block["latex"], block.get("tag"))
+    if role == "figure":
+        return figure_html(doc_dir, block)
+    if not isinstance(text, str):
+        if "sentinel" in (block.get("flags") or []):
+            return '<p class="none">no text (the model said the region has none)</p>'
+        if role == "list" and block.get("items"):
+            return f'<p class="none">list of {len(block["items"])} items (the blocks below)</p>'
+        return '<p class="none">no content</p>'
+    if role in ("title", "heading"):
+        level = min(3 + int(block.get("level") or 0), 6)
+        return f"<h{level}>{inline_html(md, text)}</h{level}>"
+    if role == "code":
+        return f"<pre><code>{html.escape(text, quote=False)}</code></pre>"
+    if role == "list":
+        return list_html(md, text)
+    return text_html(md, text)

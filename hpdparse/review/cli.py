@@ -1,0 +1,63 @@
+"""`hpdparse review`, the command line of the review pages (hpdparse.review.command)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from hpdparse import api
+from hpdparse.errors import HpdparseError
+from hpdparse.review.page_images import DEFAULT_MAX_SIDE
+
+
+@click.command(epilog="Exit codes: 0 all pages written; 1 some problem (each one is printed).")
+@click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--password", help="Password of encrypted sources (for the page images).")
+@click.option(
+    "--image-size",
+    type=click.IntRange(200, 5000),
+    default=DEFAULT_MAX_SIDE,
+    show_default=True,
+    help="Longest side, in pixels, of the page images embedded in the pages.",
+)
+@click.option(
+    "--open",
+    "open_browser",
+    is_flag=True,
+    help="Open the index (or the one document's page) in a web browser.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")
+def review_command(**kw: Any) -> None:
+    """Write HTML review pages for the output folder OUT of a run (or one document folder).
+
+    \b
+    Each document gets OUT/<stem>/<stem>.review.html, one self-contained file (page images
+    embedded, no network needed): page by page, the page image with the blocks' boxes beside
+    the rendered Markdown of each block (tables, math); hovering or clicking a box highlights
+    its block and the other way round. OUT/review.html lists the documents with status, pages
+    and failures. No model is needed: it reads what convert wrote and the source files.
+    """
+    try:
+        result = api.review(
+            kw["out"],
+            password=kw["password"],
+            image_size=kw["image_size"],
+            open_browser=kw["open_browser"],
+        )
+    except (HpdparseError, OSError) as exc:
+        if isinstance(exc, OSError):
+            message = f"{exc.filename or kw['out']}: {exc.strerror or exc}"
+        else:
+            message = str(exc)
+        click.echo(f"error: {message}", err=True)
+        sys.exit(1)
+    for problem in result.problems:
+        click.echo(f"error: {problem}", err=True)
+    if not kw["quiet"]:
+        written = f"{len(result.pages)} review page{'s' if len(result.pages) != 1 else ''}"
+        where = result.index or (result.pages[0] if result.pages else kw["out"])
+        click.echo(f"wrote {written} in {result.seconds:.1f} s: {where}")
+    sys.exit(result.exit_code)

@@ -1,0 +1,76 @@
+"""The index over a run (OUT/review.html): one row per document folder with its status, pages,
+failures and links to its review page and files."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from hpdparse.review.outputs import DocumentOutput, layout_path
+from hpdparse.review.overlay import page_status
+from hpdparse.store.folders import json_path, markdown_path
+
+
+@dataclass
+class IndexRow:
+    name: str
+    status: str
+    source: str
+    engine: str
+    pages: int
+    failed: int
+    truncated: int
+    flagged: int
+    review: str | None  # link, relative to the index
+    files: list[tuple[str, str]]  # (name, link)
+    failures: list[str] = field(default_factory=list)  # "page 3: reason"
+    note: str | None = None
+
+
+def _link(out: Path, path: Path) -> str:
+    return quote(path.relative_to(out).as_posix())
+
+
+def index_row(
+    out: Path, doc: DocumentOutput, data: dict[str, Any] | None, review: Path | None
+) -> IndexRow:
+    """The row of one document; `data` is its JSON (None when there is none to show)."""
+    state = doc.state
+    pages = (data or {}).get("pages") or []
+    statuses = [page_status(p) for p in pages]
+    files = [
+        (path.name, _link(out, path))
+        for path in (
+            markdown_path(doc.doc_dir, doc.stem),
+            json_path(doc.doc_dir, doc.stem),
+            layout_path(doc.doc_dir, doc.stem),
+        )
+        if path.is_file()
+    ]
+    failures = [f"page {n}: {reason}" for n, reason in sorted(state.failed_pages.items())]
+    return IndexRow(
+        name=doc.stem,
+        status=state.status if doc.finished else f"{state.status} (unfinished)",
+        source=state.source.path,
+        engine=f"{state.engine} · {state.model}",
+        pages=len(state.selected),
+        failed=len(state.failed_pages),
+        truncated=statuses.count("truncated"),
+        flagged=sum(1 for p in pages if p.get("flags")),
+        review=_link(out, review) if review is not None else None,
+        files=files,
+        failures=failures,
+        note=doc.problem,
+    )
+
+
+def totals(rows: list[IndexRow]) -> dict[str, int]:
+    return {
+        "documents": len(rows),
+        "pages": sum(r.pages for r in rows),
+        "failed": sum(r.failed for r in rows),
+        "truncated": sum(r.truncated for r in rows),
+        "unfinished": sum(1 for r in rows if r.status.endswith("(unfinished)")),
+    }

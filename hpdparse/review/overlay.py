@@ -1,0 +1,181 @@
+"""The layout overlay, OUT/<stem>/<stem>.layout.pdf: every converted page with each block's box
+drawn in its role's colour, its reading-order number and label; failed and truncated pages
+marked; a status line under every page and a legend under the first.
+
+PDF pages are copied as vector content (annotations and form fields baked in, /Rotate and the
+CropBox honoured, as the model saw them); image inputs are drawn onto the image the model saw.
+Made from the document's JSON and its source file only.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pymupdf
+
+from hpdparse.errors import HpdparseError, OutputError
+from hpdparse.review.outputs import checked_source, layout_path
+from hpdparse.review.overlay_draw import (
+    Metrics,
+    draw_band,
+    draw_blocks,
+    draw_legend,
+    legend_layout,
+    mark_page,
+)
+from hpdparse.review.roles import roles_in
+from hpdparse.sources.document import SourceDocument
+from hpdparse.sources.open import open_source
+from hpdparse.sources.pdf import PdfDocument
+from hpdparse.store.atomic import atomic_write_bytes
+from hpdparse.store.state import DocumentState
+
+IMAGE_POINTS_PER_PIXEL = 72 / 150  # an image input's page is sized as if scanned at 150 dpi
+IMAGE_JPEG_QUALITY = 85
+
+
+class _PdfPages:
+    """The selected pages of a PDF, copied into a scratch PDF, annotations baked into their
+    content and /Rotate taken out (it is put back when a page is shown)."""
+
+    def __init__(self, pdf: pymupdf.Document, numbers: list[int]) -> None:
+        self.scratch = pymupdf.open()
+        for number in numbers:
+            self.scratch.insert_pdf(pdf, from_page=number - 1, to_page=number - 1)
+        self.scratch.bake()
+        self.sizes = [(p.rect.width, p.rect.height) for p in self.scratch]
+        self.rotations = [p.rotation for p in self.scratch]
+        for page in self.scratch:
+            page.set_rotation(0)
+
+    def show(self, target: pymupdf.Page, rect: pymupdf.Rect, i: int) -> None:
+        target.show_pdf_page(rect, self.scratch, i, rotate=(-self.rotations[i]) % 360)
+
+    def close(self) -> None:
+        self.scratch.close()
+
+
+class _ImagePages:
+    """The pages of an image input, as the model saw them (upright, RGB, size-capped)."""
+
+    def __init__(self, source: SourceDocument, numbers: list[int]) -> None:
+        self.images: list[bytes] = []
+        self.sizes: list[tuple[float, float]] = []
+        for number in numbers:
+            image = source.rasterize(number, 72).image
+            buffer = io.BytesIO()
+            image.save(buffer, format="JPEG", quality=IMAGE_JPEG_QUALITY)
+            self.images.append(buffer.getvalue())
+            k = IMAGE_POINTS_PER_PIXEL
+            self.sizes.append((image.width * k, image.height * k))
+
+    def show(self, target: pymupdf.Page, rect: pymupdf.Rect, i: int) -> None:
+        target.insert_image(rect, stream=self.images[i])
+
+    def close(self) -> None:
+        self.images = []
+
+
+def page_status(page: dict[str, Any]) -> str:
+    """`failed`, `truncated` (the token limit cut the page) or `ok`."""
+    if page.get("status") == "failed":
+        return "failed"
+    if page.get("finish_reason") == "length" or "truncated" in (page.get("flags") or []):
+        return "truncated"
+    return "ok"
+
+
+def band_text(stem: str, page: dict[str, Any]) -> str:
+    """The status line of a page: where it is, how many blocks, what went wrong."""
+    parts = [f"{stem}  page {page.get('number')}"]
+    if page.get("label") and page.get("label") != str(page.get("number")):
+        parts[0] += f" (label {page['label']})"
+    blocks = page.get("blocks") or []
+    unboxed = sum(1 for b in blocks if not b.get("bbox_px"))
+    parts.append(f"{len(blocks)} blocks" + (f", {unboxed} without a box" if unboxed else ""))
+    status = page_status(page)
+    if status == "failed":
+        parts.append(f"FAILED: {page.get('error') or 'no output'}")
+    elif status == "truncated":
+        parts.append("TRUNCATED at the token limit: the end of the page is missing")
+    flags = [f for f in page.get("flags") or [] if f != "truncated"]
+    if flags:
+        parts.append("flags: " + ", ".join(flags))
+    return "   |   ".join(parts)
+
+
+def _overlay_page(
+    out: pymupdf.Document,
+    pages: _PdfPages | _ImagePages,
+    i: int,
+    page: dict[str, Any],
+    stem: str,
+    legend: list[str] | None,
+) -> None:
+    width, height = pages.sizes[i]
+    m = Metrics(width)
+    extra = m.band_height + (legend_layout(legend, width)[1] if legend is not None else 0)
+    target = out.new_page(width=width, height=height + extra)
+    content = pymupdf.Rect(0, 0, width, height)
+    pages.show(target, content, i)
+    width_px, height_px = page.get("width_px") or 0, page.get("height_px") or 0
+    if width_px > 0 and height_px > 0:
+        draw_blocks(target, page.get("blocks") or [], width / width_px, height / height_px)
+    status = page_status(page)
+    if status != "ok":
+        mark_page(target, content, status)
+    draw_band(target, height, band_text(stem, page), status)
+    if legend is not None:
+        draw_legend(target, height + m.band_height, legend)
+
+
+def layout_pdf(document: dict[str, Any], source: Path, password: str | None = None) -> bytes:
+    """The overlay PDF of a document (its JSON as `convert` wrote it) over its source file."""
+    pages = [p for p in document.get("pages") or [] if isinstance(p, dict)]
+    if not pages:
+        raise OutputError(f"{source}: the document JSON has no pages")
+    numbers = [int(p["number"]) for p in pages]
+    stem = str(document.get("stem") or source.stem)
+    out = pymupdf.open()
+    with open_source(source, password) as opened:
+        if isinstance(opened, PdfDocument):
+            shown: _PdfPages | _ImagePages = _PdfPages(opened.pymupdf_document, numbers)
+        else:
+            shown = _ImagePages(opened, numbers)
+        try:
+            for i, page in enumerate(pages):
+                legend = roles_in(document) if i == 0 else None
+                _overlay_page(out, shown, i, page, stem, legend)
+        finally:
+            shown.close()
+    try:
+        return out.tobytes(garbage=3, deflate=True)
+    finally:
+        out.close()
+
+
+def write_layout(
+    doc_dir: Path, state: DocumentState, document: dict[str, Any], password: str | None
+) -> Path:
+    """Write OUT/<stem>/<stem>.layout.pdf (atomically); InputError when the source is gone."""
+    source = checked_source(state, doc_dir)
+    target = layout_path(doc_dir, state.stem)
+    atomic_write_bytes(target, layout_pdf(document, source, password))
+    return target
+
+
+def layout_job(
+    doc_dir: str, state: DocumentState, document: dict[str, Any], password: str | None
+) -> list[str]:
+    """`write_layout` for a worker process: problems come back as one-line messages."""
+    try:
+        write_layout(Path(doc_dir), state, document, password)
+    except HpdparseError as exc:
+        return [f"layout overlay not written: {exc}"]
+    except OSError as exc:
+        return [f"layout overlay not written: {exc.strerror or exc}"]
+    except Exception as exc:  # a bug here must not fail the document
+        return [f"layout overlay not written: {type(exc).__name__}: {exc}"]
+    return []

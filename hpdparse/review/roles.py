@@ -1,0 +1,70 @@
+"""One colour per block role, shared by the layout overlay and the review pages."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpdparse.hpd.labels import ROLE_TEXT, ROLES
+
+ROLE_COLOURS: dict[str, str] = {
+    "title": "#d62728",
+    "heading": "#ff7f0e",
+    "text": "#1f77b4",
+    "list": "#17becf",
+    "table": "#2ca02c",
+    "formula": "#9467bd",
+    "formula_number": "#b48ed6",
+    "figure": "#e377c2",
+    "caption": "#8c564b",
+    "code": "#9a9b10",
+    "reference": "#393b79",
+    "footnote": "#637939",
+    "header": "#7f7f7f",
+    "footer": "#7f7f7f",
+    "page_number": "#a0a0a0",
+    "aside": "#5f5f5f",
+}
+
+assert set(ROLE_COLOURS) == set(ROLES)
+
+
+def role_name(role: str) -> str:
+    """The role as the pictures spell it ("page number"); unknown roles are text."""
+    return (role if role in ROLE_COLOURS else ROLE_TEXT).replace("_", " ")
+
+
+def colour(role: str) -> str:
+    return ROLE_COLOURS.get(role, ROLE_COLOURS[ROLE_TEXT])
+
+
+def rgb(role: str) -> tuple[float, float, float]:
+    """The role's colour as PyMuPDF wants it: three floats in 0-1."""
+    value = colour(role).lstrip("#")
+    return tuple(int(value[i : i + 2], 16) / 255 for i in (0, 2, 4))  # type: ignore[return-value]
+
+
+def css_class(role: str) -> str:
+    return "r-" + (role if role in ROLE_COLOURS else ROLE_TEXT)
+
+
+def role_css() -> str:
+    """CSS custom properties giving each role class its colour (`.r-table{--c:#2ca02c}`)."""
+    return "".join(f".{css_class(role)}{{--c:{value}}}" for role, value in ROLE_COLOURS.items())
+
+
+def is_container(block: dict[str, Any]) -> bool:
+    """A block the layout branch wrote without forking a child branch for it (no `<CHILD>`
+    content): an image, a list or figure container. Every other block is a forked child."""
+    flags = block.get("flags") or []
+    return (
+        block.get("text") is None
+        and "html" not in block
+        and "latex" not in block
+        and "sentinel" not in flags
+    )
+
+
+def roles_in(document: dict[str, Any]) -> list[str]:
+    """The roles of the document's blocks, in the palette's order."""
+    present = {b.get("role") for p in document.get("pages", []) for b in p.get("blocks", [])}
+    return [role for role in ROLE_COLOURS if role in present]
