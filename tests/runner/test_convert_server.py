@@ -1,4 +1,5 @@
-"""The streaming pipeline end to end: the real OpenAI engine against the fake HPD server."""
+"""`convert` end to end through the Python API: the real OpenAI engine against the fake HPD
+server (a real local HTTP peer). Scheduler details with a scripted engine: test_scheduler."""
 
 from __future__ import annotations
 
@@ -8,30 +9,16 @@ from pathlib import Path
 
 import pymupdf
 import pytest
-from PIL import Image
 
 from hpdparse import api
 from hpdparse.errors import EngineError
 from hpdparse.runner.progress import Progress
-from hpdparse.runner.workers import cut_crops
 from hpdparse.sources.rasterize import rasterize_page
 from tests.helpers.fakeserver import FakeHPDServer
 from tests.helpers.paths import FIXTURES, SAMPLES
+from tests.helpers.pdfs import make_pdf
 
 STREAMS = FIXTURES / "streams"
-
-
-def make_pdf(path: Path, pages: int, tag: str = "doc") -> Path:
-    """A text PDF whose pages all look different (so the server tells them apart)."""
-    doc = pymupdf.open()
-    for n in range(1, pages + 1):
-        page = doc.new_page(width=595, height=842)
-        page.insert_text((72, 90), f"{tag} page {n}", fontsize=28)
-        page.insert_text((72, 140 + 20 * (n % 30)), "x" * (n % 40 + 1), fontsize=12)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc.save(path)
-    doc.close()
-    return path
 
 
 def convert(srv: FakeHPDServer, inputs, out: Path, **kw):
@@ -70,23 +57,6 @@ def test_samples_convert_to_the_documented_layout(srv: FakeHPDServer, tmp_path: 
     assert srv.chat_count == 7
     saved = json.loads((tmp_path / "r.json").read_text())
     assert saved["totals"]["converted"] == 4 and saved["totals"]["pages_decoded"] == 7
-
-
-def test_crops_are_cut_from_the_page_as_the_model_saw_it(tmp_path: Path) -> None:
-    pdf = str(SAMPLES / "paper.pdf")
-    page = rasterize_page(pdf, 1, 100).image
-    crops = [
-        ("images/page-0001-figure-01.png", (10, 20, 110, 70)),
-        ("images/page-0001-figure-02.png", (-50, page.height - 30, 40, page.height + 500)),
-        ("images/page-0001-figure-03.png", (5, 5, 5, 50)),  # empty: skipped
-    ]
-    assert cut_crops(pdf, 1, 100, None, str(tmp_path), crops) is None
-    with Image.open(tmp_path / "images/page-0001-figure-01.png") as first:
-        assert first.size == (100, 50)
-        assert first.convert("RGB").tobytes() == page.crop((10, 20, 110, 70)).tobytes()
-    with Image.open(tmp_path / "images/page-0001-figure-02.png") as clamped:
-        assert clamped.size == (40, 30)
-    assert not (tmp_path / "images/page-0001-figure-03.png").exists()
 
 
 def test_many_pages_stay_within_batch_size(srv: FakeHPDServer, tmp_path: Path) -> None:
@@ -187,25 +157,6 @@ def test_unknown_engine_is_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(EngineError) as info:
         api.convert([SAMPLES / "memo.pdf"], tmp_path, engine="nope")
     assert "unknown engine" in str(info.value)
-
-
-def test_rasterize_timeout_fails_the_page_and_does_not_hang(
-    srv: FakeHPDServer, tmp_path: Path
-) -> None:
-    from hpdparse.engines import EngineConfig
-    from hpdparse.engines.openai.engine import OpenAIEngine
-    from hpdparse.runner.scheduler import Converter, ConvertSettings
-
-    pdf = make_pdf(tmp_path / "doc.pdf", 3)
-    settings = ConvertSettings(
-        output_dir=tmp_path / "out", dpi=72, workers=1, rasterize_timeout=1e-4
-    )
-    with OpenAIEngine(EngineConfig(server=srv.url)) as engine:
-        report = Converter(engine, settings, start_engine=False).run([pdf])
-    doc = report.documents[0]
-    assert doc.status == "failed" and doc.pages_failed == 3
-    assert all("rendering took more than" in e for e in doc.failed_pages.values())
-    assert srv.chat_count == 0
 
 
 def test_api_works_from_a_script_read_on_stdin(srv: FakeHPDServer, tmp_path: Path) -> None:
