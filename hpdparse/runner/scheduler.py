@@ -181,8 +181,9 @@ class Converter:
     def _taken_by_engine(
         self, first: PageRequest, rest: Iterator[PageRequest]
     ) -> Iterator[PageRequest]:
-        # Decoding time (the summary's) counts from the engine's first pull.
+        # Decoding time (the summary's and the live rates) counts from the engine's first pull.
         self._first_sent = time.monotonic()
+        self.progress.decoding_started()
         yield first
         yield from rest
 

@@ -1,10 +1,12 @@
 """The scheduler with a scripted engine (no model, no server): results in any order, failures of
-pages and of the engine mid-run, resume, batch bounds, rasterize timeouts."""
+pages and of the engine mid-run, resume, batch bounds, rasterize timeouts, live progress rates."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from hpdparse.runner.progress import PlainProgress
 from hpdparse.runner.scheduler import Converter
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.store.report import RunReport
@@ -120,3 +122,27 @@ def test_a_rasterize_timeout_fails_the_pages_and_does_not_hang(tmp_path: Path) -
     assert all("rendering took more than" in e for e in doc.failed_pages.values())
     assert engine.pulled == [] and "start" not in engine.calls
     assert not (tmp_path / "out" / "doc").exists()  # nothing converted, nothing left behind
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_the_live_rate_counts_from_the_engines_first_page(tmp_path: Path) -> None:
+    pdf = make_pdf(tmp_path / "doc.pdf", 3)
+    clock = FakeClock()
+    stream = io.StringIO()
+    # Loading the model takes 100 s, each page then 1 s: 1 page/s, not 3 pages in 103 s.
+    engine = ScriptedEngine(on_start=lambda: clock.advance(100), on_result=lambda: clock.advance(1))
+    settings = ConvertSettings(output_dir=tmp_path / "out", dpi=DPI, workers=1)
+    Converter(engine, settings, PlainProgress(stream, clock=clock)).run([pdf])
+    [line] = stream.getvalue().splitlines()
+    assert line.startswith("[   103.0s] converted ") and "3/3 pages" in line
+    assert "1.00 pages/s" in line, line
