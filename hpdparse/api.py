@@ -95,7 +95,7 @@ def convert(
     `report.exit_code` is 0, 1 or 130 (see the command line). Raises EngineError when the
     engine cannot be created or started.
 
-    Pages are rendered in worker processes started with forkserver (or spawn), which import the
+    Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
     """
     if dpi < 1:
