@@ -20,9 +20,15 @@ from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
-from hpdparse.runner.finish import render_folders
 from hpdparse.runner.progress import Progress
-from hpdparse.runner.scheduler import Converter, ConvertSettings
+from hpdparse.runner.render_folders import render_folders
+from hpdparse.runner.scheduler import Converter
+from hpdparse.runner.settings import (
+    AUTO_WORKERS,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_DPI,
+    ConvertSettings,
+)
 from hpdparse.sources.discover import discover_inputs
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.report import DocumentReport, RunReport
@@ -41,10 +47,10 @@ def convert(
     server: str = DEFAULT_SERVER,
     recursive: bool = False,
     pages: str | None = None,
-    dpi: int = 200,
+    dpi: int = DEFAULT_DPI,
     password: str | None = None,
-    batch_size: int = 512,
-    workers: int = 0,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    workers: int = AUTO_WORKERS,
     overwrite: bool = False,
     fork: bool = True,
     mtp: bool = True,
@@ -71,7 +77,7 @@ def convert(
     saved pages). Returns the run report; `report.exit_code` is 0, 1 or 130 (see the command
     line). Raises EngineError when the engine cannot be created or started.
 
-    Pages are rendered in worker processes started with forkserver (or spawn), which import the
+    Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
     """
     if dpi < 1:
@@ -121,8 +127,8 @@ def _engine_failure_report(inputs: Sequence[str | Path], recursive: bool, error:
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     report = RunReport(command="convert", engine_error=error)
     for input_error in errors:
-        report.documents.append(DocumentReport(source=str(input_error).split(":", 1)[0],
-                                               error=str(input_error)))  # fmt: skip
+        source = input_error.path if input_error.path is not None else str(input_error)
+        report.documents.append(DocumentReport(source=source, error=str(input_error)))
     for src in sources:
         report.documents.append(DocumentReport(source=str(src), error=error))
     return report

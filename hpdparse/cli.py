@@ -21,6 +21,12 @@ from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.review.cli import review_command
 from hpdparse.runner.progress import make_progress
+from hpdparse.runner.settings import (
+    AUTO_WORKERS,
+    DEFAULT_BATCH_SIZE,
+    DEFAULT_DPI,
+    MAX_AUTO_WORKERS,
+)
 from hpdparse.serve.server import DEFAULT_MAX_QUEUED
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.report import EXIT_FAILED, EXIT_INTERRUPTED, RunReport, print_summary
@@ -202,9 +208,9 @@ def main() -> None:
 @click.option(
     "--dpi",
     type=click.IntRange(10, 1200),
-    default=200,
+    default=DEFAULT_DPI,
     show_default=True,
-    help="Resolution pages are rendered at (very large pages are rendered at less).",
+    help="Resolution pages are rasterized at (very large pages are rasterized at less).",
 )
 @click.option("--password", help="Password for encrypted PDFs (ignored for the others).")
 @click.option(
@@ -229,15 +235,16 @@ def main() -> None:
 @click.option(
     "--batch-size",
     type=click.IntRange(1, None),
-    default=512,
+    default=DEFAULT_BATCH_SIZE,
     show_default=True,
     help="Pages decoded at once (in flight), across documents.",
 )
 @click.option(
     "--workers",
     type=click.IntRange(0, None),
-    default=0,
-    help="Processes rendering pages ahead of the engine. Default: one per CPU core (max 8).",
+    default=AUTO_WORKERS,
+    help="Processes rasterizing pages ahead of the engine. Default: one per CPU core (max "
+    f"{MAX_AUTO_WORKERS}).",
 )
 @_decode_options
 @click.option(
@@ -373,7 +380,7 @@ def render(**kw: Any) -> None:
 @click.option(
     "--batch-size",
     type=click.IntRange(1, None),
-    default=512,
+    default=DEFAULT_BATCH_SIZE,
     show_default=True,
     help="Pages decoded at once (in flight), across requests.",
 )

@@ -1,12 +1,21 @@
 """Exceptions that end up as one-line messages for the user."""
 
+from __future__ import annotations
+
+import os
+
 
 class HpdparseError(Exception):
-    """Base class. str(error) is a complete one-line message for the user."""
+    """Base class. str(error) is a complete one-line message for the user; `path` is the file or
+    folder it is about (as the user named it), None when it is about none."""
+
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None) -> None:
+        super().__init__(message)
+        self.path: str | None = None if path is None else os.fspath(path)
 
 
 class InputError(HpdparseError):
-    """An input file cannot be read, opened, decrypted or rendered."""
+    """An input file cannot be read, opened, decrypted or rasterized."""
 
 
 class EngineError(HpdparseError):

@@ -9,27 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pymupdf
 import pytest
 from click.testing import CliRunner
 
 from hpdparse.cli import main
 from tests.helpers.fakeserver import FakeHPDServer
 from tests.helpers.paths import REPO, SAMPLES
-
-
-def make_pdf(path: Path, pages: int = 2, tag: str = "doc", password: str | None = None) -> Path:
-    doc = pymupdf.open()
-    for n in range(1, pages + 1):
-        page = doc.new_page(width=595, height=842)
-        page.insert_text((72, 90), f"{tag} page {n}", fontsize=28)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if password:
-        doc.save(path, encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw=password, owner_pw="own")
-    else:
-        doc.save(path)
-    doc.close()
-    return path
+from tests.helpers.pdfs import make_pdf
 
 
 def run(srv: FakeHPDServer | None, *args: str | Path):

@@ -57,7 +57,7 @@ def write_document_page(
         index=index.as_posix() if index else None,
     )
     target = review_path(doc.doc_dir, doc.stem)
-    atomic_write_text(target, html)
+    doc.folder.write_review_html(doc.stem, html)
     return target, data, problems
 
 

@@ -19,7 +19,7 @@ from hpdparse.review.overlay import page_status
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE, page_image
 from hpdparse.review.roles import css_class, is_container, role_name
 from hpdparse.runner.finish import assemble_record
-from hpdparse.store.raw_pages import read_raw_page
+from hpdparse.store.document_folder import DocumentFolder
 
 MAX_RAW_CHARS = 200_000
 PLACEHOLDER_SIZE = (1000, 1414)  # a page whose size is unknown (failed, no source)
@@ -74,7 +74,7 @@ def document_json(doc: DocumentOutput) -> tuple[dict[str, Any], bool]:
         return doc.data, False
     known = {f.name for f in dataclasses.fields(RenderOptions)}
     options = RenderOptions(**{k: v for k, v in doc.state.render_options.items() if k in known})
-    data = render_document(assemble_record(doc.doc_dir, doc.state), options).json
+    data = render_document(assemble_record(doc.folder, doc.state), options).json
     for page in data["pages"]:
         if page["status"] == "failed" and page["number"] not in doc.state.failed_pages:
             page["error"] = "not decoded yet"
@@ -171,8 +171,8 @@ def _facts(page: dict[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def _raw_text(doc_dir: Path, number: int) -> str | None:
-    raw = read_raw_page(doc_dir, number)
+def _raw_text(folder: DocumentFolder, number: int) -> str | None:
+    raw = folder.read_raw_page(number)
     if raw is None:
         return None
     text = raw.text
@@ -217,7 +217,7 @@ def page_views(
                 image.data_url if image else None,
                 _box_views(page),
                 _block_views(doc.doc_dir, page, keep_headers),
-                _raw_text(doc.doc_dir, number),
+                _raw_text(doc.folder, number),
             )
         )
     return views, problems

@@ -8,9 +8,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from hpdparse.review.outputs import DocumentOutput, layout_path
+from hpdparse.review.outputs import DocumentOutput, json_path, layout_path, markdown_path
 from hpdparse.review.overlay import page_status
-from hpdparse.store.folders import json_path, markdown_path
 
 
 @dataclass

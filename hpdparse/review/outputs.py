@@ -3,28 +3,37 @@ under OUT, each one's resume state and JSON, its source file, and the paths thes
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from hpdparse.errors import InputError, OutputError
-from hpdparse.store.folders import RAW_DIR, STATE_FILE, json_path, markdown_path
-from hpdparse.store.state import DocumentState, load_state
+from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.layout import json_name, layout_pdf_name, markdown_name, review_html_name
+from hpdparse.store.output_store import open_document_folder
+from hpdparse.store.state import DocumentState
 
 INDEX_NAME = "review.html"
 
 
 def layout_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / f"{stem}.layout.pdf"
+    return doc_dir / layout_pdf_name(stem)
 
 
 def review_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / f"{stem}.review.html"
+    return doc_dir / review_html_name(stem)
+
+
+def markdown_path(doc_dir: Path, stem: str) -> Path:
+    return doc_dir / markdown_name(stem)
+
+
+def json_path(doc_dir: Path, stem: str) -> Path:
+    return doc_dir / json_name(stem)
 
 
 def is_document_folder(path: Path) -> bool:
-    return (path / RAW_DIR / STATE_FILE).is_file()
+    return open_document_folder(path).has_state()
 
 
 def find_document_folders(out: Path) -> list[Path]:
@@ -43,6 +52,7 @@ class DocumentOutput:
     """One document folder: its resume state and, once written, its JSON."""
 
     doc_dir: Path
+    folder: DocumentFolder
     state: DocumentState
     data: dict[str, Any] | None  # <stem>.json; None when not written (yet) or unreadable
     problem: str | None = None  # why `data` is None although the folder says it is finished
@@ -53,26 +63,28 @@ class DocumentOutput:
 
     @property
     def finished(self) -> bool:
-        return markdown_path(self.doc_dir, self.stem).is_file()
+        return self.folder.has_markdown(self.stem)
 
 
 def load_document(doc_dir: Path) -> DocumentOutput:
     """Read a document folder; OutputError when it is not one (or its state is damaged)."""
-    state = load_state(doc_dir)
+    folder = open_document_folder(doc_dir)
+    state = folder.load_state()
     if state is None:
         raise OutputError(
             f"{doc_dir}: not an hpdparse output folder (no readable raw/document.json)"
         )
     path = json_path(doc_dir, state.stem)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = folder.read_json(state.stem)
     except FileNotFoundError:
-        return DocumentOutput(doc_dir, state, None)
+        return DocumentOutput(doc_dir, folder, state, None)
     except (OSError, ValueError) as exc:
-        return DocumentOutput(doc_dir, state, None, f"{path}: cannot be read ({exc})")
+        return DocumentOutput(doc_dir, folder, state, None, f"{path}: cannot be read ({exc})")
     if not isinstance(data, dict) or not isinstance(data.get("pages"), list):
-        return DocumentOutput(doc_dir, state, None, f"{path}: not an hpdparse document JSON")
-    return DocumentOutput(doc_dir, state, data)
+        problem = f"{path}: not an hpdparse document JSON"
+        return DocumentOutput(doc_dir, folder, state, None, problem)
+    return DocumentOutput(doc_dir, folder, state, data)
 
 
 def checked_source(state: DocumentState, doc_dir: Path) -> Path:

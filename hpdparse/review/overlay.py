@@ -29,7 +29,7 @@ from hpdparse.review.roles import roles_in
 from hpdparse.sources.document import SourceDocument
 from hpdparse.sources.open import open_source
 from hpdparse.sources.pdf import PdfDocument
-from hpdparse.store.atomic import atomic_write_bytes
+from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.state import DocumentState
 
 IMAGE_POINTS_PER_PIXEL = 72 / 150  # an image input's page is sized as if scanned at 150 dpi
@@ -161,9 +161,9 @@ def write_layout(
 ) -> Path:
     """Write OUT/<stem>/<stem>.layout.pdf (atomically); InputError when the source is gone."""
     source = checked_source(state, doc_dir)
-    target = layout_path(doc_dir, state.stem)
-    atomic_write_bytes(target, layout_pdf(document, source, password))
-    return target
+    pdf = layout_pdf(document, source, password)
+    open_document_folder(doc_dir).write_layout_pdf(state.stem, pdf)
+    return layout_path(doc_dir, state.stem)
 
 
 def layout_job(

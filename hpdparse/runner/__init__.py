@@ -1,2 +1,15 @@
-"""Runners: plan documents, rasterize pages ahead of the engine, schedule pages through it and
-finish documents. `scheduler.Converter` is the single-machine runner."""
+"""Runners: the stages of a conversion run, and the single-machine runner that wires them.
+
+Stages (each callable on its own, keeping no hidden state):
+    plan.plan_document(folder, source, settings, info)    skip, or claim + pages to decode
+    read_ahead.ReadAhead(pool, ...).pages(jobs)           rasterize + prepare ahead, in order
+    engine.run(requests, max_in_flight)                   decode (hpdparse.engines)
+    save_page.save_page(folder, number, result, page, info, dpi)   store a raw page
+    finish.finish_converted(folder, state, options, cutter, report)   write the document
+Around them: settings (ConvertSettings and defaults), workers (the rasterizer pool, crops),
+images (cutters), events (what the feed tells the main loop), document_run (per-document
+counters), progress (display), render_folders (`hpdparse render`). `scheduler.Converter` is the
+single-machine runner; another one (e.g. Ray: plan on the driver, rasterize/decode/save in actors
+with their own pool, finish on the driver once a document's pages exist) calls the same stages.
+Output folders come from `hpdparse.store` (`open_output_store(...).assign_folders(sources)`).
+"""

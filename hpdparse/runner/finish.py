@@ -1,69 +1,137 @@
-"""Documents -> files, shared by `convert` and `render`: a document is rebuilt from its raw/
-folder (`assemble_record`), rendered, and written with its .md last (`write_document`);
-`render_folders` does that for finished output folders without a model.
+"""Finish a document: once every selected page is in (decoded, reused or failed), the document is
+rebuilt from its raw pages (`assemble_record`), rendered to Markdown and JSON, its figure images
+cut, and written with its .md last (`finish_document`).
+
+`finish_document` is the one way a document gets written: `convert` calls it through
+`finish_converted` (which turns any failure into the document's outcome and leaves no empty folder
+behind), `hpdparse render` calls it directly (`render_folders`), and so can any other runner
+(e.g. a Ray driver once all of a document's raw pages exist): it needs only the document's folder,
+its resume state, the render options and an `ImageCutter`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import time
-from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hpdparse.engines.base import FINISH_ERROR
-from hpdparse.errors import HpdparseError, InputError, OutputError
 from hpdparse.markdown.records import PAGE_FAILED, PAGE_OK, DocumentRecord, PageRecord
-from hpdparse.markdown.render import ImageCrop, RenderedDocument, RenderOptions, render_document
-from hpdparse.runner.progress import Progress
-from hpdparse.runner.workers import WorkerPool, cut_crops
-from hpdparse.store.atomic import atomic_write_json, atomic_write_text
-from hpdparse.store.folders import json_path, markdown_path, remove_images
-from hpdparse.store.raw_pages import read_raw_page
-from hpdparse.store.report import STATUS_CONVERTED as REPORT_CONVERTED
-from hpdparse.store.report import STATUS_FAILED, DocumentReport, RunReport
-from hpdparse.store.report import STATUS_PARTIAL as REPORT_PARTIAL
-from hpdparse.store.state import STATUS_CONVERTED, STATUS_PARTIAL, DocumentState, load_state
+from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
+from hpdparse.runner.images import ImageCutter, group_crops
+from hpdparse.runner.overlay import OverlayWriter
+from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.report import DocumentReport
+from hpdparse.store.state import DocumentState
+from hpdparse.store.statuses import STATUS_CONVERTED, STATUS_FAILED, STATUS_PARTIAL
 
 
-def settings_of(state: DocumentState) -> dict[str, Any]:
-    return {
-        "dpi": state.dpi,
-        "pages": state.pages_spec,
-        "selected_pages": len(state.selected),
-        "prompt": state.reuse_key.get("prompt"),
-        "max_tokens": state.reuse_key.get("max_tokens"),
-    }
+@dataclass
+class FinishedDocument:
+    """The outcome of finishing one document: its report status and error, whether anything was
+    written, and one-line messages for the user (images that could not be cut, a failure)."""
+
+    written: bool
+    status: str  # STATUS_CONVERTED, STATUS_PARTIAL, or STATUS_FAILED (then nothing was written)
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
 
 
-def assemble_record(doc_dir: Path, state: DocumentState) -> DocumentRecord:
-    """The document as its raw/ folder holds it: a page with a valid raw output is OK, any other
+def finish_document(
+    folder: DocumentFolder,
+    state: DocumentState,
+    options: RenderOptions,
+    cut_images: ImageCutter,
+    report: DocumentReport,
+    overlay: OverlayWriter | None = None,
+) -> FinishedDocument:
+    """Rebuild, render and write the document in `folder` from its raw pages (and, with
+    `overlay`, its --layout PDF); `state` is updated
+    (failed pages, render options, final status) and saved. The page counts go into `report` as
+    soon as they are known, so that a later failure still reports them. When no page has a raw
+    output nothing is written (STATUS_FAILED, with the first page's error). Raises OSError when
+    the folder cannot be written, InputError from `cut_images`, anything the renderer raises."""
+    record = assemble_record(folder, state)
+    failed = failed_numbers(record)
+    report.pages = len(record.pages)
+    report.pages_failed = len(failed)
+    report.pages_done = len(record.pages) - len(failed)
+    report.failed_pages = failed
+    if report.pages_done == 0:
+        first = failed[min(failed)] if failed else f"{state.source.path}: no page converted"
+        return FinishedDocument(written=False, status=STATUS_FAILED, error=first)
+    rendered = render_document(record, options)
+    folder.remove_markdown(state.stem)
+    folder.remove_images()
+    crop_errors: list[str] = []
+    if rendered.images and options.images:
+        crop_errors = cut_images(folder, state, group_crops(rendered.images))
+    if overlay is not None:
+        crop_errors += overlay(folder, state, rendered.json)
+    state.failed_pages = failed
+    state.render_options = dataclasses.asdict(options)
+    write_document(folder, state, rendered, crop_errors)
+    source = Path(state.source.path)
+    warnings = [f"{source}: {message}" for message in crop_errors]
+    if state.status == STATUS_CONVERTED:
+        return FinishedDocument(written=True, status=STATUS_CONVERTED, warnings=warnings)
+    problems = [without_source_prefix(m, source) for m in failed.values()] + crop_errors
+    return FinishedDocument(
+        written=True, status=STATUS_PARTIAL, error="; ".join(problems[:3]), warnings=warnings
+    )
+
+
+def finish_converted(
+    folder: DocumentFolder,
+    state: DocumentState,
+    options: RenderOptions,
+    cut_images: ImageCutter,
+    report: DocumentReport,
+    overlay: OverlayWriter | None = None,
+) -> FinishedDocument:
+    """`finish_document` as a conversion run does it: never raises (a folder that cannot be
+    written, or a renderer bug, fails this document, not the run), and a document with no page
+    converted leaves nothing behind but reusable raw pages (`report.output_dir` is cleared when
+    the folder is gone)."""
+    try:
+        finished = finish_document(folder, state, options, cut_images, report, overlay)
+    except OSError as exc:
+        message = f"{folder.location}: cannot write the output folder: {exc.strerror}"
+        return FinishedDocument(False, STATUS_FAILED, message, [message])
+    except Exception as exc:  # a renderer bug must fail this document, not the run
+        message = f"{state.source.path}: rendering failed: {type(exc).__name__}: {exc}"
+        return FinishedDocument(False, STATUS_FAILED, message, [message])
+    if not finished.written and not folder.saved_page_numbers():
+        folder.remove_state()
+        folder.remove_if_empty()
+        if not folder.exists():
+            report.output_dir = None
+    return finished
+
+
+def write_document(
+    folder: DocumentFolder,
+    state: DocumentState,
+    rendered: RenderedDocument,
+    crop_errors: list[str],
+) -> None:
+    """Write .json, the final state and, last, the .md (images are already written)."""
+    state.status = (
+        STATUS_CONVERTED if not state.failed_pages and not crop_errors else STATUS_PARTIAL
+    )
+    folder.write_json(state.stem, rendered.json)
+    folder.save_state(state)
+    folder.write_markdown(state.stem, rendered.markdown)
+
+
+def assemble_record(folder: DocumentFolder, state: DocumentState) -> DocumentRecord:
+    """The document as its raw pages hold it: a page with a valid raw output is OK, any other
     selected page is failed (with the error recorded in the state, if any)."""
     pages: list[PageRecord] = []
     for number in state.selected:
-        raw = read_raw_page(doc_dir, number)
-        if raw is not None:
-            meta = raw.meta
-            pages.append(
-                PageRecord(
-                    number=number,
-                    width_px=int(meta.get("width_px") or 0),
-                    height_px=int(meta.get("height_px") or 0),
-                    status=PAGE_OK,
-                    raw=raw.text,
-                    finish_reason=meta.get("finish_reason"),
-                    label=meta.get("label"),
-                    width_pt=meta.get("width_pt"),
-                    height_pt=meta.get("height_pt"),
-                    dpi=meta.get("dpi"),
-                    prompt_tokens=int(meta.get("prompt_tokens") or 0),
-                    output_tokens=int(meta.get("output_tokens") or 0),
-                    seconds=float(meta.get("seconds") or 0.0),
-                    stats=dict(meta.get("stats") or {}),
-                )
-            )
-        else:
+        raw = folder.read_raw_page(number)
+        if raw is None:
             error = state.failed_pages.get(number) or "no raw output for this page"
             pages.append(
                 PageRecord(
@@ -75,6 +143,26 @@ def assemble_record(doc_dir: Path, state: DocumentState) -> DocumentRecord:
                     error=error,
                 )
             )
+            continue
+        meta = raw.meta
+        pages.append(
+            PageRecord(
+                number=number,
+                width_px=meta.width_px,
+                height_px=meta.height_px,
+                status=PAGE_OK,
+                raw=raw.text,
+                finish_reason=meta.finish_reason,
+                label=meta.label,
+                width_pt=meta.width_pt,
+                height_pt=meta.height_pt,
+                dpi=meta.dpi,
+                prompt_tokens=meta.prompt_tokens,
+                output_tokens=meta.output_tokens,
+                seconds=meta.seconds,
+                stats=dict(meta.stats),
+            )
+        )
     return DocumentRecord(
         source=state.source.path,
         stem=state.stem,
@@ -87,50 +175,15 @@ def assemble_record(doc_dir: Path, state: DocumentState) -> DocumentRecord:
     )
 
 
-def group_crops(
-    crops: list[ImageCrop],
-) -> dict[int, list[tuple[str, tuple[int, int, int, int]]]]:
-    by_page: dict[int, list[tuple[str, tuple[int, int, int, int]]]] = {}
-    for crop in crops:
-        by_page.setdefault(crop.page_number, []).append((crop.filename, tuple(crop.bbox_px)))
-    return by_page
-
-
-def write_document(
-    doc_dir: Path,
-    state: DocumentState,
-    rendered: RenderedDocument,
-    crop_errors: list[str],
-) -> None:
-    """Write .json, the final state and, last, the .md (images are already written)."""
-    state.status = (
-        STATUS_CONVERTED if not state.failed_pages and not crop_errors else STATUS_PARTIAL
-    )
-    atomic_write_json(json_path(doc_dir, state.stem), rendered.json)
-    state.save(doc_dir)
-    atomic_write_text(markdown_path(doc_dir, state.stem), rendered.markdown)
-
-
-def write_layout_overlay(
-    doc_dir: Path,
-    state: DocumentState,
-    rendered: RenderedDocument,
-    password: str | None,
-    pool: WorkerPool | None = None,
-) -> list[str]:
-    """--layout: write <stem>.layout.pdf from the rendered JSON; problems as one-line messages.
-    With `pool` it is drawn in a rasterizer process (convert opens sources in another thread,
-    and PyMuPDF is not thread-safe)."""
-    from hpdparse.review.overlay import layout_job
-
-    args = (str(doc_dir), state, rendered.json, password)
-    if pool is None:
-        return layout_job(*args)
-    try:
-        return pool.submit(layout_job, *args).result()
-    except BrokenProcessPool:
-        pool.rebuild()
-        return ["layout overlay not written: the renderer crashed"]
+def settings_of(state: DocumentState) -> dict[str, Any]:
+    """The run settings a document's JSON records."""
+    return {
+        "dpi": state.dpi,
+        "pages": state.pages_spec,
+        "selected_pages": len(state.selected),
+        "prompt": state.reuse_key.get("prompt"),
+        "max_tokens": state.reuse_key.get("max_tokens"),
+    }
 
 
 def failed_numbers(record: DocumentRecord) -> dict[int, str]:
@@ -140,83 +193,3 @@ def failed_numbers(record: DocumentRecord) -> dict[int, str]:
 def without_source_prefix(message: str, source: Path) -> str:
     prefix = f"{source}: "
     return message[len(prefix) :] if message.startswith(prefix) else message
-
-
-def render_folders(
-    doc_dirs: list[Path],
-    options: RenderOptions,
-    password: str | None = None,
-    progress: Progress | None = None,
-    layout: bool = False,
-) -> RunReport:
-    """Rebuild .md, .json and images/ of document folders from their raw/ pages and source
-    (and the layout overlay with `layout`)."""
-    progress = progress or Progress()
-    started = time.monotonic()
-    report = RunReport(command="render")
-    progress.start(len(doc_dirs))
-    for doc_dir in doc_dirs:
-        t0 = time.monotonic()
-        r = DocumentReport(source=str(doc_dir), output_dir=str(doc_dir))
-        report.documents.append(r)
-        try:
-            for problem in _render_one(Path(doc_dir), options, password, r, layout):
-                progress.error(f"{doc_dir}: {problem}")
-        except HpdparseError as exc:
-            r.status = STATUS_FAILED
-            r.error = str(exc)
-            progress.error(str(exc))
-        except OSError as exc:
-            r.status = STATUS_FAILED
-            r.error = f"{doc_dir}: {exc.strerror or exc}"
-            progress.error(r.error)
-        r.seconds = time.monotonic() - t0
-        progress.document_finished(r)
-    report.seconds = time.monotonic() - started
-    return report
-
-
-def _render_one(
-    doc_dir: Path, options: RenderOptions, password: str | None, r: Any, layout: bool
-) -> list[str]:
-    """Render one folder; returns the problems with its images and layout overlay."""
-    state = load_state(doc_dir)
-    if state is None:
-        raise OutputError(f"{doc_dir}: not an hpdparse output folder (no raw/document.json)")
-    r.source = state.source.path
-    record = assemble_record(doc_dir, state)
-    failed = failed_numbers(record)
-    r.pages = len(record.pages)
-    r.pages_failed = len(failed)
-    r.pages_done = r.pages - r.pages_failed
-    r.pages_reused = r.pages_done
-    r.failed_pages = failed
-    if r.pages_done == 0:
-        raise OutputError(f"{doc_dir}: no page has a raw output to render")
-    rendered = render_document(record, options)
-    with contextlib.suppress(FileNotFoundError):
-        markdown_path(doc_dir, state.stem).unlink()
-    remove_images(doc_dir)
-    crop_errors: list[str] = []
-    if rendered.images and options.images:
-        source = Path(state.source.path)
-        if not source.is_file():
-            raise InputError(f"{source}: source not found, images of {doc_dir} cannot be cut")
-        if not state.source.matches_file(source):
-            raise InputError(f"{source}: the source changed since {doc_dir} was converted")
-        for number, crops in sorted(group_crops(rendered.images).items()):
-            error = cut_crops(str(source), number, state.dpi, password, str(doc_dir), crops)
-            if error:
-                crop_errors.append(error)
-    if layout:
-        crop_errors += write_layout_overlay(doc_dir, state, rendered, password)
-    state.failed_pages = failed
-    state.render_options = dataclasses.asdict(options)
-    write_document(doc_dir, state, rendered, crop_errors)
-    if state.status == STATUS_CONVERTED:
-        r.status = REPORT_CONVERTED
-    else:
-        r.status = REPORT_PARTIAL
-        problems = [without_source_prefix(m, Path(state.source.path)) for m in failed.values()]
-        r.error = "; ".join((problems + crop_errors)[:3])
-    return crop_errors

@@ -1,15 +1,22 @@
 """Progress display: rich bars on a terminal, plain log lines otherwise, only errors when quiet.
 
-Errors always go to stderr as one line naming the file, whatever the mode.
+Errors always go to stderr as one line naming the file, whatever the mode. Rates (pages/s,
+tokens/s) count from the moment the engine takes its first page (`decoding_started`), as the
+run summary's do, so the time spent loading the model or skipping finished documents is not in
+them.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
-from hpdparse.store.report import STATUS_SKIPPED, DocumentReport
+from hpdparse.store.report import DocumentReport
+from hpdparse.store.statuses import STATUS_CONVERTED, STATUS_SKIPPED
+
+Clock = Callable[[], float]
 
 
 class Progress:
@@ -24,6 +31,9 @@ class Progress:
 
     def document_started(self, name: str, pages_total: int, pages_to_decode: int) -> None:
         pass
+
+    def decoding_started(self) -> None:
+        """The engine took its first page: rates count from now."""
 
     def pages_done(self, pages: int, output_tokens: int) -> None:
         pass
@@ -47,23 +57,49 @@ class Progress:
         self.close()
 
 
+class _Rates:
+    """Pages and output tokens per second since decoding started (0 before)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.since: float | None = None
+        self.pages = 0
+        self.tokens = 0
+
+    def start(self) -> None:
+        if self.since is None:
+            self.since = self.clock()
+
+    def add(self, pages: int, output_tokens: int) -> None:
+        self.pages += pages
+        self.tokens += output_tokens
+
+    def per_second(self) -> tuple[float, float]:
+        if self.since is None:
+            return 0.0, 0.0
+        elapsed = max(self.clock() - self.since, 1e-9)
+        return self.pages / elapsed, self.tokens / elapsed
+
+
 class PlainProgress(Progress):
     """One log line per document (and per notable event with --verbose), for logs and pipes."""
 
-    def __init__(self, stream: TextIO | None = None, verbose: bool = False) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, verbose: bool = False, clock: Clock = time.monotonic
+    ) -> None:
         super().__init__(stream, verbose)
-        self._started = time.monotonic()
+        self._clock = clock
+        self._started = clock()
         self._documents = 0
         self._finished = 0
-        self._pages = 0
-        self._tokens = 0
+        self._rates = _Rates(clock)
 
     def _line(self, message: str) -> None:
-        elapsed = time.monotonic() - self._started
+        elapsed = self._clock() - self._started
         print(f"[{elapsed:8.1f}s] {message}", file=self.stream, flush=True)
 
     def start(self, documents: int) -> None:
-        self._started = time.monotonic()
+        self._started = self._clock()
         self._documents = documents
 
     def document_started(self, name: str, pages_total: int, pages_to_decode: int) -> None:
@@ -72,21 +108,23 @@ class PlainProgress(Progress):
             extra = f", {reused} reused from an earlier run" if reused else ""
             self._line(f"start {name}: {pages_to_decode} pages to decode{extra}")
 
+    def decoding_started(self) -> None:
+        self._rates.start()
+
     def pages_done(self, pages: int, output_tokens: int) -> None:
-        self._pages += pages
-        self._tokens += output_tokens
+        self._rates.add(pages, output_tokens)
 
     def document_finished(self, doc: DocumentReport) -> None:
         self._finished += 1
         if doc.status == STATUS_SKIPPED and not self.verbose:
             return
-        elapsed = max(time.monotonic() - self._started, 1e-9)
+        pages_per_s, tokens_per_s = self._rates.per_second()
         pages = f", {doc.pages_done}/{doc.pages} pages" if doc.pages else ""
         failed = f", {doc.pages_failed} failed" if doc.pages_failed else ""
         self._line(
             f"{doc.status} {doc.source}{pages}{failed} "
-            f"({self._finished}/{self._documents} documents, {self._pages / elapsed:.2f} pages/s, "
-            f"{self._tokens / elapsed:.0f} tokens/s)"
+            f"({self._finished}/{self._documents} documents, {pages_per_s:.2f} pages/s, "
+            f"{tokens_per_s:.0f} tokens/s)"
         )
 
     def info(self, message: str) -> None:
@@ -97,7 +135,9 @@ class PlainProgress(Progress):
 class RichProgress(Progress):
     """Bars for documents and pages with pages/s, tokens/s and ETA, for a terminal."""
 
-    def __init__(self, stream: TextIO | None = None, verbose: bool = False) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, verbose: bool = False, clock: Clock = time.monotonic
+    ) -> None:
         super().__init__(stream, verbose)
         from rich.console import Console
         from rich.progress import (
@@ -122,13 +162,10 @@ class RichProgress(Progress):
         )
         self._docs = self._bars.add_task("documents", total=None, rate="")
         self._pages = self._bars.add_task("pages", total=0, rate="")
-        self._started = time.monotonic()
-        self._page_count = 0
-        self._tokens = 0
+        self._rates = _Rates(clock)
         self._bars.start()
 
     def start(self, documents: int) -> None:
-        self._started = time.monotonic()
         self._bars.update(self._docs, total=documents)
 
     def document_started(self, name: str, pages_total: int, pages_to_decode: int) -> None:
@@ -137,19 +174,21 @@ class RichProgress(Progress):
         if self.verbose:
             self.console.print(f"start {name}: {pages_to_decode} pages to decode", highlight=False)
 
+    def decoding_started(self) -> None:
+        self._rates.start()
+
     def pages_done(self, pages: int, output_tokens: int) -> None:
-        self._page_count += pages
-        self._tokens += output_tokens
-        elapsed = max(time.monotonic() - self._started, 1e-9)
-        rate = f"{self._page_count / elapsed:.2f} pages/s {self._tokens / elapsed:.0f} tok/s"
+        self._rates.add(pages, output_tokens)
+        pages_per_s, tokens_per_s = self._rates.per_second()
+        rate = f"{pages_per_s:.2f} pages/s {tokens_per_s:.0f} tok/s"
         self._bars.update(self._pages, advance=pages, rate=rate)
 
     def document_finished(self, doc: DocumentReport) -> None:
         self._bars.update(self._docs, advance=1)
-        if self.verbose or doc.status not in ("converted", STATUS_SKIPPED):
+        if self.verbose or doc.status not in (STATUS_CONVERTED, STATUS_SKIPPED):
             from rich.text import Text
 
-            colour = "green" if doc.status == "converted" else "yellow"
+            colour = "green" if doc.status == STATUS_CONVERTED else "yellow"
             self.console.print(Text.assemble((doc.status, colour), " ", doc.source))
 
     def info(self, message: str) -> None:

@@ -1,7 +1,8 @@
-"""The rasterizer processes: pages are rendered with PyMuPDF and prepared for the engine
+"""The rasterizer processes: pages are rasterized with PyMuPDF and prepared for the engine
 (`engine.preparer()`: PNG bytes or HPD tiles) in a pool of worker processes ahead of the engine;
-figure crops are cut there too. The pool is forkserver (or spawn, never fork: vLLM and torch run
-threads in the main process) and is rebuilt when MuPDF crashes a worker on a damaged file.
+figure crops are cut there too and written through the document's `DocumentFolder`. The pool is
+forkserver (or spawn, never fork: vLLM and torch run threads in the main process) and is rebuilt
+when MuPDF crashes a worker on a damaged file.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from PIL import Image
@@ -28,7 +28,7 @@ except ImportError:  # Windows
 
 from hpdparse.errors import InputError
 from hpdparse.sources.rasterize import rasterize_page
-from hpdparse.store.atomic import atomic_write_bytes
+from hpdparse.store.document_folder import DocumentFolder
 
 _preparer: Callable[[Image.Image], Any] | None = None
 
@@ -87,7 +87,7 @@ class PreparedPage:
 
 
 def prepare_page(path: str, number: int, dpi: int, password: str | None) -> PreparedPage | str:
-    """Render + prepare one page; an error comes back as its one-line message."""
+    """Rasterize + prepare one page; an error comes back as its one-line message."""
     try:
         page = rasterize_page(path, number, dpi, password)
     except InputError as exc:
@@ -116,10 +116,11 @@ def cut_crops(
     number: int,
     dpi: int,
     password: str | None,
-    doc_dir: str,
+    folder: DocumentFolder,
     crops: list[tuple[str, tuple[int, int, int, int]]],
 ) -> str | None:
-    """Re-render page `number` as the model saw it and save the crops; an error as one line."""
+    """Rasterize page `number` again as the model saw it and write the crops (file name relative
+    to `folder`, pixel box) into `folder`; an error comes back as one line."""
     try:
         page = rasterize_page(path, number, dpi, password)
     except InputError as exc:
@@ -132,10 +133,7 @@ def cut_crops(
             y1, y2 = sorted((max(0, min(y1, image.height)), max(0, min(y2, image.height))))
             if x2 - x1 < 1 or y2 - y1 < 1:
                 continue
-            target = Path(doc_dir) / filename
-            target.parent.mkdir(parents=True, exist_ok=True)
-            buffer = _png_bytes(image.crop((x1, y1, x2, y2)))
-            atomic_write_bytes(target, buffer)
+            folder.write_image(filename, _png_bytes(image.crop((x1, y1, x2, y2))))
     except OSError as exc:
         return f"images of page {number} not written: {exc.strerror or exc}"
     return None

@@ -33,19 +33,23 @@ def discover_inputs(
         elif path.is_dir():
             members = list(_folder_members(path, recursive))
             if not members:
-                errors.append(InputError(f"{spec}: {_empty_folder_reason(path, recursive)}"))
+                errors.append(
+                    InputError(f"{spec}: {_empty_folder_reason(path, recursive)}", path=spec)
+                )
             for member in members:
                 found.setdefault(member, None)
         elif glob.has_magic(spec):
             members = list(_glob_members(spec, recursive))
             if not members:
-                errors.append(InputError(f"{spec}: no PDF or image file matches this pattern"))
+                errors.append(
+                    InputError(f"{spec}: no PDF or image file matches this pattern", path=spec)
+                )
             for member in members:
                 found.setdefault(member, None)
         elif path.exists() or path.is_symlink():
-            errors.append(InputError(f"{spec}: not a regular file or folder"))
+            errors.append(InputError(f"{spec}: not a regular file or folder", path=spec))
         else:
-            errors.append(InputError(f"{spec}: no such file or folder"))
+            errors.append(InputError(f"{spec}: no such file or folder", path=spec))
     return list(found), errors
 
 

@@ -92,7 +92,8 @@ class SourceDocument:
         if not 1 <= number <= self.page_count:
             raise InputError(
                 f"{self.path}: page {number} does not exist (the document has "
-                f"{self.page_count} page{'s' if self.page_count != 1 else ''})"
+                f"{self.page_count} page{'s' if self.page_count != 1 else ''})",
+                path=self.path,
             )
 
 
@@ -101,15 +102,15 @@ def read_head(path: Path) -> bytes:
         with open(path, "rb") as f:
             head = f.read(1024)
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise InputError(f"{path}: no such file", path=path) from None
     except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, not a file") from None
+        raise InputError(f"{path}: is a folder, not a file", path=path) from None
     except PermissionError:
-        raise InputError(f"{path}: cannot be read (permission denied)") from None
+        raise InputError(f"{path}: cannot be read (permission denied)", path=path) from None
     except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror or error})") from None
+        raise InputError(f"{path}: cannot be read ({error.strerror or error})", path=path) from None
     if not head:
-        raise InputError(f"{path}: empty file (0 bytes)")
+        raise InputError(f"{path}: empty file (0 bytes)", path=path)
     return head
 
 

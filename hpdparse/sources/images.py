@@ -53,7 +53,7 @@ class ImageDocument(SourceDocument):
             failure = f"{self._image.format} images are not supported (PNG, JPEG or TIFF)"
         if failure is not None or self._image is None:
             self.close()
-            raise InputError(f"{path}: {failure}")
+            raise InputError(f"{path}: {failure}", path=path)
         self.page_count = getattr(self._image, "n_frames", 1) if self._image.format == "TIFF" else 1
 
     def page_info(self, number: int) -> PageInfo:
@@ -81,7 +81,8 @@ class ImageDocument(SourceDocument):
                     rgb = rgb.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
         except Exception as error:
             raise InputError(
-                f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}"
+                f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
+                path=self.path,
             ) from None
         return RasterizedPage(number=number, image=rgb, dpi=None, info=info)
 

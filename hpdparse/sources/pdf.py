@@ -61,8 +61,8 @@ class PdfDocument(SourceDocument):
                 self.page_count = self._doc.page_count
             if self.page_count == 0:
                 if self._doc.is_repaired:
-                    raise InputError(f"{path}: damaged PDF, no pages could be read")
-                raise InputError(f"{path}: the PDF has no pages")
+                    raise InputError(f"{path}: damaged PDF, no pages could be read", path=path)
+                raise InputError(f"{path}: the PDF has no pages", path=path)
             self.label_rules = label_rules(self._doc)
         except InputError:
             self.close()
@@ -70,7 +70,7 @@ class PdfDocument(SourceDocument):
         except Exception as error:
             self.close()
             raise InputError(
-                f"{path}: damaged PDF, cannot be read: {one_line_error(error)}"
+                f"{path}: damaged PDF, cannot be read: {one_line_error(error)}", path=path
             ) from None
         finally:
             self._note_warnings("opening")
@@ -92,16 +92,18 @@ class PdfDocument(SourceDocument):
             _drain_mupdf_warnings()
             if failure.startswith("damaged") and not looks_like_pdf(read_head(path)):
                 failure = "not a PDF or supported image"
-            raise InputError(f"{path}: {failure}")
+            raise InputError(f"{path}: {failure}", path=path)
         try:
             if not doc.is_pdf:
-                raise InputError(f"{path}: {_not_pdf_reason(path, doc)}")
+                raise InputError(f"{path}: {_not_pdf_reason(path, doc)}", path=path)
             self._encrypted = bool(doc.needs_pass)
             if doc.needs_pass:
                 if password is None:
-                    raise InputError(f"{path}: encrypted, a password is needed (--password)")
+                    raise InputError(
+                        f"{path}: encrypted, a password is needed (--password)", path=path
+                    )
                 if not _authenticate(doc, password):
-                    raise InputError(f"{path}: wrong password")
+                    raise InputError(f"{path}: wrong password", path=path)
         except BaseException:
             doc.close()
             raise
@@ -131,7 +133,8 @@ class PdfDocument(SourceDocument):
             return self._doc.load_page(number - 1)
         except Exception as error:
             raise InputError(
-                f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}"
+                f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
+                path=self.path,
             ) from None
 
     def _info(self, page: pymupdf.Page, number: int) -> PageInfo:
@@ -155,7 +158,9 @@ class PdfDocument(SourceDocument):
             info = self._info(page, number)
             width, height = info.width_pt or 0.0, info.height_pt or 0.0
             if width < 0.01 or height < 0.01:
-                raise InputError(f"{self.path}: page {number} cannot be rendered: empty page box")
+                raise InputError(
+                    f"{self.path}: page {number} cannot be rendered: empty page box", path=self.path
+                )
             used_dpi = effective_dpi(width, height, dpi)
             zoom = used_dpi / 72
             if used_dpi == 1:  # a gigantic page: even 1 dpi is over the limits
@@ -165,7 +170,8 @@ class PdfDocument(SourceDocument):
                 image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
             except Exception as error:
                 raise InputError(
-                    f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}"
+                    f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
+                    path=self.path,
                 ) from None
             return RasterizedPage(number=number, image=image, dpi=used_dpi, info=info)
         finally:

@@ -1,7 +1,10 @@
 """The output store: the one place that reads and writes output folders.
 
-atomic (durable writes), folders (paths inside a document folder), naming (which folder a
-source gets), raw_pages (one decoded page), state (resume state), report (the run report).
+output_store (`OutputStore`: the root OUT, which folder each source gets; `open_output_store`,
+`open_document_folder`), document_folder (`DocumentFolder`: everything in one document folder),
+backend (`FolderBackend`: the bytes of a folder, the seam for another storage such as s3://),
+local (the file-system backend), layout (file names), naming (folder names), raw_pages (the raw
+page record), state (resume state), statuses, report (the run report), atomic (durable writes).
 
 Layout of one document folder (``OUT/<stem>/``)::
 
@@ -9,13 +12,13 @@ Layout of one document folder (``OUT/<stem>/``)::
     <stem>.json            blocks per page (from the renderer)
     images/page-0003-figure-01.png
     raw/page-0003.txt      the raw model text, exactly; written first
-    raw/page-0003.json     its metadata (engine, model, prompt, dpi, sha256 of the .txt ...),
-                           written after the .txt: a page is reusable only when its .json exists
-                           and its sha256 matches the .txt
+    raw/page-0003.json     its metadata (`raw_pages.RawPageMeta`: engine, model, prompt, dpi ...
+                           and the sha256 of the .txt), written after the .txt: a page is reusable
+                           only when its .json exists and its sha256 matches the .txt
     raw/document.json      resume state: the source (path, size, sha256), the settings of the run
                            that owns the folder, its status and the failed pages
 
-Every file goes through `atomic_write_bytes` (temporary file in the same folder, fsync, rename), so
-a SIGKILL at any moment leaves either the old file, the new file, or a stray temporary file that
-`remove_stray_temporaries` deletes on the next run.
+On the local backend every file goes through `atomic_write_bytes` (temporary file in the same
+folder, fsync, rename), so a SIGKILL at any moment leaves either the old file, the new file, or a
+stray temporary file that the next run deletes (`DocumentFolder.create`).
 """

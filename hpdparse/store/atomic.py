@@ -35,8 +35,13 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
+def json_bytes(obj: Any) -> bytes:
+    """The bytes of every JSON file hpdparse writes: UTF-8, indented by 2, keys in their order."""
+    return (json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n").encode("utf-8")
+
+
 def atomic_write_json(path: Path, obj: Any) -> None:
-    atomic_write_text(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n")
+    atomic_write_bytes(path, json_bytes(obj))
 
 
 def _fsync_dir(folder: Path) -> None:

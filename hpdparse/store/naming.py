@@ -3,35 +3,34 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
-
-from hpdparse.store.state import read_state
 
 
 def _short_hash(path: Path) -> str:
     return hashlib.sha256(str(Path(path).absolute()).encode("utf-8")).hexdigest()[:8]
 
 
-def assign_output_dirs(sources: list[Path], out_dir: Path) -> dict[Path, Path]:
-    """Give every source its own folder under `out_dir`, deterministically.
+def assign_folder_names(
+    sources: list[Path], owner_of: Callable[[str], str | None]
+) -> dict[Path, str]:
+    """Give every source its own folder name under OUT, deterministically.
 
     A source gets ``<stem>`` unless another source already owns that folder: owned by the source
-    recorded in the folder's ``raw/document.json`` (from any earlier run into the same OUT), or
-    claimed earlier in this run (sources taken in sorted order of absolute path). Otherwise it gets
-    ``<stem>-<first 8 hex digits of sha256(absolute path)>``. So a file keeps its folder when the
-    input list changes, and two files with the same stem never share one.
+    that `owner_of(name)` reports (what the folder's ``raw/document.json`` records, from any
+    earlier run into the same OUT), or claimed earlier in this run (sources taken in sorted order
+    of absolute path). Otherwise it gets ``<stem>-<first 8 hex digits of sha256(absolute
+    path)>``. So a file keeps its folder when the input list changes, and two files with the same
+    stem never share one.
     """
     ordered = sorted({Path(s).absolute() for s in sources}, key=str)
-    owners: dict[Path, str | None] = {}
-    for src in ordered:
-        state = read_state(out_dir / stem_of(src))
-        owners[src] = state.get("source") if state else None
-    result: dict[Path, Path] = {}
+    owners = {src: owner_of(stem_of(src)) for src in ordered}
+    result: dict[Path, str] = {}
     claimed: set[str] = set()
     # Folders already owned by one of these sources go to their owners first.
     for src in ordered:
         if owners[src] == str(src):
-            result[src] = out_dir / stem_of(src)
+            result[src] = stem_of(src)
             claimed.add(stem_of(src))
     for src in ordered:
         if src in result:
@@ -40,7 +39,7 @@ def assign_output_dirs(sources: list[Path], out_dir: Path) -> dict[Path, Path]:
         free = stem not in claimed and owners[src] is None
         name = stem if free else f"{stem}-{_short_hash(src)}"
         claimed.add(name)
-        result[src] = out_dir / name
+        result[src] = name
     return {Path(s): result[Path(s).absolute()] for s in sources}
 
 

@@ -1,76 +1,101 @@
-"""Raw pages: the model's text of one page (raw/page-NNNN.txt) and its metadata (.json).
+"""Raw pages: the model's text of one page (raw/page-NNNN.txt) and its metadata record
+(raw/page-NNNN.json), `RawPageMeta`, which this module alone turns into JSON and back.
 
 The text is written first, then the metadata with the text's sha256: the metadata file is the
-commit point, so a page is reusable only when both exist and agree."""
+commit point, so a page is reusable only when both exist and agree. The JSON keys are the fields
+of `RawPageMeta` in their order, then "sha256"; folders written by earlier versions read the same.
+"""
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import re
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, fields
 from typing import Any
 
-from hpdparse.store.atomic import atomic_write_json, atomic_write_text, sha256_text
-from hpdparse.store.folders import RAW_DIR, raw_meta_path, raw_txt_path
-
-_RAW_NAME = re.compile(r"^page-(\d{4,})\.(txt|json)$")
+from hpdparse.store.atomic import sha256_text
 
 
-def write_raw_page(doc_dir: Path, number: int, text: str, meta: dict[str, Any]) -> None:
-    """Save one finished page: the text first, then its metadata with the text's sha256 (the
-    metadata file is the commit point of the page)."""
-    meta = dict(meta)
-    meta["sha256"] = sha256_text(text)
-    atomic_write_text(raw_txt_path(doc_dir, number), text)
-    atomic_write_json(raw_meta_path(doc_dir, number), meta)
+@dataclass(frozen=True)
+class RawPageMeta:
+    """What produced a raw page and how: the engine's identity (its reuse key decides whether a
+    later run may reuse the page), the rasterized page's geometry, how decoding ended."""
+
+    page: int
+    engine: str
+    model: str
+    revision: str | None
+    prompt: str
+    max_tokens: int
+    reuse_key: dict[str, Any]
+    requested_dpi: int  # the run's --dpi: part of the reuse rule
+    dpi: int | None  # the dpi the page was rasterized at (lower for huge pages; None: an image)
+    width_px: int
+    height_px: int
+    width_pt: float | None
+    height_pt: float | None
+    label: str | None  # the page label (/PageLabels), if any
+    finish_reason: str | None  # FINISH_STOP or FINISH_LENGTH (engines.base)
+    prompt_tokens: int
+    output_tokens: int
+    seconds: float
+    stats: dict[str, int | float]
+
+    def to_json(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> RawPageMeta:
+        """The record of a metadata file, tolerant of missing fields (earlier versions); raises
+        TypeError or ValueError for values of the wrong type."""
+        return cls(
+            page=data.get("page"),
+            engine=data.get("engine"),
+            model=data.get("model"),
+            revision=data.get("revision"),
+            prompt=data.get("prompt"),
+            max_tokens=data.get("max_tokens"),
+            reuse_key=data.get("reuse_key"),
+            requested_dpi=data.get("requested_dpi"),
+            dpi=data.get("dpi"),
+            width_px=int(data.get("width_px") or 0),
+            height_px=int(data.get("height_px") or 0),
+            width_pt=data.get("width_pt"),
+            height_pt=data.get("height_pt"),
+            label=data.get("label"),
+            finish_reason=data.get("finish_reason"),
+            prompt_tokens=int(data.get("prompt_tokens") or 0),
+            output_tokens=int(data.get("output_tokens") or 0),
+            seconds=float(data.get("seconds") or 0.0),
+            stats=dict(data.get("stats") or {}),
+        )
 
 
-def remove_raw_page(doc_dir: Path, number: int) -> None:
-    """Forget a saved page (metadata first, so a crash in between leaves it unusable, not wrong)."""
-    for path in (raw_meta_path(doc_dir, number), raw_txt_path(doc_dir, number)):
-        with contextlib.suppress(FileNotFoundError):
-            path.unlink()
-
-
-@dataclass
+@dataclass(frozen=True)
 class RawPage:
+    """One decoded page as saved: its number, the raw model text exactly, its metadata."""
+
     number: int
     text: str
-    meta: dict[str, Any]
+    meta: RawPageMeta
+
+    def reusable(self, reuse_key: dict[str, Any], requested_dpi: int) -> bool:
+        """True when the page was made by the same model, revision, prompt and max tokens, from
+        a page rasterized at the same requested dpi."""
+        return self.meta.reuse_key == reuse_key and self.meta.requested_dpi == requested_dpi
 
 
-def read_raw_page(doc_dir: Path, number: int) -> RawPage | None:
-    """A saved page whose metadata exists and whose sha256 matches its text; None otherwise."""
-    try:
-        with open(raw_meta_path(doc_dir, number), encoding="utf-8") as f:
-            meta = json.load(f)
-        text = raw_txt_path(doc_dir, number).read_bytes().decode("utf-8")
-    except (OSError, ValueError):
-        return None
+def encode_raw_page(page: RawPage) -> tuple[bytes, dict[str, Any]]:
+    """The bytes of the .txt and the object of the .json (the record, then the text's sha256)."""
+    meta = page.meta.to_json()
+    meta["sha256"] = sha256_text(page.text)
+    return page.text.encode("utf-8"), meta
+
+
+def decode_raw_page(number: int, text: str, meta: Any) -> RawPage | None:
+    """The page that a .json object and its .txt make, or None when they are not one (the
+    metadata is not a valid record or does not carry the sha256 of the text)."""
     if not isinstance(meta, dict) or meta.get("sha256") != sha256_text(text):
         return None
-    return RawPage(number, text, meta)
-
-
-def raw_page_reusable(page: RawPage | None, reuse_key: dict[str, Any], dpi: int) -> bool:
-    """True when a saved page was made by the same model, revision, prompt and max tokens, from a
-    page rendered at the same DPI."""
-    if page is None:
-        return False
-    return page.meta.get("reuse_key") == reuse_key and page.meta.get("requested_dpi") == dpi
-
-
-def saved_page_numbers(doc_dir: Path) -> list[int]:
-    """Page numbers that have a raw metadata file (valid or not)."""
-    folder = doc_dir / RAW_DIR
-    if not folder.is_dir():
-        return []
-    numbers = set()
-    for entry in os.scandir(folder):
-        m = _RAW_NAME.match(entry.name)
-        if m and m.group(2) == "json":
-            numbers.add(int(m.group(1)))
-    return sorted(numbers)
+    try:
+        return RawPage(number, text, RawPageMeta.from_json(meta))
+    except (TypeError, ValueError):
+        return None

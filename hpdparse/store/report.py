@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hpdparse.store.atomic import atomic_write_json
-
-STATUS_CONVERTED = "converted"
-STATUS_PARTIAL = "partial"
-STATUS_FAILED = "failed"
-STATUS_SKIPPED = "skipped"
-STATUS_INTERRUPTED = "interrupted"
-STATUSES = (STATUS_CONVERTED, STATUS_PARTIAL, STATUS_FAILED, STATUS_SKIPPED, STATUS_INTERRUPTED)
+from hpdparse.store.statuses import (
+    REPORT_STATUSES,
+    STATUS_CONVERTED,
+    STATUS_FAILED,
+    STATUS_INTERRUPTED,
+    STATUS_PARTIAL,
+    STATUS_SKIPPED,
+)
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -114,7 +115,7 @@ class RunReport:
                 self.stats[key] = self.stats.get(key, 0) + value
 
     def to_json(self) -> dict[str, Any]:
-        totals = {status: self.count(status) for status in STATUSES}
+        totals = {status: self.count(status) for status in REPORT_STATUSES}
         totals.update(
             documents=len(self.documents),
             pages=sum(d.pages for d in self.documents),
@@ -157,7 +158,7 @@ class RunReport:
 
 def _totals_line(report: RunReport) -> str:
     parts = [f"{len(report.documents)} document{'s' if len(report.documents) != 1 else ''}:"]
-    shown = [s for s in STATUSES if s != STATUS_INTERRUPTED or report.count(s)]
+    shown = [s for s in REPORT_STATUSES if s != STATUS_INTERRUPTED or report.count(s)]
     parts.append(", ".join(f"{report.count(s)} {s}" for s in shown))
     line = " ".join(parts)
     if report.pages_decoded:

@@ -3,23 +3,15 @@ wrote it, its status and its failed pages; and the source file's identity."""
 
 from __future__ import annotations
 
-import contextlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hpdparse.errors import OutputError
-from hpdparse.store.atomic import atomic_write_json, sha256_file
-from hpdparse.store.folders import RAW_DIR, STATE_FILE
+from hpdparse.store.atomic import sha256_file
+from hpdparse.store.statuses import STATUS_IN_PROGRESS
 
 STATE_FORMAT = 1
-
-STATUS_IN_PROGRESS = "in-progress"
-
-STATUS_CONVERTED = "converted"
-
-STATUS_PARTIAL = "partial"
 
 
 @dataclass(frozen=True)
@@ -54,16 +46,11 @@ class SourceIdentity:
             return False
 
 
-def read_state(doc_dir: Path) -> dict[str, Any] | None:
-    """The resume state of a document folder, or None when there is none (or it is unreadable)."""
-    try:
-        with open(doc_dir / RAW_DIR / STATE_FILE, encoding="utf-8") as f:
-            state = json.load(f)
-    except (OSError, ValueError):
+def valid_state_json(data: Any) -> dict[str, Any] | None:
+    """`data` when it is a resume state of this format, else None."""
+    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
         return None
-    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-        return None
-    return state
+    return data
 
 
 @dataclass
@@ -130,21 +117,3 @@ class DocumentState:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise OutputError(f"damaged resume state ({exc.__class__.__name__}: {exc})") from exc
-
-    def save(self, doc_dir: Path) -> None:
-        atomic_write_json(doc_dir / RAW_DIR / STATE_FILE, self.to_json())
-
-
-def load_state(doc_dir: Path) -> DocumentState | None:
-    data = read_state(doc_dir)
-    if data is None:
-        return None
-    try:
-        return DocumentState.from_json(data)
-    except OutputError:
-        return None
-
-
-def remove_state(doc_dir: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        (doc_dir / RAW_DIR / STATE_FILE).unlink()

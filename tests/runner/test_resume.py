@@ -11,30 +11,18 @@ import sys
 import time
 from pathlib import Path
 
-import pymupdf
 import pytest
 
 from hpdparse import api
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.progress import Progress
 from hpdparse.sources.rasterize import rasterize_page
-from hpdparse.store.raw_pages import read_raw_page
+from hpdparse.store.output_store import open_document_folder
 from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
 from tests.helpers.paths import REPO
+from tests.helpers.pdfs import make_pdf
 
 DPI = 72
-
-
-def make_pdf(path: Path, pages: int, tag: str = "doc") -> Path:
-    doc = pymupdf.open()
-    for n in range(1, pages + 1):
-        page = doc.new_page(width=595, height=842)
-        page.insert_text((72, 90), f"{tag} page {n}", fontsize=28)
-        page.insert_text((72, 140 + 10 * n), "-" * n, fontsize=12)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc.save(path)
-    doc.close()
-    return path
 
 
 def fingerprint(pdf: Path, number: int) -> str:
@@ -145,7 +133,8 @@ def _cli(out: Path, pdf: Path, url: str) -> list[str]:
 
 
 def _valid_pages(doc_dir: Path, pages: int) -> set[int]:
-    return {n for n in range(1, pages + 1) if read_raw_page(doc_dir, n) is not None}
+    folder = open_document_folder(doc_dir)
+    return {n for n in range(1, pages + 1) if folder.read_raw_page(n) is not None}
 
 
 def _run_until(cmd: list[str], doc_dir: Path, pages: int, at_least: int, sig: int):

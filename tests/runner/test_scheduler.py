@@ -1,226 +1,148 @@
-"""The streaming pipeline end to end: the real OpenAI engine against the fake HPD server."""
+"""The scheduler with a scripted engine (no model, no server): results in any order, failures of
+pages and of the engine mid-run, resume, batch bounds, rasterize timeouts, live progress rates."""
 
 from __future__ import annotations
 
-import json
-import re
+import io
 from pathlib import Path
 
-import pymupdf
-import pytest
-from PIL import Image
+from hpdparse.runner.progress import PlainProgress
+from hpdparse.runner.scheduler import Converter
+from hpdparse.runner.settings import ConvertSettings
+from hpdparse.store.report import RunReport
+from tests.helpers.pdfs import make_pdf
+from tests.helpers.scripted_engine import ScriptedEngine, expected_stream
 
-from hpdparse import api
-from hpdparse.errors import EngineError
-from hpdparse.runner.progress import Progress
-from hpdparse.runner.workers import cut_crops
-from hpdparse.sources.rasterize import rasterize_page
-from tests.helpers.fakeserver import FakeHPDServer
-from tests.helpers.paths import FIXTURES, SAMPLES
-
-STREAMS = FIXTURES / "streams"
+DPI = 72
 
 
-def make_pdf(path: Path, pages: int, tag: str = "doc") -> Path:
-    """A text PDF whose pages all look different (so the server tells them apart)."""
-    doc = pymupdf.open()
-    for n in range(1, pages + 1):
-        page = doc.new_page(width=595, height=842)
-        page.insert_text((72, 90), f"{tag} page {n}", fontsize=28)
-        page.insert_text((72, 140 + 20 * (n % 30)), "x" * (n % 40 + 1), fontsize=12)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    doc.save(path)
-    doc.close()
-    return path
+def convert(engine: ScriptedEngine, sources: list[Path], out: Path, **kw) -> RunReport:
+    settings = ConvertSettings(output_dir=out, dpi=DPI, workers=1, **kw)
+    return Converter(engine, settings).run(sources)
 
 
-def convert(srv: FakeHPDServer, inputs, out: Path, **kw):
-    kw.setdefault("dpi", 72)
-    kw.setdefault("workers", 2)
-    return api.convert(inputs, out, engine="openai", server=srv.url, progress=Progress(), **kw)
+def pulled_pages(engine: ScriptedEngine) -> list[int]:
+    return [number for _, number in engine.pulled]
 
 
-def test_samples_convert_to_the_documented_layout(srv: FakeHPDServer, tmp_path: Path) -> None:
-    out = tmp_path / "out"
-    report = convert(srv, [SAMPLES], out, dpi=100, report_path=tmp_path / "r.json")
-    assert report.exit_code == 0
-    assert {d.status for d in report.documents} == {"converted"}
-    for pdf in ("memo", "paper", "report"):
-        doc = out / pdf
-        with pymupdf.open(SAMPLES / f"{pdf}.pdf") as source:
-            page_count = source.page_count
-            width_pt = source[0].rect.width
-        assert (doc / f"{pdf}.md").read_text(encoding="utf-8").strip()
-        assert json.loads((doc / f"{pdf}.json").read_text(encoding="utf-8"))
-        for n in range(1, page_count + 1):
-            # The raw page is exactly what the server answered (the ground-truth stream).
-            expected = (STREAMS / pdf / f"page-{n:04d}.txt").read_text(encoding="utf-8")
-            raw = doc / "raw" / f"page-{n:04d}.txt"
-            assert raw.read_text(encoding="utf-8") == expected
-            meta = json.loads((doc / "raw" / f"page-{n:04d}.json").read_text())
-            assert meta["engine"] == "openai" and meta["requested_dpi"] == 100
-            assert meta["prompt"] == "document parsing with fork." and meta["max_tokens"] == 8000
-            assert meta["finish_reason"] == "stop" and meta["output_tokens"] > 0
-            assert meta["width_px"] > 0 and meta["width_pt"] == pytest.approx(width_pt)
-        # Every image linked from the Markdown exists.
-        md = (doc / f"{pdf}.md").read_text(encoding="utf-8")
-        for link in re.findall(r"\]\((images/[^)]+)\)", md):
-            assert (doc / link).is_file(), link
-    assert (out / "scan" / "scan.md").is_file()  # a PNG input
-    assert srv.chat_count == 7
-    saved = json.loads((tmp_path / "r.json").read_text())
-    assert saved["totals"]["converted"] == 4 and saved["totals"]["pages_decoded"] == 7
+def test_results_in_any_order_land_on_their_own_pages(tmp_path: Path) -> None:
+    a = make_pdf(tmp_path / "in" / "a.pdf", 3, "a")
+    b = make_pdf(tmp_path / "in" / "b.pdf", 2, "b")
+    engine = ScriptedEngine(order="reverse")
+    report = convert(engine, [a, b], tmp_path / "out", batch_size=8)
+    assert report.exit_code == 0 and [d.status for d in report.documents] == ["converted"] * 2
+    assert engine.calls == ["open", "preparer", "start", "close"]  # open() before preparer()
+    assert pulled_pages(engine) == [1, 2, 3, 1, 2] and engine.max_in_flight_seen == 5
+    for pdf, pages in ((a, 3), (b, 2)):
+        for n in range(1, pages + 1):
+            raw = tmp_path / "out" / pdf.stem / "raw" / f"page-{n:04d}.txt"
+            assert raw.read_text(encoding="utf-8") == expected_stream(pdf, n, DPI)
+            # The figure was cut in the rasterizer processes and written into the folder.
+            assert (raw.parent.parent / "images" / f"page-{n:04d}-figure-01.png").is_file()
+    # The same documents decoded in order give the same files.
+    convert(ScriptedEngine(), [a, b], tmp_path / "in-order", batch_size=8)
+    for stem in ("a", "b"):
+        for name in (f"{stem}.md", f"{stem}.json", "images/page-0001-figure-01.png"):
+            assert (tmp_path / "out" / stem / name).read_bytes() == (
+                tmp_path / "in-order" / stem / name
+            ).read_bytes(), name
 
 
-def test_crops_are_cut_from_the_page_as_the_model_saw_it(tmp_path: Path) -> None:
-    pdf = str(SAMPLES / "paper.pdf")
-    page = rasterize_page(pdf, 1, 100).image
-    crops = [
-        ("images/page-0001-figure-01.png", (10, 20, 110, 70)),
-        ("images/page-0001-figure-02.png", (-50, page.height - 30, 40, page.height + 500)),
-        ("images/page-0001-figure-03.png", (5, 5, 5, 50)),  # empty: skipped
-    ]
-    assert cut_crops(pdf, 1, 100, None, str(tmp_path), crops) is None
-    with Image.open(tmp_path / "images/page-0001-figure-01.png") as first:
-        assert first.size == (100, 50)
-        assert first.convert("RGB").tobytes() == page.crop((10, 20, 110, 70)).tobytes()
-    with Image.open(tmp_path / "images/page-0001-figure-02.png") as clamped:
-        assert clamped.size == (40, 30)
-    assert not (tmp_path / "images/page-0001-figure-03.png").exists()
-
-
-def test_many_pages_stay_within_batch_size(srv: FakeHPDServer, tmp_path: Path) -> None:
-    pdfs = [make_pdf(tmp_path / "in" / f"d{i}.pdf", 12, f"d{i}") for i in range(3)]
-    srv.delay = 0.02
-    report = convert(srv, pdfs, tmp_path / "out", batch_size=5)
-    assert report.exit_code == 0
-    assert srv.chat_count == 36
-    assert srv.max_concurrent <= 5
-    assert len(set(srv.fingerprints())) == 36  # every page sent once
-    for i in range(3):
-        raws = sorted((tmp_path / "out" / f"d{i}" / "raw").glob("page-*.txt"))
-        assert [p.name for p in raws] == [f"page-{n:04d}.txt" for n in range(1, 13)]
-
-
-def test_failed_page_makes_document_partial_and_is_retried(
-    srv: FakeHPDServer, tmp_path: Path
+def test_a_failed_page_makes_the_document_partial_and_only_it_is_decoded_again(
+    tmp_path: Path,
 ) -> None:
-    pdf = make_pdf(tmp_path / "in" / "doc.pdf", 4)
-    target = rasterize_page(str(pdf), 3, 72).image
-    from tests.helpers.fakeserver import image_fingerprint
-
-    bad = image_fingerprint(target)
-    srv.fault = lambda request: "400" if request.fingerprint == bad else None
+    pdf = make_pdf(tmp_path / "doc.pdf", 4)
     out = tmp_path / "out"
-    report = convert(srv, [pdf], out)
+    report = convert(ScriptedEngine(fail={1}), [pdf], out)  # the second page pulled: page 2
     doc = report.documents[0]
     assert report.exit_code == 1
-    assert doc.status == "partial" and doc.pages_failed == 1 and doc.pages_done == 3
-    assert 3 in doc.failed_pages and "HTTP 400" in doc.failed_pages[3]
-    assert not (out / "doc" / "raw" / "page-0003.txt").exists()
-    md = (out / "doc" / "doc.md").read_text()
-    assert "page 3" in md  # marked visibly
-    # Next run: only the failed page goes to the engine, and the document is complete.
-    srv.fault = None
-    srv.clear_log()
-    report = convert(srv, [pdf], out)
-    assert report.exit_code == 0 and report.documents[0].status == "converted"
-    assert srv.fingerprints() == [bad]
-    assert report.documents[0].pages_reused == 3
+    assert doc.status == "partial" and (doc.pages_done, doc.pages_failed) == (3, 1)
+    assert doc.failed_pages == {2: f"{pdf}: page 2: scripted failure of request 1"}
+    assert doc.error == "page 2: scripted failure of request 1"
+    assert not (out / "doc" / "raw" / "page-0002.txt").exists()
+    assert "page 2" in (out / "doc" / "doc.md").read_text(encoding="utf-8")
+    engine = ScriptedEngine()
+    report = convert(engine, [pdf], out)
+    assert report.documents[0].status == "converted" and report.documents[0].pages_reused == 3
+    assert pulled_pages(engine) == [2]
 
 
-def test_bad_file_fails_alone(srv: FakeHPDServer, tmp_path: Path) -> None:
-    good = make_pdf(tmp_path / "in" / "good.pdf", 2)
-    bad = tmp_path / "in" / "bad.pdf"
-    bad.write_text("this is not a PDF")
-    empty = tmp_path / "in" / "empty.pdf"
-    empty.write_bytes(b"")
-    report = convert(srv, [bad, good, empty, tmp_path / "missing.pdf"], tmp_path / "out")
-    by_name = {Path(d.source).name: d for d in report.documents}
-    assert by_name["good.pdf"].status == "converted"
-    for name in ("bad.pdf", "empty.pdf", "missing.pdf"):
-        assert by_name[name].status == "failed", name
-        assert name in by_name[name].error and "\n" not in by_name[name].error
-    assert report.exit_code == 1
-    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["good"]
-
-
-def test_server_down_fails_every_document(tmp_path: Path) -> None:
-    pdf = make_pdf(tmp_path / "doc.pdf", 2)
-    with FakeHPDServer() as dead:
-        url = dead.url
-    report = api.convert(
-        [pdf], tmp_path / "out", engine="openai", server=url, dpi=72, progress=Progress()
-    )
-    assert report.exit_code == 1
-    assert report.documents[0].status == "failed"
-    assert "cannot reach HPD server" in report.documents[0].error
-    assert not (tmp_path / "out" / "doc" / "doc.md").exists()
-
-
-def test_garbage_answers_fail_pages_not_the_run(srv: FakeHPDServer, tmp_path: Path) -> None:
-    pdf = make_pdf(tmp_path / "doc.pdf", 3)
-    srv.fault = lambda request: "garbage"
-    report = convert(srv, [pdf], tmp_path / "out")
-    doc = report.documents[0]
-    assert doc.status == "failed" and doc.pages_failed == 3
-    assert report.exit_code == 1
-    assert not (tmp_path / "out" / "doc").exists()  # nothing converted, nothing left behind
-
-
-def test_page_ranges_select_one_based_pages(srv: FakeHPDServer, tmp_path: Path) -> None:
-    pdf = make_pdf(tmp_path / "doc.pdf", 12)
-    out = tmp_path / "out"
-    report = convert(srv, [pdf], out, pages="1-2,5,11-")
-    assert report.exit_code == 0 and report.documents[0].pages == 5
-    raws = sorted(p.name for p in (out / "doc" / "raw").glob("page-*.txt"))
-    assert raws == ["page-0001.txt", "page-0002.txt", "page-0005.txt", "page-0011.txt",
-                    "page-0012.txt"]  # fmt: skip
-    report = convert(srv, [pdf], out, pages="20-")
-    assert report.documents[0].status == "failed"
-    assert "no page in --pages 20-" in report.documents[0].error
-    with pytest.raises(ValueError):
-        convert(srv, [pdf], out, pages="3-1")
-
-
-def test_unknown_engine_is_one_line_error(tmp_path: Path) -> None:
-    with pytest.raises(EngineError) as info:
-        api.convert([SAMPLES / "memo.pdf"], tmp_path, engine="nope")
-    assert "unknown engine" in str(info.value)
-
-
-def test_rasterize_timeout_fails_the_page_and_does_not_hang(
-    srv: FakeHPDServer, tmp_path: Path
+def test_an_engine_failure_mid_run_fails_what_is_unfinished_and_keeps_its_pages(
+    tmp_path: Path,
 ) -> None:
-    from hpdparse.engines import EngineConfig
-    from hpdparse.engines.openai.engine import OpenAIEngine
-    from hpdparse.engines.openai.options import OpenAIOptions
-    from hpdparse.runner.scheduler import Converter, ConvertSettings
+    a = make_pdf(tmp_path / "in" / "a.pdf", 3, "a")
+    b = make_pdf(tmp_path / "in" / "b.pdf", 3, "b")
+    out = tmp_path / "out"
+    engine = ScriptedEngine(crash_after=4)  # rounds of 2: a1 a2 | a3 b1 | crash
+    report = convert(engine, [a, b], out, batch_size=2)
+    assert report.exit_code == 1 and report.engine_error == "scripted engine: crashed mid-run"
+    first, second = report.documents
+    assert first.status == "converted"
+    assert second.status == "failed" and second.error == report.engine_error
+    assert engine.calls[-1] == "close"
+    assert (out / "b" / "raw" / "page-0001.json").is_file() and not (out / "b" / "b.md").exists()
+    engine = ScriptedEngine()
+    report = convert(engine, [a, b], out, batch_size=2)
+    assert [d.status for d in report.documents] == ["skipped", "converted"]
+    assert pulled_pages(engine) == [2, 3] and report.documents[1].pages_reused == 1
 
+
+def test_pages_in_the_engine_stay_within_batch_size(tmp_path: Path) -> None:
+    pdfs = [make_pdf(tmp_path / "in" / f"d{i}.pdf", 5, f"d{i}") for i in range(3)]
+    engine = ScriptedEngine(order="reverse")
+    report = convert(engine, pdfs, tmp_path / "out", batch_size=4)
+    assert report.exit_code == 0
+    assert engine.max_in_flight_seen == 4
+    assert sorted(engine.pulled) == sorted(set(engine.pulled)) and len(engine.pulled) == 15
+
+
+def test_a_document_with_nothing_to_decode_does_not_start_the_engine(tmp_path: Path) -> None:
     pdf = make_pdf(tmp_path / "doc.pdf", 3)
-    settings = ConvertSettings(
-        output_dir=tmp_path / "out", dpi=72, workers=1, rasterize_timeout=1e-4
-    )
-    with OpenAIEngine(EngineConfig(), OpenAIOptions(server=srv.url)) as engine:
-        report = Converter(engine, settings, start_engine=False).run([pdf])
+    out = tmp_path / "out"
+    convert(ScriptedEngine(), [pdf], out)
+    md = out / "doc" / "doc.md"
+    before = md.read_bytes()
+    md.unlink()  # killed before the last write: rebuilt from raw/
+    engine = ScriptedEngine()
+    report = convert(engine, [pdf], out)
+    doc = report.documents[0]
+    assert doc.status == "converted" and (doc.pages_reused, doc.pages_decoded) == (3, 0)
+    assert engine.calls == ["open", "preparer"] and md.read_bytes() == before
+    report = convert(engine, [pdf], out)
+    doc = report.documents[0]
+    assert doc.status == "skipped" and (doc.pages, doc.pages_done, doc.pages_reused) == (3, 3, 3)
+
+
+def test_a_rasterize_timeout_fails_the_pages_and_does_not_hang(tmp_path: Path) -> None:
+    pdf = make_pdf(tmp_path / "doc.pdf", 3)
+    engine = ScriptedEngine()
+    report = convert(engine, [pdf], tmp_path / "out", rasterize_timeout=1e-4)
     doc = report.documents[0]
     assert doc.status == "failed" and doc.pages_failed == 3
     assert all("rendering took more than" in e for e in doc.failed_pages.values())
-    assert srv.chat_count == 0
+    assert engine.pulled == [] and "start" not in engine.calls
+    assert not (tmp_path / "out" / "doc").exists()  # nothing converted, nothing left behind
 
 
-def test_api_works_from_a_script_read_on_stdin(srv: FakeHPDServer, tmp_path: Path) -> None:
-    import subprocess
-    import sys
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
 
-    script = (
-        "from hpdparse import api\n"
-        f"r = api.convert([{str(SAMPLES / 'memo.pdf')!r}], {str(tmp_path)!r}, engine='openai',"
-        f" server={srv.url!r}, dpi=72, workers=1)\n"
-        "raise SystemExit(r.exit_code)\n"
-    )
-    proc = subprocess.run(
-        [sys.executable, "-"], input=script, capture_output=True, text=True, timeout=120
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert (tmp_path / "memo" / "memo.md").is_file()
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_the_live_rate_counts_from_the_engines_first_page(tmp_path: Path) -> None:
+    pdf = make_pdf(tmp_path / "doc.pdf", 3)
+    clock = FakeClock()
+    stream = io.StringIO()
+    # Loading the model takes 100 s, each page then 1 s: 1 page/s, not 3 pages in 103 s.
+    engine = ScriptedEngine(on_start=lambda: clock.advance(100), on_result=lambda: clock.advance(1))
+    settings = ConvertSettings(output_dir=tmp_path / "out", dpi=DPI, workers=1)
+    Converter(engine, settings, PlainProgress(stream, clock=clock)).run([pdf])
+    [line] = stream.getvalue().splitlines()
+    assert line.startswith("[   103.0s] converted ") and "3/3 pages" in line
+    assert "1.00 pages/s" in line, line

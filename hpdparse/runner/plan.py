@@ -1,0 +1,127 @@
+"""Plan a document: skip it (converted earlier with the same settings), or claim its output
+folder, keep the raw pages a previous run saved that still fit, and say which pages to decode.
+
+`plan_document` is a stage on its own: it needs a folder, the source, the run's settings and the
+engine's identity, and keeps no state, so any runner (this machine's scheduler, a Ray driver)
+calls it once per document before sending the document's pages anywhere.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpdparse.engines.base import EngineInfo
+from hpdparse.errors import InputError, OutputError
+from hpdparse.runner.settings import ConvertSettings
+from hpdparse.sources.open import open_source
+from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.state import DocumentState, SourceIdentity
+from hpdparse.store.statuses import STATUS_CONVERTED, STATUS_IN_PROGRESS
+
+
+@dataclass(frozen=True)
+class DocumentPlan:
+    """What to do with one document. `skip`: nothing (`state` is the earlier run's); otherwise
+    the folder is claimed (`state` saved in it as in progress), `reused` pages are kept and
+    `to_decode` go to the engine (none: finish the document at once)."""
+
+    state: DocumentState
+    skip: bool
+    to_decode: list[int]
+    reused: int
+
+
+def plan_document(
+    folder: DocumentFolder, source: Path, settings: ConvertSettings, info: EngineInfo
+) -> DocumentPlan:
+    """Plan `source` (an absolute path) into `folder`. Raises InputError or OutputError, one line
+    naming the file or folder, when the document cannot be converted at all."""
+    try:
+        return _plan(folder, source, settings, info)
+    except OSError as exc:
+        raise InputError(f"{source}: {exc.strerror or exc}", path=source) from None
+
+
+def _plan(folder: DocumentFolder, src: Path, s: ConvertSettings, info: EngineInfo) -> DocumentPlan:
+    old = folder.load_state()
+    same_source = old is not None and old.source.path == str(src) and old.source.matches_file(src)
+    if not src.is_file():
+        raise InputError(f"{src}: no such file", path=src)
+    if same_source and not s.overwrite and old is not None and _finished(folder, old, s, info):
+        return DocumentPlan(old, skip=True, to_decode=[], reused=len(old.selected))
+    try:
+        identity = old.source if same_source and old else SourceIdentity.of(src)
+    except OSError as exc:
+        raise InputError(f"{src}: cannot be read ({exc.strerror or exc})", path=src) from None
+    with open_source(src, s.password) as opened:
+        page_count = opened.page_count
+    selected = s.pages.select(page_count)
+    if not selected:
+        raise InputError(
+            f"{src}: no page in --pages {s.pages} (the document has {page_count} "
+            f"page{'s' if page_count != 1 else ''})",
+            path=src,
+        )
+    if folder.exists() and (s.overwrite or (old is not None and not same_source)):
+        folder.clear(old.stem if old else folder.name)
+    folder.create()
+    stem = folder.name
+    folder.remove_markdown(stem)  # unfinished from here on
+    to_decode, reused = _pages_to_decode(folder, selected, info.reuse_key(), s.dpi)
+    state = DocumentState(
+        source=identity,
+        stem=stem,
+        page_count=page_count,
+        pages_spec=None if s.pages.is_all else str(s.pages),
+        selected=selected,
+        dpi=s.dpi,
+        engine=info.engine,
+        model=info.model,
+        revision=info.revision,
+        reuse_key=info.reuse_key(),
+        render_options=dataclasses.asdict(s.render_options),
+        status=STATUS_IN_PROGRESS,
+    )
+    try:
+        folder.save_state(state)
+    except OSError as exc:
+        raise OutputError(
+            f"{folder.location}: cannot write the output folder: {exc.strerror}",
+            path=folder.location,
+        ) from None
+    return DocumentPlan(state, skip=False, to_decode=to_decode, reused=reused)
+
+
+def _finished(
+    folder: DocumentFolder, old: DocumentState, s: ConvertSettings, info: EngineInfo
+) -> bool:
+    """True when the earlier run finished the document with the settings of this one."""
+    return (
+        folder.has_markdown(old.stem)
+        and old.status == STATUS_CONVERTED
+        and old.dpi == s.dpi
+        and old.reuse_key == info.reuse_key()
+        and old.render_options == dataclasses.asdict(s.render_options)
+        and old.selected == s.pages.select(old.page_count)
+        and (not s.layout or folder.has_layout_pdf(old.stem))
+    )
+
+
+def _pages_to_decode(
+    folder: DocumentFolder, selected: list[int], reuse_key: dict, dpi: int
+) -> tuple[list[int], int]:
+    """The selected pages without a reusable raw output (any other saved output of theirs is
+    removed), and how many are reused."""
+    to_decode = []
+    reused = 0
+    for number in selected:
+        page = folder.read_raw_page(number)
+        if page is not None and page.reusable(reuse_key, dpi):
+            reused += 1
+        else:
+            if folder.has_raw_page_files(number):
+                folder.remove_raw_page(number)
+            to_decode.append(number)
+    return to_decode, reused

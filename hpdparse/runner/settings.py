@@ -1,0 +1,55 @@
+"""The settings of a conversion run (everything but the engine) and their defaults, which the
+command line and the Python API share."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hpdparse.markdown.render import RenderOptions
+from hpdparse.sources.page_ranges import PageRanges
+
+DEFAULT_DPI = 200
+"""Resolution pages are rasterized at (an A4 page then gets HPD's finest tiling, 4x6 tiles)."""
+
+DEFAULT_BATCH_SIZE = 512
+"""Pages in the engine at once (`Engine.run`'s max_in_flight), across documents."""
+
+AUTO_WORKERS = 0
+"""`workers` value meaning one rasterizer process per CPU core, at most MAX_AUTO_WORKERS."""
+
+MAX_AUTO_WORKERS = 8
+
+READ_AHEAD_PER_WORKER = 4
+"""Pages rasterized ahead of the engine per rasterizer process, when `read_ahead` is 0."""
+
+DEFAULT_RASTERIZE_TIMEOUT = 300.0
+"""Seconds one page may take to be rasterized and prepared before it fails."""
+
+
+@dataclass
+class ConvertSettings:
+    """Everything about a conversion run except the engine."""
+
+    output_dir: Path
+    pages: PageRanges = field(default_factory=PageRanges)
+    dpi: int = DEFAULT_DPI
+    password: str | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    workers: int = AUTO_WORKERS  # rasterizer processes
+    read_ahead: int = 0  # pages rasterized ahead of the engine; 0 = READ_AHEAD_PER_WORKER each
+    overwrite: bool = False
+    rasterize_timeout: float = DEFAULT_RASTERIZE_TIMEOUT
+    render_options: RenderOptions = field(default_factory=RenderOptions)
+    layout: bool = False  # also write <stem>.layout.pdf (hpdparse.review.overlay)
+
+    def worker_count(self) -> int:
+        if self.workers > 0:
+            return self.workers
+        return max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
+
+    def read_ahead_count(self) -> int:
+        return (
+            self.read_ahead if self.read_ahead > 0 else READ_AHEAD_PER_WORKER * self.worker_count()
+        )

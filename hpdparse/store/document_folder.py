@@ -1,0 +1,173 @@
+"""`DocumentFolder`: one document's output folder (layout in `hpdparse.store`) on any backend:
+its resume state, its raw pages and its finished files. Runners read and write output folders
+only through it; it is picklable, so worker processes can write through it too."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hpdparse.errors import OutputError
+from hpdparse.store.atomic import json_bytes
+from hpdparse.store.backend import FolderBackend
+from hpdparse.store.layout import (
+    IMAGES_DIR,
+    RAW_DIR,
+    STATE_NAME,
+    json_name,
+    layout_pdf_name,
+    markdown_name,
+    raw_meta_name,
+    raw_meta_number,
+    raw_text_name,
+    review_html_name,
+)
+from hpdparse.store.raw_pages import RawPage, decode_raw_page, encode_raw_page
+from hpdparse.store.state import DocumentState, valid_state_json
+
+
+class DocumentFolder:
+    """The output folder of one document."""
+
+    def __init__(self, files: FolderBackend) -> None:
+        self.files = files
+
+    def __repr__(self) -> str:
+        return f"DocumentFolder({self.files!r})"
+
+    @property
+    def location(self) -> str:
+        """Where the folder is, as messages and the run report show it."""
+        return self.files.location
+
+    @property
+    def name(self) -> str:
+        """The folder's own name, which is also the stem of its .md and .json."""
+        return self.files.name
+
+    # --- the folder ---
+
+    def exists(self) -> bool:
+        return self.files.exists()
+
+    def create(self) -> None:
+        """Create the folder and raw/; OutputError (one line) when they cannot be written."""
+        self.files.create(RAW_DIR)
+
+    def clear(self, stem: str) -> None:
+        """--overwrite: drop the finished Markdown first (so the folder reads as unfinished), then
+        everything else this tool wrote there."""
+        self.files.delete(markdown_name(stem))
+        self.files.delete(json_name(stem))
+        self.files.delete_tree(IMAGES_DIR)
+        self.files.delete_tree(RAW_DIR)
+
+    def remove_if_empty(self) -> None:
+        """Remove the folder when it holds nothing but an empty raw/."""
+        self.files.remove_if_empty(RAW_DIR)
+
+    # --- resume state (raw/document.json) ---
+
+    def _read_state_json(self) -> dict[str, Any] | None:
+        try:
+            data = json.loads(self.files.read_bytes(STATE_NAME).decode("utf-8"))
+        except (OSError, ValueError):
+            return None
+        return valid_state_json(data)
+
+    def owner(self) -> str | None:
+        """The source path the resume state records, or None when there is no readable state."""
+        data = self._read_state_json()
+        return data.get("source") if data else None
+
+    def load_state(self) -> DocumentState | None:
+        """The resume state, or None when there is none or it is unreadable or damaged."""
+        data = self._read_state_json()
+        if data is None:
+            return None
+        try:
+            return DocumentState.from_json(data)
+        except OutputError:
+            return None
+
+    def save_state(self, state: DocumentState) -> None:
+        self.files.write_bytes(STATE_NAME, json_bytes(state.to_json()))
+
+    def remove_state(self) -> None:
+        self.files.delete(STATE_NAME)
+
+    # --- raw pages (raw/page-NNNN.txt and .json) ---
+
+    def write_raw_page(self, page: RawPage) -> None:
+        """Save one decoded page: the text first, then its metadata with the text's sha256 (the
+        metadata file is the commit point of the page)."""
+        text, meta = encode_raw_page(page)
+        self.files.write_bytes(raw_text_name(page.number), text)
+        self.files.write_bytes(raw_meta_name(page.number), json_bytes(meta))
+
+    def read_raw_page(self, number: int) -> RawPage | None:
+        """A saved page whose metadata exists, is valid and has the sha256 of its text; None
+        otherwise."""
+        try:
+            meta = json.loads(self.files.read_bytes(raw_meta_name(number)).decode("utf-8"))
+            text = self.files.read_bytes(raw_text_name(number)).decode("utf-8")
+        except (OSError, ValueError):
+            return None
+        return decode_raw_page(number, text, meta)
+
+    def has_raw_page_files(self, number: int) -> bool:
+        """True when page `number` has a metadata file, valid or not."""
+        return self.files.is_file(raw_meta_name(number))
+
+    def remove_raw_page(self, number: int) -> None:
+        """Forget a saved page (metadata first: a crash in between leaves it unusable, not
+        wrong)."""
+        self.files.delete(raw_meta_name(number))
+        self.files.delete(raw_text_name(number))
+
+    def saved_page_numbers(self) -> list[int]:
+        """Page numbers that have a raw metadata file (valid or not)."""
+        numbers = {raw_meta_number(name) for name in self.files.list_files(RAW_DIR)}
+        return sorted(n for n in numbers if n is not None)
+
+    # --- the finished document ---
+
+    def has_markdown(self, stem: str) -> bool:
+        return self.files.is_file(markdown_name(stem))
+
+    def has_state(self) -> bool:
+        return self.files.is_file(STATE_NAME)
+
+    def read_json(self, stem: str) -> Any:
+        """The document's <stem>.json as written (FileNotFoundError, OSError, ValueError)."""
+        return json.loads(self.files.read_bytes(json_name(stem)).decode("utf-8"))
+
+    def has_json(self, stem: str) -> bool:
+        return self.files.is_file(json_name(stem))
+
+    def has_layout_pdf(self, stem: str) -> bool:
+        """True when the --layout overlay (hpdparse.review.overlay) exists."""
+        return self.files.is_file(layout_pdf_name(stem))
+
+    def write_layout_pdf(self, stem: str, pdf: bytes) -> None:
+        self.files.write_bytes(layout_pdf_name(stem), pdf)
+
+    def write_review_html(self, stem: str, html: str) -> None:
+        self.files.write_bytes(review_html_name(stem), html.encode("utf-8"))
+
+    def remove_markdown(self, stem: str) -> None:
+        """Mark the document unfinished: its .md is written last, so it goes first."""
+        self.files.delete(markdown_name(stem))
+
+    def write_markdown(self, stem: str, markdown: str) -> None:
+        self.files.write_bytes(markdown_name(stem), markdown.encode("utf-8"))
+
+    def write_json(self, stem: str, data: Any) -> None:
+        self.files.write_bytes(json_name(stem), json_bytes(data))
+
+    def remove_images(self) -> None:
+        self.files.delete_tree(IMAGES_DIR)
+
+    def write_image(self, name: str, png: bytes) -> None:
+        """Write an image crop; `name` is relative to the folder ("images/page-0001-...png")."""
+        self.files.write_bytes(name, png)

@@ -1,0 +1,107 @@
+"""The local file system backend: a document folder is a directory, files are written with
+`hpdparse.store.atomic` (temporary file, fsync, rename)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+from pathlib import Path
+
+from hpdparse.errors import OutputError
+from hpdparse.store.atomic import TMP_SUFFIX, atomic_write_bytes
+from hpdparse.store.backend import FolderBackend
+from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.output_store import OutputStore
+
+
+class LocalFolder(FolderBackend):
+    """A document folder on the local file system."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def __repr__(self) -> str:
+        return f"LocalFolder({str(self.path)!r})"
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+    def exists(self) -> bool:
+        return self.path.exists()
+
+    def create(self, workdir: str) -> None:
+        try:
+            (self.path / workdir).mkdir(parents=True, exist_ok=True)
+            probe = self.path / workdir / f".probe.{os.getpid()}{TMP_SUFFIX}"
+            probe.write_bytes(b"")
+            probe.unlink()
+        except OSError as exc:
+            raise OutputError(
+                f"{self.path}: cannot write the output folder: {os_reason(exc)}", path=self.path
+            ) from exc
+        self.remove_stray_temporaries()
+
+    def remove_stray_temporaries(self) -> None:
+        """Delete the temporary files of writes a killed run left unfinished."""
+        folders = [self.path]
+        with contextlib.suppress(OSError):
+            folders += [entry for entry in self.path.iterdir() if entry.is_dir()]
+        for folder in folders:
+            for tmp in folder.glob(f".*{TMP_SUFFIX}"):
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+
+    def remove_if_empty(self, workdir: str) -> None:
+        with contextlib.suppress(OSError):
+            (self.path / workdir).rmdir()
+        with contextlib.suppress(OSError):
+            self.path.rmdir()
+
+    def read_bytes(self, name: str) -> bytes:
+        return (self.path / name).read_bytes()
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        target = self.path / name
+        if not target.parent.is_dir():
+            target.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(target, data)
+
+    def is_file(self, name: str) -> bool:
+        return (self.path / name).is_file()
+
+    def delete(self, name: str) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            (self.path / name).unlink()
+
+    def delete_tree(self, name: str) -> None:
+        shutil.rmtree(self.path / name, ignore_errors=True)
+
+    def list_files(self, folder: str) -> list[str]:
+        directory = self.path / folder
+        if not directory.is_dir():
+            return []
+        return [entry.name for entry in os.scandir(directory) if not entry.is_dir()]
+
+
+class LocalOutputStore(OutputStore):
+    """An output root on the local file system: OUT/<name>/ per document."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    @property
+    def location(self) -> str:
+        return str(self.root)
+
+    def folder(self, name: str) -> DocumentFolder:
+        return DocumentFolder(LocalFolder(self.root / name))
+
+
+def os_reason(exc: OSError) -> str:
+    return exc.strerror or exc.__class__.__name__

@@ -1,0 +1,83 @@
+"""Rasterize-ahead: pages come back in order, a bounded window ahead, and a crashed rasterizer
+process costs one page, not the run (real worker processes; a hung one: test_scheduler)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pymupdf
+
+from hpdparse.runner.read_ahead import PageJob, ReadAhead
+from hpdparse.runner.workers import WorkerPool
+from tests.helpers.preparers import CrashOnWidePages, page_size
+
+PORTRAIT = (595, 842)
+LANDSCAPE = (842, 595)
+
+
+def make_pdf(path: Path, sizes: list[tuple[int, int]]) -> Path:
+    doc = pymupdf.open()
+    for n, (width, height) in enumerate(sizes, start=1):
+        doc.new_page(width=width, height=height).insert_text((72, 90), f"page {n}", fontsize=20)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def counted(jobs: list[PageJob[str]], pulls: list[int]) -> Iterator[PageJob[str]]:
+    for job in jobs:
+        pulls.append(job.number)
+        yield job
+
+
+def test_pages_come_back_in_order_a_window_ahead(tmp_path: Path) -> None:
+    pdf = str(make_pdf(tmp_path / "a.pdf", [PORTRAIT] * 7))
+    jobs = [PageJob("a", pdf, n) for n in range(1, 8)]
+    pulls: list[int] = []
+    pool = WorkerPool(2, page_size)
+    try:
+        read_ahead = ReadAhead(pool, dpi=72, password=None, window=3, timeout=60)
+        seen = []
+        for i, (job, prepared) in enumerate(read_ahead.pages(counted(jobs, pulls)), start=1):
+            # When page i comes out the window was filled: at most 3 pages asked beyond it.
+            assert len(pulls) == min(7, i + 2)
+            assert not isinstance(prepared, str), prepared
+            assert job.owner == "a" and prepared.payload == (595, 842)
+            assert (prepared.width_px, prepared.dpi) == (595, 72)
+            seen.append(job.number)
+    finally:
+        pool.shutdown()
+    assert seen == list(range(1, 8))
+
+
+def test_a_page_that_cannot_be_rasterized_fails_alone(tmp_path: Path) -> None:
+    pdf = str(make_pdf(tmp_path / "a.pdf", [PORTRAIT] * 2))
+    jobs = [PageJob(None, pdf, 1), PageJob(None, pdf, 5), PageJob(None, pdf, 2)]
+    pool = WorkerPool(1, page_size)
+    try:
+        out = list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(jobs))
+    finally:
+        pool.shutdown()
+    assert [job.number for job, _ in out] == [1, 5, 2]
+    error = out[1][1]
+    assert (
+        isinstance(error, str)
+        and error == f"{pdf}: page 5 does not exist (the document has 2 pages)"
+    )
+    assert not isinstance(out[0][1], str) and not isinstance(out[2][1], str)
+
+
+def test_a_crashing_page_is_retried_then_fails_and_the_others_survive(tmp_path: Path) -> None:
+    pdf = str(make_pdf(tmp_path / "a.pdf", [PORTRAIT, LANDSCAPE, PORTRAIT, PORTRAIT]))
+    pool = WorkerPool(1, CrashOnWidePages(700))
+    try:
+        jobs = [PageJob(None, pdf, n) for n in range(1, 5)]
+        out = list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(jobs))
+    finally:
+        pool.shutdown()
+    assert [job.number for job, _ in out] == [1, 2, 3, 4]
+    assert out[1][1] == f"{pdf}: page 2 cannot be rendered: the renderer crashed"
+    assert [prepared.payload for _, prepared in out if not isinstance(prepared, str)] == [
+        PORTRAIT
+    ] * 3

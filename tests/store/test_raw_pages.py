@@ -1,0 +1,136 @@
+"""The raw page record: written and read by the same code, in the file format of every earlier
+version (same keys, same order), reusable only when it fits the run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.local import LocalFolder
+from hpdparse.store.raw_pages import RawPage, RawPageMeta
+
+KEY = {"model": "m", "revision": None, "prompt": "document parsing with fork.", "max_tokens": 8000}
+
+META = RawPageMeta(
+    page=3,
+    engine="openai",
+    model="m",
+    revision=None,
+    prompt="document parsing with fork.",
+    max_tokens=8000,
+    reuse_key=KEY,
+    requested_dpi=200,
+    dpi=150,
+    width_px=1241,
+    height_px=1754,
+    width_pt=595.5,
+    height_pt=842.0,
+    label="iii",
+    finish_reason="stop",
+    prompt_tokens=6412,
+    output_tokens=321,
+    seconds=1.234,
+    stats={"forks": 4, "decoding_steps": 80},
+)
+
+TEXT = "<BLOCK>text [1, 2, 3, 4]<CHILD>héllo\n"
+
+# raw/page-0003.json as hpdparse 0.x wrote it (a dict literal in the scheduler), byte for byte.
+EXPECTED_JSON = """{
+  "page": 3,
+  "engine": "openai",
+  "model": "m",
+  "revision": null,
+  "prompt": "document parsing with fork.",
+  "max_tokens": 8000,
+  "reuse_key": {
+    "model": "m",
+    "revision": null,
+    "prompt": "document parsing with fork.",
+    "max_tokens": 8000
+  },
+  "requested_dpi": 200,
+  "dpi": 150,
+  "width_px": 1241,
+  "height_px": 1754,
+  "width_pt": 595.5,
+  "height_pt": 842.0,
+  "label": "iii",
+  "finish_reason": "stop",
+  "prompt_tokens": 6412,
+  "output_tokens": 321,
+  "seconds": 1.234,
+  "stats": {
+    "forks": 4,
+    "decoding_steps": 80
+  },
+  "sha256": "SHA"
+}
+"""
+
+
+def folder_at(path: Path) -> DocumentFolder:
+    folder = DocumentFolder(LocalFolder(path))
+    folder.create()
+    return folder
+
+
+def test_the_file_format_is_unchanged(tmp_path: Path) -> None:
+    import hashlib
+
+    folder = folder_at(tmp_path)
+    folder.write_raw_page(RawPage(3, TEXT, META))
+    sha = hashlib.sha256(TEXT.encode()).hexdigest()
+    assert (tmp_path / "raw" / "page-0003.json").read_text() == EXPECTED_JSON.replace("SHA", sha)
+    assert (tmp_path / "raw" / "page-0003.txt").read_bytes() == TEXT.encode()
+
+
+def test_roundtrip_and_reuse_rules(tmp_path: Path) -> None:
+    folder = folder_at(tmp_path)
+    folder.write_raw_page(RawPage(3, TEXT, META))
+    page = folder.read_raw_page(3)
+    assert page == RawPage(3, TEXT, META)
+    assert folder.saved_page_numbers() == [3]
+    assert page.reusable(KEY, 200)
+    assert not page.reusable(KEY, 150)  # other requested dpi (150 is what the page got)
+    assert not page.reusable({**KEY, "model": "other"}, 200)
+    assert not page.reusable({**KEY, "max_tokens": 100}, 200)
+
+
+def test_a_record_of_an_earlier_version_reads_with_defaults(tmp_path: Path) -> None:
+    folder = folder_at(tmp_path)
+    folder.write_raw_page(RawPage(2, TEXT, META))
+    path = tmp_path / "raw" / "page-0002.json"
+    old = json.loads(path.read_text())
+    for key in ("label", "width_pt", "height_pt", "stats", "seconds", "prompt_tokens"):
+        del old[key]
+    path.write_text(json.dumps(old))
+    page = folder.read_raw_page(2)
+    assert page is not None and page.reusable(KEY, 200)
+    assert page.meta == dataclasses.replace(
+        META, label=None, width_pt=None, height_pt=None, stats={}, seconds=0.0, prompt_tokens=0
+    )
+
+
+def test_damaged_pages_are_not_pages(tmp_path: Path) -> None:
+    folder = folder_at(tmp_path)
+    folder.write_raw_page(RawPage(3, TEXT, META))
+    txt, meta = tmp_path / "raw" / "page-0003.txt", tmp_path / "raw" / "page-0003.json"
+    # A text that does not match the recorded sha256 is not a page.
+    txt.write_text(TEXT + "tampered")
+    assert folder.read_raw_page(3) is None
+    txt.write_text(TEXT)
+    assert folder.read_raw_page(3) is not None
+    # Metadata of the wrong type is not a page either.
+    good = meta.read_text()
+    meta.write_text(good.replace('"width_px": 1241', '"width_px": "wide"'))
+    assert folder.read_raw_page(3) is None
+    meta.write_text("[1, 2]")
+    assert folder.read_raw_page(3) is None
+    # Text without metadata (killed between the two writes) is not a page, nor saved.
+    meta.unlink()
+    assert folder.read_raw_page(3) is None and folder.saved_page_numbers() == []
+    folder.remove_raw_page(3)
+    assert not txt.exists()
