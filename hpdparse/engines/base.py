@@ -8,6 +8,7 @@ decoding at once) and yields a `PageResult` for each, in completion order.
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEF
 FINISH_STOP = "stop"
 FINISH_LENGTH = "length"
 FINISH_ERROR = "error"
+CANCELLED = "cancelled"  # the error of a page dropped because its PageRequest.cancel was set
 
 
 @dataclass
@@ -66,10 +68,16 @@ class EngineInfo:
 
 @dataclass
 class PageRequest:
-    """One page to decode. `key` is opaque to the engine and comes back on the result."""
+    """One page to decode. `key` is opaque to the engine and comes back on the result.
+
+    `max_tokens` lowers the engine's token limit for this page (never raises it). `cancel`, once
+    set (from any thread), makes the vllm and torch engines drop the page between steps: its
+    requests are freed and its result has finish_reason FINISH_ERROR and error CANCELLED."""
 
     key: Hashable
     payload: Any
+    max_tokens: int | None = None
+    cancel: threading.Event | None = None
 
 
 @dataclass
@@ -90,6 +98,20 @@ class PageResult:
     @property
     def ok(self) -> bool:
         return self.finish_reason != FINISH_ERROR
+
+
+def cancelled_result(key: Hashable, prompt_tokens: int = 0, seconds: float = 0.0) -> PageResult:
+    """The result of a page dropped because its request was cancelled."""
+    return PageResult(
+        key, "", FINISH_ERROR, error=CANCELLED, prompt_tokens=prompt_tokens, seconds=seconds
+    )
+
+
+def page_token_limit(request: PageRequest, configured: int) -> int:
+    """The token limit for one page: the engine's, or the request's when lower."""
+    if request.max_tokens is None:
+        return configured
+    return max(1, min(configured, request.max_tokens))
 
 
 class Engine(ABC):
@@ -131,7 +153,8 @@ class Engine(ABC):
         should block there until a request arrives, and end with StopIteration). next() runs
         in the thread that iterates the results, between engine steps. An exception raised by
         next() ends the run: the engine drops its pages in flight and the exception propagates.
-        The vllm and torch engines support None; the openai engine does not."""
+        The vllm and torch engines support None, and honour PageRequest.max_tokens and
+        PageRequest.cancel; the openai engine does none of these."""
 
     def __enter__(self) -> Engine:
         self.start()

@@ -23,7 +23,9 @@ from hpdparse.engines.base import (
     EngineInfo,
     PageRequest,
     PageResult,
+    cancelled_result,
     check_engine_options,
+    page_token_limit,
 )
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import instruction
@@ -71,10 +73,15 @@ def pick_dtype(requested: str | None, device: str) -> Any:
 class _Live:
     """A page in the engine."""
 
-    def __init__(self, key: Any, page: Any, started: float) -> None:
-        self.key = key
+    def __init__(self, request: PageRequest, page: Any, started: float) -> None:
+        self.key = request.key
+        self.cancel = request.cancel
         self.page = page
         self.started = started
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
 
 class TorchEngine(Engine):
@@ -181,8 +188,9 @@ class TorchEngine(Engine):
             features = self._model.image_features(pixels)
             features = features.reshape(-1, features.shape[-1])
         prompt = self._prompts.build(features.shape[0], self.config.fork)
-        page = self._decoder.new_page(PageJob(request.key, prompt, features))
-        return _Live(request.key, page, time.monotonic())
+        max_tokens = page_token_limit(request, self.config.max_tokens)
+        page = self._decoder.new_page(PageJob(request.key, prompt, features, max_tokens))
+        return _Live(request, page, time.monotonic())
 
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
         if self._model is None:
@@ -203,6 +211,9 @@ class TorchEngine(Engine):
                     live.append(self._admit(request))
                 except Exception as exc:  # one bad page must not stop the others
                     yield PageResult(request.key, "", FINISH_ERROR, error=_one_line(exc))
+            for x in [x for x in live if x.cancelled]:
+                live.remove(x)
+                yield cancelled_result(x.key, seconds=time.monotonic() - x.started)
             if not live:
                 if exhausted:
                     return

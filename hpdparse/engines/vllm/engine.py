@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import logging
 import os
+import threading
 import time
 import warnings
 from collections import deque
@@ -41,7 +42,9 @@ from hpdparse.engines.base import (
     EngineInfo,
     PageRequest,
     PageResult,
+    cancelled_result,
     check_engine_options,
+    page_token_limit,
 )
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
 from hpdparse.errors import EngineError
@@ -93,6 +96,8 @@ class _Page:
     # The rendered input (token ids, the tiles' mm kwargs, hashes, placeholders) children are
     # made from; the tiles are the same tensor vLLM's requests hold, not a copy.
     rendered: dict[str, Any]
+    max_tokens: int  # per branch
+    cancel: threading.Event | None = None
     parent: _Branch | None = None
     children: list[_Branch] = field(default_factory=list)
     open_branches: int = 0
@@ -306,6 +311,7 @@ class VllmEngine(Engine):
         max_waiting = self._max_waiting()
         waiting_in_scheduler = self._waiting_counter() if max_waiting is not None else None
         branches: dict[str, _Branch] = {}
+        cancellable: dict[int, _Page] = {}  # pages in flight whose request can be cancelled
         pages_in_flight = 0
         running_children = 0
         source = iter(requests)
@@ -369,7 +375,8 @@ class VllmEngine(Engine):
                     error=f"cannot prepare page input: {type(exc).__name__}: {exc}"[:300],
                 )
             prompt_ids = list(rendered["prompt_token_ids"])
-            page = _Page(request.key, number, time.perf_counter(), prompt_ids, rendered)
+            max_tokens = page_token_limit(request, self.config.max_tokens)
+            page = _Page(request.key, number, time.perf_counter(), prompt_ids, rendered, max_tokens)
             budget = max_model_len - len(prompt_ids)
             if budget < 1:
                 return PageResult(
@@ -384,10 +391,11 @@ class VllmEngine(Engine):
             page.parent = parent
             page.open_branches = 1
             branches[parent.request_id] = parent
-            llm.add_request(
-                parent.request_id, rendered, params(min(self.config.max_tokens, budget))
-            )
+            llm.add_request(parent.request_id, rendered, params(min(max_tokens, budget)))
             pages_in_flight += 1
+            if request.cancel is not None:
+                page.cancel = request.cancel
+                cancellable[number] = page
             return None
 
         def fork(parent: _Branch, at: int) -> None:
@@ -411,15 +419,38 @@ class VllmEngine(Engine):
                 child, engine_input, prompt_len = pending_children.popleft()
                 budget = max_model_len - prompt_len
                 llm.add_request(
-                    child.request_id, engine_input, params(min(self.config.max_tokens, budget))
+                    child.request_id, engine_input, params(min(child.page.max_tokens, budget))
                 )
                 running_children += 1
+
+        def drop_cancelled() -> Iterator[PageResult]:
+            """Abort the vLLM requests of pages whose request was cancelled; yield their results."""
+            nonlocal pages_in_flight, running_children
+            for page in [p for p in cancellable.values() if p.cancel and p.cancel.is_set()]:
+                del cancellable[page.number]
+                waiting = {c.request_id for c, _, _ in pending_children if c.page is page}
+                if waiting:
+                    kept = [entry for entry in pending_children if entry[0].page is not page]
+                    pending_children.clear()
+                    pending_children.extend(kept)
+                own = [b for b in (page.parent, *page.children) if b and b.request_id in branches]
+                running = [b.request_id for b in own if b.request_id not in waiting]
+                running_children -= sum(1 for b in own if b.index > 0 and b.request_id in running)
+                for branch in own:
+                    del branches[branch.request_id]
+                if running:
+                    llm.abort_request(running)
+                pages_in_flight -= 1
+                seconds = time.perf_counter() - page.started
+                yield cancelled_result(page.key, len(page.prompt_ids), seconds)
 
         try:
             while True:
                 # Children first: they finish pages, and they count as waiting for admission.
                 submit_children()
                 yield from admit_pages()
+                if cancellable:
+                    yield from drop_cancelled()
                 if not llm.has_unfinished_requests():
                     if pending_children:
                         continue
@@ -465,6 +496,7 @@ class VllmEngine(Engine):
                         page.open_branches -= 1
                         if page.open_branches == 0:
                             finished_pages.append(page)
+                            cancellable.pop(page.number, None)
                 for page in finished_pages:
                     pages_in_flight -= 1
                     yield self._result(page)
