@@ -18,10 +18,10 @@ from PIL import Image
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
+from hpdparse.hpd.protocol import FINISH_ERROR as FINISH_ERROR  # re-exported: PageResult's values
+from hpdparse.hpd.protocol import FINISH_LENGTH as FINISH_LENGTH
+from hpdparse.hpd.protocol import FINISH_STOP as FINISH_STOP
 
-FINISH_STOP = "stop"
-FINISH_LENGTH = "length"
-FINISH_ERROR = "error"
 CANCELLED = "cancelled"  # the error of a page dropped because its PageRequest.cancel was set
 
 
@@ -70,12 +70,23 @@ class EngineInfo:
 class PageRequest:
     """One page to decode. `key` is opaque to the engine and comes back on the result.
 
+    `on_tokens`, when set, streams the page (vllm and torch engines; the openai engine ignores
+    it): after each engine step in which the page's *settled* output grew, the engine calls it
+    with the newly settled token ids, from the thread that iterates `run()`'s results and before
+    the page's result is yielded. Settled means it can no longer change: the parent's tokens up
+    to a `<FORK>` whose child is still decoding, then `<CHILD>` and that child's tokens so far
+    (see hpd/fork_tree.py). The calls' ids, concatenated, are exactly the ids the page's
+    `PageResult.text` is decoded from (`Engine.detokenize` turns them into text); a page that
+    fails ends with an error result whatever was streamed. An exception it raises ends the run.
+
     `max_tokens` lowers the engine's token limit for this page (never raises it). `cancel`, once
     set (from any thread), makes the vllm and torch engines drop the page between steps: its
-    requests are freed and its result has finish_reason FINISH_ERROR and error CANCELLED."""
+    requests are freed and its result has finish_reason FINISH_ERROR and error CANCELLED.
+    """
 
     key: Hashable
     payload: Any
+    on_tokens: Callable[[list[int]], None] | None = None
     max_tokens: int | None = None
     cancel: threading.Event | None = None
 
@@ -140,6 +151,12 @@ class Engine(ABC):
     @abstractmethod
     def preparer(self) -> Callable[[Image.Image], Any]:
         """A picklable function image -> payload, run in worker processes ahead of the engine."""
+
+    def detokenize(self, token_ids: list[int]) -> str:
+        """The text `token_ids` decode to, special tokens kept, as the engine decodes
+        `PageResult.text` (for the ids `PageRequest.on_tokens` streams). Needs a started engine;
+        the openai engine has no tokenizer and raises NotImplementedError."""
+        raise NotImplementedError(f"the {self.name} engine does not detokenize")
 
     @abstractmethod
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:

@@ -17,6 +17,12 @@ DEFAULT_MODEL = "PaddlePaddle/HPD-Parsing"
 DEFAULT_MAX_TOKENS = 8000
 DEFAULT_MAX_MODEL_LEN = 16384
 
+# How a page (or one of its branches) ended, as in the OpenAI API: a stop token, out of tokens or
+# context, or failed.
+FINISH_STOP = "stop"
+FINISH_LENGTH = "length"
+FINISH_ERROR = "error"
+
 
 def instruction(fork: bool) -> str:
     """The user instruction that selects hierarchical (fork) or plain decoding."""

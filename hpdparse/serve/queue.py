@@ -128,9 +128,9 @@ class PageQueue:
             yield PageRequest(
                 key,
                 payload,
+                on_tokens=ticket.tokens if ticket.streamed else None,
                 max_tokens=ticket.max_tokens,
                 cancel=ticket.cancel,
-                **_token_hook(ticket),
             )
             del payload
 
@@ -164,13 +164,6 @@ class PageQueue:
                 break
 
 
-def _token_hook(ticket: Ticket) -> dict[str, Callable[[list[int]], None]]:
-    """`on_tokens` for a streamed page, where the engine interface has it."""
-    if ticket.streamed and "on_tokens" in PageRequest.__dataclass_fields__:
-        return {"on_tokens": ticket.tokens}
-    return {}
-
-
 class EngineLoop:
     """The engine thread: start the engine, then run it over the queue until it closes."""
 
@@ -189,7 +182,7 @@ class EngineLoop:
 
     def detokenize(self, token_ids: list[int]) -> str:
         """Token ids -> text, special tokens kept (for streamed pages; any thread)."""
-        return self.engine.detokenize(token_ids)  # type: ignore[attr-defined]
+        return self.engine.detokenize(token_ids)
 
     def alive(self) -> bool:
         return self._thread.is_alive()

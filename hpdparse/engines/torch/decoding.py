@@ -4,8 +4,9 @@ optional P-MTP speculative decoding.
 A page is a tree of branches. The parent (layout) branch decodes from the prompt; each `<FORK>` it
 emits at position p spawns a child whose cache is the parent's cache up to p (not including the
 `<FORK>`) and whose first input is `<CHILD>` at position p. Children decode until a stop token and
-never fork. The page's text is the parent's tokens with every `<FORK>` replaced by `<CHILD>` and
-that child's tokens, in fork order.
+never fork. The branches' tokens, the forks and the splice into the page's text (the parent's
+tokens with every `<FORK>` replaced by `<CHILD>` and that child's tokens, in fork order) are the
+page's `ForkTree` (hpdparse/hpd/fork_tree.py), shared with the vLLM engine.
 
 Schedules (same text by construction, tested):
 - `serial`: one branch of a page at a time; a child runs to its end right after its fork.
@@ -35,6 +36,7 @@ import torch
 from transformers.cache_utils import DynamicCache
 
 from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP
+from hpdparse.hpd.fork_tree import Branch, ForkTree
 
 SCHEDULES = ("serial", "concurrent")
 
@@ -104,18 +106,25 @@ class _Segment:
 
 
 class _Branch:
-    def __init__(self, page: _Page, is_child: bool, prefix: list[tuple[_Segment, int]]) -> None:
+    """A branch's cache and decoding state; its tokens are its fork-tree `node`'s."""
+
+    def __init__(self, page: _Page, node: Branch, prefix: list[tuple[_Segment, int]]) -> None:
         self.page = page
-        self.is_child = is_child
+        self.node = node
         self.prefix = prefix  # shared (segment, used length) pairs, read only
         self.own: _Segment | None = None
         self.length = sum(n for _, n in prefix)  # cache length = position of the next input
         self.pending: int | None = None  # produced, not yet fed
         self.hidden: torch.Tensor | None = None  # hidden state that produced `pending`
-        self.tokens: list[int] = []  # produced tokens (no stop token)
-        self.children: list[_Branch] = []  # in fork order (parent only)
-        self.done = False
-        self.finish = FINISH_STOP
+
+    @property
+    def tokens(self) -> list[int]:
+        """Produced tokens (no stop token)."""
+        return self.node.tokens
+
+    @property
+    def done(self) -> bool:
+        return self.node.finished
 
     def segments(self) -> list[tuple[_Segment, int]]:
         own = [(self.own, self.own.n)] if self.own is not None and self.own.n else []
@@ -133,21 +142,27 @@ class _Branch:
 
 
 class _Page:
-    def __init__(self, job: PageJob) -> None:
+    def __init__(self, job: PageJob, ids: Any, options: DecodeOptions) -> None:
         self.job = job
-        self.parent = _Branch(self, False, [])
+        self.tree = ForkTree(
+            ids,
+            forks=options.fork,
+            prompt_len=len(job.prompt_ids),
+            max_model_len=options.max_model_len,
+        )
+        self.parent = _Branch(self, self.tree.parent, [])
+        self.children: list[_Branch] = []  # in fork order; children born finished have none
         self.prefilled = False
         self.steps = 0
         self.drafted = 0
         self.accepted = 0
-        self.serial_stack: list[_Branch] = []  # serial schedule: children waiting to run
 
     def branches(self) -> list[_Branch]:
-        return [self.parent, *self.parent.children]
+        return [self.parent, *self.children]
 
     @property
     def done(self) -> bool:
-        return all(b.done for b in self.branches())
+        return self.tree.done
 
 
 class _StepCache(DynamicCache):
@@ -188,20 +203,20 @@ class HpdDecoder:
     def decode(self, jobs: Sequence[PageJob]) -> list[PageDecode]:
         """Decode all pages together (concurrent) or one after the other (serial, plain)."""
         if self.options.fork and self.options.schedule == "concurrent":
-            pages = [_Page(j) for j in jobs]
+            pages = [self.new_page(j) for j in jobs]
             while not all(p.done for p in pages):
                 self.step(pages)
             return [self.result(p) for p in pages]
         out = []
         for job in jobs:
-            page = _Page(job)
+            page = self.new_page(job)
             while not page.done:
                 self.step([page])
             out.append(self.result(page))
         return out
 
     def new_page(self, job: PageJob) -> _Page:
-        return _Page(job)
+        return _Page(job, self.ids, self.options)
 
     @torch.inference_mode()
     def step(self, pages: Sequence[_Page]) -> None:
@@ -216,27 +231,16 @@ class HpdDecoder:
             self._advance(branches)
 
     def result(self, page: _Page) -> PageDecode:
-        parent = page.parent
-        ids: list[int] = []
-        children = iter(parent.children)
-        for tok in parent.tokens:
-            if tok == self.ids.fork and self.options.fork:
-                child = next(children)
-                ids.append(self.ids.child)
-                ids.extend(child.tokens)
-            else:
-                ids.append(tok)
-        branches = page.branches()
-        finish = FINISH_LENGTH if any(b.finish == FINISH_LENGTH for b in branches) else FINISH_STOP
+        tree = page.tree
         return PageDecode(
             key=page.job.key,
-            token_ids=ids,
-            finish_reason=finish,
+            token_ids=tree.tokens(),
+            finish_reason=tree.finish_reason,
             prompt_tokens=len(page.job.prompt_ids),
             stats={
-                "parent_tokens": len(parent.tokens),
-                "child_tokens": sum(len(c.tokens) for c in parent.children),
-                "forks": len(parent.children),
+                "parent_tokens": len(tree.parent.tokens),
+                "child_tokens": sum(len(c.tokens) for c in tree.children),
+                "forks": len(tree.children),
                 "decoding_steps": page.steps,
                 "drafted_tokens": page.drafted,
                 "accepted_tokens": page.accepted,
@@ -249,7 +253,7 @@ class HpdDecoder:
         if self.options.fork and self.options.schedule == "concurrent":
             return [b for b in page.branches() if not b.done]
         # Serial: the oldest unfinished child first, else the parent.
-        for child in page.parent.children:
+        for child in page.children:
             if not child.done:
                 return [child]
         return [] if page.parent.done else [page.parent]
@@ -340,19 +344,17 @@ class HpdDecoder:
     def _produce(self, b: _Branch, token: int, position: int) -> None:
         """Record a token the branch produced; `position` is where it will be fed."""
         opts = self.options
+        tree = b.page.tree
         if token in self.ids.stop:
-            b.done, b.finish = True, FINISH_STOP
+            tree.finish(b.node, FINISH_STOP)
             return
-        b.tokens.append(token)
-        if not b.is_child and opts.fork and token == self.ids.fork:
-            child = _Branch(b.page, True, b.prefix_until(position))
-            if position + 1 >= opts.max_model_len:
-                # Its <CHILD> would fill the last position: no room to decode (a vLLM request
-                # of max_model_len prompt tokens is refused), so the child stays empty.
-                child.done, child.finish = True, FINISH_LENGTH
-            b.children.append(child)
+        # A <FORK> of the parent starts a child (born finished, and without a cache, when its
+        # <CHILD> would fill the last position: the tree knows the prompt and the context).
+        for child in tree.absorb(b.node, [token]):
+            if not child.finished:
+                b.page.children.append(_Branch(b.page, child, b.prefix_until(position)))
         if len(b.tokens) >= self._max_tokens(b) or position + 1 >= opts.max_model_len:
-            b.done, b.finish = True, FINISH_LENGTH
+            tree.finish(b.node, FINISH_LENGTH)
             return
         b.pending = token
 

@@ -75,13 +75,21 @@ class _Live:
 
     def __init__(self, request: PageRequest, page: Any, started: float) -> None:
         self.key = request.key
-        self.cancel = request.cancel
         self.page = page
         self.started = started
+        self.on_tokens = request.on_tokens
+        self.cancel = request.cancel
 
     @property
     def cancelled(self) -> bool:
         return self.cancel is not None and self.cancel.is_set()
+
+    def stream(self) -> None:
+        """Hand the page's newly settled tokens to its `on_tokens`, if any."""
+        if self.on_tokens is not None:
+            settled = self.page.tree.take_settled()
+            if settled:
+                self.on_tokens(settled)
 
 
 class TorchEngine(Engine):
@@ -227,15 +235,21 @@ class TorchEngine(Engine):
                 continue
             still = []
             for x in live:
+                x.stream()
                 if x.page.done:
                     yield self._result(x)
                 else:
                     still.append(x)
             live = still
 
+    def detokenize(self, token_ids: list[int]) -> str:
+        if self._tokenizer is None:
+            raise EngineError("torch engine: not started")
+        return self._tokenizer.decode(token_ids, skip_special_tokens=False)
+
     def _result(self, x: _Live) -> PageResult:
         decoded = self._decoder.result(x.page)
-        text = self._tokenizer.decode(decoded.token_ids, skip_special_tokens=False)
+        text = self.detokenize(decoded.token_ids)
         stats = dict(decoded.stats)
         return PageResult(
             key=x.key,

@@ -35,7 +35,6 @@ from PIL import Image
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
-    FINISH_LENGTH,
     FINISH_STOP,
     Engine,
     EngineConfig,
@@ -49,6 +48,7 @@ from hpdparse.engines.base import (
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
 from hpdparse.errors import EngineError
 from hpdparse.hpd import protocol as P
+from hpdparse.hpd.fork_tree import Branch, ForkTree
 from hpdparse.hpd.tiling import TilingConfig, tile_image
 
 # On CPU the KV block size must be a multiple of 32; 32 keeps a child's recomputed tail short.
@@ -73,15 +73,12 @@ def prepare_tiles(image: Image.Image, tiling: TilingConfig) -> np.ndarray:
 
 
 @dataclass
-class _Branch:
-    """One vLLM request: the page's parent or one of its children."""
+class _Request:
+    """One vLLM request: a branch of the page's fork tree (its parent or one of its children)."""
 
     page: _Page
-    index: int  # 0 for the parent, k for the k-th child (fork order)
+    branch: Branch
     request_id: str
-    prompt_len: int
-    tokens: list[int] = field(default_factory=list)
-    finish_reason: str | None = None
     cached_tokens: int = 0
     drafted_tokens: int = 0
     accepted_tokens: int = 0
@@ -96,11 +93,11 @@ class _Page:
     # The rendered input (token ids, the tiles' mm kwargs, hashes, placeholders) children are
     # made from; the tiles are the same tensor vLLM's requests hold, not a copy.
     rendered: dict[str, Any]
+    tree: ForkTree
+    on_tokens: Callable[[list[int]], None] | None
     max_tokens: int  # per branch
     cancel: threading.Event | None = None
-    parent: _Branch | None = None
-    children: list[_Branch] = field(default_factory=list)
-    open_branches: int = 0
+    requests: list[_Request] = field(default_factory=list)  # the parent's, then the children's
     steps: int = 0
     last_step: int = -1
 
@@ -268,8 +265,7 @@ class VllmEngine(Engine):
         tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
         ids = token_ids(tokenizer, ckpt.raw_config, ckpt.model_id)
         self._tokenizer = tokenizer
-        self._fork_id = ids.fork
-        self._child_id = ids.child
+        self._token_ids = ids
         self._stop_ids = sorted(ids.stop)
         template = ckpt.tokenizer_config().get("chat_template")
         # One <IMG_CONTEXT>: the model's processor widens it to the page's N*256 image tokens.
@@ -307,10 +303,10 @@ class VllmEngine(Engine):
         # Children wait here when too many are running, so a page with hundreds of regions
         # cannot flood the scheduler; they do not count against max_in_flight.
         child_limit = max(64, 8 * max_in_flight)
-        pending_children: deque[tuple[_Branch, dict[str, Any], int]] = deque()
+        pending_children: deque[tuple[_Request, dict[str, Any], int]] = deque()
         max_waiting = self._max_waiting()
         waiting_in_scheduler = self._waiting_counter() if max_waiting is not None else None
-        branches: dict[str, _Branch] = {}
+        branches: dict[str, _Request] = {}
         cancellable: dict[int, _Page] = {}  # pages in flight whose request can be cancelled
         pages_in_flight = 0
         running_children = 0
@@ -375,8 +371,22 @@ class VllmEngine(Engine):
                     error=f"cannot prepare page input: {type(exc).__name__}: {exc}"[:300],
                 )
             prompt_ids = list(rendered["prompt_token_ids"])
-            max_tokens = page_token_limit(request, self.config.max_tokens)
-            page = _Page(request.key, number, time.perf_counter(), prompt_ids, rendered, max_tokens)
+            tree = ForkTree(
+                self._token_ids,
+                forks=self.config.fork,
+                prompt_len=len(prompt_ids),
+                max_model_len=max_model_len,
+            )
+            page = _Page(
+                request.key,
+                number,
+                time.perf_counter(),
+                prompt_ids,
+                rendered,
+                tree,
+                request.on_tokens,
+                page_token_limit(request, self.config.max_tokens),
+            )
             budget = max_model_len - len(prompt_ids)
             if budget < 1:
                 return PageResult(
@@ -387,30 +397,26 @@ class VllmEngine(Engine):
                     f"max_model_len {max_model_len}",
                     prompt_tokens=len(prompt_ids),
                 )
-            parent = _Branch(page, 0, f"page{number}", len(prompt_ids))
-            page.parent = parent
-            page.open_branches = 1
+            parent = _Request(page, tree.parent, f"page{number}")
+            page.requests.append(parent)
             branches[parent.request_id] = parent
-            llm.add_request(parent.request_id, rendered, params(min(max_tokens, budget)))
+            llm.add_request(parent.request_id, rendered, params(min(page.max_tokens, budget)))
             pages_in_flight += 1
             if request.cancel is not None:
                 page.cancel = request.cancel
                 cancellable[number] = page
             return None
 
-        def fork(parent: _Branch, at: int) -> None:
+        def fork(parent: _Request, branch: Branch) -> None:
             page = parent.page
-            index = len(page.children) + 1
-            prompt = page.prompt_ids + parent.tokens[:at] + [self._child_id]
-            child = _Branch(page, index, f"{parent.request_id}.c{index}", len(prompt))
-            page.children.append(child)
-            if len(prompt) >= max_model_len:
+            child = _Request(page, branch, f"{parent.request_id}.c{branch.index}")
+            page.requests.append(child)
+            if branch.finished:
                 # The parent's last allowed token was <FORK>: no room left for this child (vLLM
                 # would refuse the request); it stays empty, as in the PyTorch reference.
-                child.finish_reason = FINISH_LENGTH
                 return
-            page.open_branches += 1
             branches[child.request_id] = child
+            prompt = page.prompt_ids + page.tree.child_prompt(branch)
             pending_children.append((child, self._child_input(page, prompt), len(prompt)))
 
         def submit_children() -> None:
@@ -433,13 +439,13 @@ class VllmEngine(Engine):
                     kept = [entry for entry in pending_children if entry[0].page is not page]
                     pending_children.clear()
                     pending_children.extend(kept)
-                own = [b for b in (page.parent, *page.children) if b and b.request_id in branches]
-                running = [b.request_id for b in own if b.request_id not in waiting]
-                running_children -= sum(1 for b in own if b.index > 0 and b.request_id in running)
-                for branch in own:
-                    del branches[branch.request_id]
+                own = [r for r in page.requests if r.request_id in branches]
+                running = [r for r in own if r.request_id not in waiting]
+                running_children -= sum(1 for r in running if r.branch.is_child)
+                for request in own:
+                    del branches[request.request_id]
                 if running:
-                    llm.abort_request(running)
+                    llm.abort_request([r.request_id for r in running])
                 pages_in_flight -= 1
                 seconds = time.perf_counter() - page.started
                 yield cancelled_result(page.key, len(page.prompt_ids), seconds)
@@ -468,6 +474,7 @@ class VllmEngine(Engine):
                     raise EngineError(f"vllm engine failed: {type(exc).__name__}: {exc}") from exc
                 step_number += 1
                 finished_pages: list[_Page] = []
+                stepped: dict[int, _Page] = {}
                 for output in outputs:
                     branch = branches.get(output.request_id)
                     if branch is None:
@@ -475,34 +482,35 @@ class VllmEngine(Engine):
                     completion = output.outputs[0]
                     new_tokens = list(completion.token_ids)
                     page = branch.page
+                    stepped[page.number] = page
                     if new_tokens and page.last_step != step_number:
                         page.last_step = step_number
                         page.steps += 1
                     if output.num_cached_tokens:
                         branch.cached_tokens = max(branch.cached_tokens, output.num_cached_tokens)
-                    start = len(branch.tokens)
-                    branch.tokens.extend(new_tokens)
-                    if branch.index == 0 and self.config.fork:
-                        for offset, token in enumerate(new_tokens):
-                            if token == self._fork_id:
-                                fork(branch, start + offset)
+                    for child in page.tree.absorb(branch.branch, new_tokens):
+                        fork(branch, child)
                     if output.finished:
-                        branch.finish_reason = completion.finish_reason or FINISH_STOP
+                        page.tree.finish(branch.branch, completion.finish_reason or FINISH_STOP)
                         drafted, accepted = spec_decode_counts(completion)
                         branch.drafted_tokens, branch.accepted_tokens = drafted, accepted
                         del branches[branch.request_id]
-                        if branch.index > 0:
+                        if branch.branch.is_child:
                             running_children -= 1
-                        page.open_branches -= 1
-                        if page.open_branches == 0:
+                        if page.tree.done:
                             finished_pages.append(page)
                             cancellable.pop(page.number, None)
+                for page in stepped.values():
+                    if page.on_tokens is not None:
+                        settled = page.tree.take_settled()
+                        if settled:
+                            page.on_tokens(settled)
                 for page in finished_pages:
                     pages_in_flight -= 1
                     yield self._result(page)
         finally:
             if branches:
-                unfinished = [rid for rid, b in branches.items() if b.finish_reason is None]
+                unfinished = [rid for rid, b in branches.items() if not b.branch.finished]
                 if unfinished and self._llm is not None:
                     self._llm.abort_request(unfinished)
 
@@ -551,48 +559,35 @@ class VllmEngine(Engine):
         )
 
     def _result(self, page: _Page) -> PageResult:
-        parent = page.parent
-        assert parent is not None
-        children = iter(page.children)
-        spliced: list[int] = []
-        for token in _strip_stops(parent.tokens, self._stop_ids):
-            if token == self._fork_id and self.config.fork:
-                child = next(children)
-                spliced.append(self._child_id)
-                spliced.extend(_strip_stops(child.tokens, self._stop_ids))
-            else:
-                spliced.append(token)
-        text = self._tokenizer.decode(spliced, skip_special_tokens=False)
-        branches = [parent, *page.children]
-        truncated = [b for b in branches if b.finish_reason == FINISH_LENGTH]
+        tree = page.tree
+        spliced = tree.tokens()
+        parent, *children = page.requests
         stats: dict[str, int | float] = {
             "decoding_steps": page.steps,
-            "forks": len(page.children),
-            "parent_tokens": len(parent.tokens),
-            "child_tokens": sum(len(c.tokens) for c in page.children),
-            "child_prompt_tokens": sum(c.prompt_len for c in page.children),
-            "cached_tokens": sum(c.cached_tokens for c in page.children),
+            "forks": len(tree.children),
+            "parent_tokens": len(tree.parent.tokens),
+            "child_tokens": sum(len(c.tokens) for c in tree.children),
+            "child_prompt_tokens": sum(tree.child_prompt_len(c) for c in tree.children),
+            "cached_tokens": sum(c.cached_tokens for c in children),
             "parent_cached_tokens": parent.cached_tokens,
-            "truncated_branches": len(truncated),
-            "drafted_tokens": sum(b.drafted_tokens for b in branches),
-            "accepted_tokens": sum(b.accepted_tokens for b in branches),
+            "truncated_branches": len(tree.truncated),
+            "drafted_tokens": sum(r.drafted_tokens for r in page.requests),
+            "accepted_tokens": sum(r.accepted_tokens for r in page.requests),
         }
         return PageResult(
             key=page.key,
-            text=text,
-            finish_reason=FINISH_LENGTH if truncated else FINISH_STOP,
+            text=self.detokenize(spliced),
+            finish_reason=tree.finish_reason,
             prompt_tokens=len(page.prompt_ids),
             output_tokens=len(spliced),  # stop tokens not counted, as in the torch engine
             seconds=time.perf_counter() - page.started,
             stats=stats,
         )
 
-
-def _strip_stops(tokens: list[int], stop_ids: list[int]) -> list[int]:
-    """A branch's tokens without the stop token vLLM appends when a branch ends on one."""
-    if tokens and tokens[-1] in stop_ids:
-        return tokens[:-1]
-    return tokens
+    def detokenize(self, token_ids: list[int]) -> str:
+        if self._llm is None:
+            raise EngineError("vllm engine: not started")
+        return self._tokenizer.decode(token_ids, skip_special_tokens=False)
 
 
 _cpu_bind_we_set: str | None = None

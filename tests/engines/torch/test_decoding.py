@@ -34,7 +34,7 @@ RUNS = {
 }
 
 
-def sample_image(stem: str, page: int):  # noqa: ANN201
+def sample_image(stem: str, page: int):
     path = SAMPLES / f"{stem}.pdf"
     if not path.is_file():
         path = SAMPLES / f"{stem}.png"
@@ -133,9 +133,9 @@ def test_children_share_the_parent_cache(tiny: Tiny) -> None:
     decoder = HpdDecoder(tiny.model, tiny.ids, DecodeOptions())
     key = ("report", 1)
     page = decoder.new_page(tiny.jobs(True)[sorted(tiny.features).index(key)])
-    while not page.parent.children:
+    while not page.children:
         decoder.step([page])
-    child = page.parent.children[0]
+    child = page.children[0]
     # The child's prefix is the parent's own storage, not a copy.
     assert child.prefix[-1][0] is page.parent.own
     assert child.length == sum(n for _, n in child.prefix)

@@ -14,12 +14,15 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hpdparse.engines import EngineConfig, PageRequest, create_engine  # noqa: E402
-from hpdparse.engines.base import CANCELLED, FINISH_ERROR, FINISH_LENGTH  # noqa: E402
-from hpdparse.errors import EngineError  # noqa: E402
-from hpdparse.hpd.tiling import expand_grey  # noqa: E402
-from hpdparse.sources.open import open_source  # noqa: E402
-from tests.tinymodel.synth import load_ground_truth  # noqa: E402
+from hpdparse.engines import EngineConfig, PageRequest, create_engine
+from hpdparse.engines.base import CANCELLED, FINISH_ERROR, FINISH_LENGTH
+from hpdparse.errors import EngineError
+from hpdparse.hpd.prompt import load_tokenizer
+from hpdparse.hpd.protocol import CHILD
+from hpdparse.hpd.tiling import expand_grey
+from hpdparse.sources.open import open_source
+from tests.helpers.streaming import joined, run_streaming
+from tests.tinymodel.synth import load_ground_truth
 
 REPO = Path(__file__).resolve().parents[3]
 TINY = REPO / "tests" / "fixtures" / "tiny-hpd"
@@ -27,7 +30,7 @@ STREAMS = REPO / "tests" / "fixtures" / "streams"
 SAMPLES = REPO / "samples"
 
 
-def _image(stem: str, page: int):  # noqa: ANN202
+def _image(stem: str, page: int):
     path = SAMPLES / f"{stem}.pdf"
     if not path.is_file():
         path = SAMPLES / f"{stem}.png"
@@ -43,19 +46,19 @@ def truth() -> dict:
 
 
 @pytest.fixture(scope="module")
-def engine():  # noqa: ANN201
+def engine():
     eng = create_engine("torch", EngineConfig(model=str(TINY), device="cpu"))
     eng.start()
     yield eng
     eng.close()
 
 
-def test_engine_decodes_pages_together(engine, truth: dict) -> None:  # noqa: ANN001
+def test_engine_decodes_pages_together(engine, truth: dict) -> None:
     prepare = pickle.loads(pickle.dumps(engine.preparer()))  # runs in worker processes
     requests = [PageRequest(key, prepare(_image(*key))) for key in sorted(truth)]
     pulled = []
 
-    def lazily():  # noqa: ANN202
+    def lazily():
         for r in requests:
             pulled.append(r.key)
             yield r
@@ -77,7 +80,38 @@ def test_engine_decodes_pages_together(engine, truth: dict) -> None:  # noqa: AN
     assert engine.info.prompt == "document parsing with fork."
 
 
-def test_bad_payload_fails_that_page_only(engine, truth: dict) -> None:  # noqa: ANN001
+@pytest.fixture(scope="module")
+def plain_engine():
+    with create_engine("torch", EngineConfig(model=str(TINY), device="cpu", fork=False)) as eng:
+        yield eng
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "plain"])
+def test_on_tokens_streams_the_ids_the_text_is_decoded_from(
+    fork: bool,
+    engine,
+    plain_engine,
+    truth: dict,
+) -> None:
+    eng = engine if fork else plain_engine
+    keys = sorted(truth) if fork else sorted(truth)[:2]
+    results, calls = run_streaming(eng, [(key, _image(*key)) for key in keys], max_in_flight=3)
+    child = load_tokenizer(TINY, str(TINY)).token_to_id(CHILD)
+    assert set(results) == set(keys)
+    for key, result in results.items():
+        assert result.ok, result.error
+        streamed = joined(calls[key])
+        assert eng.detokenize(streamed) == result.text, key
+        assert len(streamed) == result.output_tokens, key
+        # As the page decodes: at most one call per decoding step it took part in.
+        assert 1 < len(calls[key]) <= result.stats["decoding_steps"], key
+        if fork:
+            assert streamed.count(child) == result.stats["forks"] > 0, key
+            assert result.text == truth[key], key
+    assert eng.detokenize([child]) == CHILD
+
+
+def test_bad_payload_fails_that_page_only(engine, truth: dict) -> None:
     key = sorted(truth)[0]
     good = PageRequest(key, engine.preparer()(_image(*key)))
     bad = PageRequest("bad", "not tiles")
@@ -87,7 +121,7 @@ def test_bad_payload_fails_that_page_only(engine, truth: dict) -> None:  # noqa:
     assert results[key].text == truth[key]
 
 
-def test_grey_pages_give_the_same_text_as_one_or_three_channels(engine, truth: dict) -> None:  # noqa: ANN001
+def test_grey_pages_give_the_same_text_as_one_or_three_channels(engine, truth: dict) -> None:
     prepare = engine.preparer()
     grey = {key: prepare(_image(*key)) for key in sorted(truth)}
     assert all(tiles.shape[-1] == 1 for tiles in grey.values())  # the samples are grey pages
@@ -101,7 +135,7 @@ def test_grey_pages_give_the_same_text_as_one_or_three_channels(engine, truth: d
     assert texts[1] == texts[3] == truth
 
 
-def test_two_channel_tiles_fail_that_page_only(engine, truth: dict) -> None:  # noqa: ANN001
+def test_two_channel_tiles_fail_that_page_only(engine, truth: dict) -> None:
     key = sorted(truth)[0]
     tiles = engine.preparer()(_image(*key))
     two = np.repeat(tiles, 2, axis=3)
@@ -155,13 +189,13 @@ def test_unknown_engine_option_is_one_line() -> None:
     assert str(caught.value) == "torch engine: unknown engine option schedul; it takes schedule"
 
 
-def test_a_live_source_yielding_none_gives_the_same_texts(engine, truth: dict) -> None:  # noqa: ANN001
+def test_a_live_source_yielding_none_gives_the_same_texts(engine, truth: dict) -> None:
     """None from the source means "no request now": the engine keeps decoding what it has and
     asks again; with nothing in flight it asks again at once."""
     prepare = engine.preparer()
     seen: list = []
 
-    def live():  # noqa: ANN202
+    def live():
         yield None
         for number, key in enumerate(sorted(truth)):
             nones = 0

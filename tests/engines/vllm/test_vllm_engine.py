@@ -29,6 +29,7 @@ import pytest
 from PIL import Image
 
 from tests.helpers.paths import FIXTURES
+from tests.helpers.streaming import joined, run_streaming
 from tests.helpers.vllm import (
     CHILD_RUN,
     CYCLE,
@@ -105,17 +106,34 @@ def _torch(config: EngineConfig) -> EngineConfig:
 
 def _torch_texts(model: Path, fork: bool, pages, **overrides: object) -> dict:
     with create_engine("torch", _torch(vllm_config(model, fork=fork, **overrides))) as engine:
-        return {k: (r.text, r.finish_reason) for k, r in _run(engine, pages).items()}
+        return _texts(_run(engine, pages))
+
+
+def _texts(results: dict) -> dict:
+    return {k: (r.text, r.finish_reason) for k, r in results.items()}
 
 
 @pytest.fixture(scope="module")
-def torch_fork(pages) -> dict:
-    return _torch_texts(TINY, True, pages)
+def torch_fork_streamed(pages) -> tuple[dict, dict]:
+    """The torch engine's results and what it streamed through on_tokens, page by page."""
+    with create_engine("torch", _torch(vllm_config(TINY, fork=True))) as engine:
+        return run_streaming(engine, pages)
 
 
 @pytest.fixture(scope="module")
-def torch_plain(pages) -> dict:
-    return _torch_texts(TINY, False, pages)
+def torch_plain_streamed(pages) -> tuple[dict, dict]:
+    with create_engine("torch", _torch(vllm_config(TINY, fork=False))) as engine:
+        return run_streaming(engine, pages)
+
+
+@pytest.fixture(scope="module")
+def torch_fork(torch_fork_streamed) -> dict:
+    return _texts(torch_fork_streamed[0])
+
+
+@pytest.fixture(scope="module")
+def torch_plain(torch_plain_streamed) -> dict:
+    return _texts(torch_plain_streamed[0])
 
 
 @pytest.fixture(scope="module")
@@ -164,6 +182,40 @@ def test_forking_pages_give_the_torch_engines_text(forking_results, torch_forkin
         assert result.text.count("<FORK>") == forks * len(range(CHILD_RUN, MAX_TOKENS, CYCLE))
         assert result.finish_reason == FINISH_LENGTH  # every branch ran into max_tokens
         assert result.stats["truncated_branches"] == forks + 1
+
+
+# ----------------------------------------------------------------- streaming through on_tokens
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "plain"])
+def test_on_tokens_streams_the_ids_the_text_is_decoded_from(
+    fork, vllm_fork, vllm_plain, torch_fork_streamed, torch_plain_streamed, pages
+) -> None:
+    engine = vllm_fork if fork else vllm_plain
+    results, calls = run_streaming(engine, pages)
+    _, torch_calls = torch_fork_streamed if fork else torch_plain_streamed
+    assert set(results) == set(torch_calls)
+    for key, result in results.items():
+        streamed = joined(calls[key])
+        assert engine.detokenize(streamed) == result.text, key
+        assert len(streamed) == result.output_tokens, key
+        # The very ids the torch engine streamed for the page (its text is the same).
+        assert streamed == joined(torch_calls[key]), key
+        assert 1 < len(calls[key]) <= result.stats["decoding_steps"], key
+
+
+def test_on_tokens_streams_a_page_while_its_children_decode(
+    vllm_forking, torch_forking, pages
+) -> None:
+    results, calls = run_streaming(vllm_forking, pages)
+    for key, result in results.items():
+        streamed = joined(calls[key])
+        assert vllm_forking.detokenize(streamed) == result.text == torch_forking[key][0], key
+        assert len(streamed) == result.output_tokens, key
+        # The parent's first <FORK> is its token 41; its child runs MAX_TOKENS steps, one token
+        # each, and the page streams it as it comes: a call per step at least until it ends.
+        assert vllm_forking.detokenize(streamed[PARENT_RUN + 1 : PARENT_RUN + 2]) == "<CHILD>"
+        assert len(calls[key]) >= MAX_TOKENS, key
 
 
 # ------------------------------------------------------------------ prefix cache and encoder
