@@ -223,6 +223,7 @@ async def _chat(service: Service, request: Request) -> Response:
         try:
             service.pages.submit(ticket, payload)
         except QueueClosed:
+            ticket.release()
             raise WireError(503, SHUTTING_DOWN) from None
         del payload
     finally:

@@ -14,6 +14,28 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 # Status label of a request whose client closed the connection before its answer (nginx's code).
 CLIENT_CLOSED = 499
+# Counters summed over pages: the PageResult field or stat, the metric, its help.
+_PAGE_COUNTERS = (
+    ("prompt_tokens", "hpdparse_prompt_tokens", "Prompt tokens of decoded pages"),
+    ("output_tokens", "hpdparse_output_tokens", "Tokens decoded (children included)"),
+    ("forks", "hpdparse_forks", "Child branches forked at <FORK>"),
+    (
+        "child_prompt_tokens",
+        "hpdparse_prefix_cache_queries",
+        "Prompt tokens of child branches looked up in the prefix cache",
+    ),
+    (
+        "cached_tokens",
+        "hpdparse_prefix_cache_hits",
+        "Prompt tokens of child branches served from the prefix cache",
+    ),
+    ("drafted_tokens", "hpdparse_spec_decode_draft_tokens", "Tokens drafted by the P-MTP head"),
+    (
+        "accepted_tokens",
+        "hpdparse_spec_decode_accepted_tokens",
+        "Drafted tokens the model accepted",
+    ),
+)
 
 
 class ServeMetrics:
@@ -55,32 +77,7 @@ class ServeMetrics:
             registry=registry,
         )
         self._counters = {
-            stat: Counter(name, text, registry=registry)
-            for stat, name, text in (
-                ("prompt_tokens", "hpdparse_prompt_tokens", "Prompt tokens of decoded pages"),
-                ("output_tokens", "hpdparse_output_tokens", "Tokens decoded (children included)"),
-                ("forks", "hpdparse_forks", "Child branches forked at <FORK>"),
-                (
-                    "child_prompt_tokens",
-                    "hpdparse_prefix_cache_queries",
-                    "Prompt tokens of child branches looked up in the prefix cache",
-                ),
-                (
-                    "cached_tokens",
-                    "hpdparse_prefix_cache_hits",
-                    "Prompt tokens of child branches served from the prefix cache",
-                ),
-                (
-                    "drafted_tokens",
-                    "hpdparse_spec_decode_draft_tokens",
-                    "Tokens drafted by the P-MTP head",
-                ),
-                (
-                    "accepted_tokens",
-                    "hpdparse_spec_decode_accepted_tokens",
-                    "Drafted tokens the model accepted",
-                ),
-            )
+            stat: Counter(name, text, registry=registry) for stat, name, text in _PAGE_COUNTERS
         }
 
     def count_request(self, route: str, status: int) -> None:
