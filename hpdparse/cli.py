@@ -27,7 +27,7 @@ from hpdparse.runner.settings import (
     DEFAULT_DPI,
     MAX_AUTO_WORKERS,
 )
-from hpdparse.serve.server import DEFAULT_MAX_QUEUED
+from hpdparse.serve import settings as serve_settings
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.report import EXIT_FAILED, EXIT_INTERRUPTED, RunReport, print_summary
 
@@ -365,13 +365,31 @@ def render(**kw: Any) -> None:
     show_default=True,
     help="In-process engine that decodes the pages.",
 )
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option(
+    "--host",
+    default=serve_settings.DEFAULT_HOST,
+    show_default=True,
+    help="Address to listen on: an IPv4 or IPv6 address (:: for every interface) or a name.",
+)
 @click.option(
     "--port",
     type=click.IntRange(0, 65535),
-    default=8118,
+    default=serve_settings.DEFAULT_PORT,
     show_default=True,
     help="Port to listen on; 0 picks a free one.",
+)
+@click.option(
+    "--uds",
+    type=click.Path(dir_okay=False),
+    help="Listen on this Unix socket instead of --host/--port.",
+)
+@click.option(
+    "--api-key",
+    "api_keys",
+    multiple=True,
+    help="Key clients must send as 'Authorization: Bearer KEY' (repeatable; default: the "
+    f"{serve_settings.API_KEY_ENV} variable; none: no key needed). /health and /metrics "
+    "stay open.",
 )
 @click.option(
     "--served-model-name",
@@ -387,35 +405,70 @@ def render(**kw: Any) -> None:
 @click.option(
     "--max-queued",
     type=click.IntRange(1, None),
-    default=DEFAULT_MAX_QUEUED,
+    default=serve_settings.DEFAULT_MAX_QUEUED,
     show_default=True,
-    help="Pages held in memory (decoded, tiled, queued) before the engine takes them; "
+    help="Pages held in memory (read, decoded, tiled, queued) before the engine takes them; "
     "further requests wait.",
+)
+@click.option(
+    "--max-waiting",
+    type=click.IntRange(1, None),
+    default=serve_settings.DEFAULT_MAX_WAITING,
+    show_default=True,
+    help="Requests that may wait for room (see --max-queued); one more gets HTTP 503 at once.",
+)
+@click.option(
+    "--max-request-mb",
+    type=click.FloatRange(0.01, None),
+    default=serve_settings.DEFAULT_MAX_REQUEST_MB,
+    show_default=True,
+    help="Largest request body in MB; a larger one gets HTTP 413 before it is read.",
+)
+@click.option(
+    "--shutdown-timeout",
+    type=click.FloatRange(0, None),
+    default=serve_settings.DEFAULT_SHUTDOWN_TIMEOUT,
+    show_default=True,
+    help="Seconds a stop (SIGTERM, Ctrl-C) lets accepted pages finish; the rest get HTTP 503.",
 )
 @_decode_options
 @click.option("-v", "--verbose", is_flag=True, help="Log every request.")
 def serve(**kw: Any) -> None:
-    """Serve HPD parsing as an OpenAI-compatible API (GET /v1/models, POST
-    /v1/chat/completions), for `hpdparse convert --engine openai --server URL`.
+    """Serve HPD parsing as an OpenAI-compatible API, for clients such as `hpdparse convert
+    --engine openai --server URL` or the official openai client.
 
     \b
-    A request is one page: a user message with the page as a PNG or JPEG data URL (and
-    optionally the HPD instruction); the answer's content is the page's raw HPD text.
-    Sampling is greedy and --max-tokens applies to every page (a request's temperature and
-    max_tokens are not used). Prints "serving MODEL on URL" when ready; runs until Ctrl-C or
-    SIGTERM, which answers the pages still decoding with HTTP 503.
+    POST /v1/chat/completions: one page per request, a user message with the page as a PNG or
+      JPEG data URL (and optionally the HPD instruction); the answer's content is the page's
+      raw HPD text. stream: true sends it as server-sent events while the page decodes.
+      Decoding is greedy (temperature must be 0 or left out); a request's max_tokens applies
+      up to --max-tokens.
+    GET /v1/models, GET /health (200 when the engine is up, 503 while it starts or the server
+      stops), GET /metrics (Prometheus).
+    Prints "serving MODEL on URL" when ready; runs until Ctrl-C or SIGTERM (see
+    --shutdown-timeout).
     """
     import logging
 
     from hpdparse.engines.base import EngineConfig
-    from hpdparse.serve.server import HpdServer
-    from hpdparse.serve.server import serve as run_server
+    from hpdparse.serve.settings import ServeSettings, api_keys_from
 
+    try:
+        from hpdparse.serve.server import HpdServer
+        from hpdparse.serve.server import serve as run_server
+    except ImportError as exc:
+        _fail(
+            HpdparseError(
+                f"hpdparse serve needs starlette, uvicorn and prometheus_client ({exc}); "
+                "install them with: pip install 'hpdparse[serve]'"
+            ),
+            kw["verbose"],
+        )
     logging.basicConfig(
         level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if kw["verbose"]:
-        logging.getLogger("hpdparse.serve.server").setLevel(logging.DEBUG)
+        logging.getLogger("hpdparse.serve").setLevel(logging.DEBUG)
     config = EngineConfig(
         model=kw["model"],
         fork=not kw["no_fork"],
@@ -425,16 +478,19 @@ def serve(**kw: Any) -> None:
         device=kw["device"],
         dtype=kw["dtype"],
     )
-    server = HpdServer(
-        kw["engine"],
-        config,
-        options=kw["engine_options"],
+    settings = ServeSettings(
         host=kw["host"],
         port=kw["port"],
+        uds=kw["uds"],
         served_model_name=kw["served_model_name"],
+        api_keys=api_keys_from(kw["api_keys"]),
         batch_size=kw["batch_size"],
         max_queued=kw["max_queued"],
+        max_waiting=kw["max_waiting"],
+        max_request_bytes=int(kw["max_request_mb"] * 2**20),
+        shutdown_timeout=kw["shutdown_timeout"],
     )
+    server = HpdServer(kw["engine"], config, settings, options=kw["engine_options"])
     try:
         code = run_server(server, lambda line: click.echo(line))
     except (HpdparseError, ValueError, OSError) as exc:

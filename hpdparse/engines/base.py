@@ -8,6 +8,7 @@ iterator of requests to `engine.run(...)`. The engine pulls requests as it has r
 
 from __future__ import annotations
 
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +21,8 @@ from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEF
 from hpdparse.hpd.protocol import FINISH_ERROR as FINISH_ERROR  # re-exported: PageResult's values
 from hpdparse.hpd.protocol import FINISH_LENGTH as FINISH_LENGTH
 from hpdparse.hpd.protocol import FINISH_STOP as FINISH_STOP
+
+CANCELLED = "cancelled"  # the error of a page dropped because its PageRequest.cancel was set
 
 
 @dataclass
@@ -71,11 +74,17 @@ class PageRequest:
     (see hpd/fork_tree.py). The calls' ids, concatenated, are exactly the ids the page's
     `PageResult.text` is decoded from (`Engine.detokenize` turns them into text); a page that
     fails ends with an error result whatever was streamed. An exception it raises ends the run.
+
+    `max_tokens` lowers the engine's token limit for this page (never raises it). `cancel`, once
+    set (from any thread), makes the vllm and torch engines drop the page between steps: its
+    requests are freed and its result has finish_reason FINISH_ERROR and error CANCELLED.
     """
 
     key: Hashable
     payload: Any
     on_tokens: Callable[[list[int]], None] | None = None
+    max_tokens: int | None = None
+    cancel: threading.Event | None = None
 
 
 @dataclass
@@ -96,6 +105,20 @@ class PageResult:
     @property
     def ok(self) -> bool:
         return self.finish_reason != FINISH_ERROR
+
+
+def cancelled_result(key: Hashable, prompt_tokens: int = 0, seconds: float = 0.0) -> PageResult:
+    """The result of a page dropped because its request was cancelled."""
+    return PageResult(
+        key, "", FINISH_ERROR, error=CANCELLED, prompt_tokens=prompt_tokens, seconds=seconds
+    )
+
+
+def page_token_limit(request: PageRequest, configured: int) -> int:
+    """The token limit for one page: the engine's, or the request's when lower."""
+    if request.max_tokens is None:
+        return configured
+    return max(1, min(configured, request.max_tokens))
 
 
 class Engine(ABC):
@@ -154,7 +177,8 @@ class Engine(ABC):
         should block there until a request arrives, and end with StopIteration). next() runs
         in the thread that iterates the results, between engine steps. An exception raised by
         next() ends the run: the engine drops its pages in flight and the exception propagates.
-        The vllm and torch engines support None; the openai engine does not."""
+        The vllm and torch engines support None, and honour PageRequest.max_tokens and
+        PageRequest.cancel; the openai engine does none of these."""
 
     def __enter__(self) -> Engine:
         self.start()

@@ -1,1 +1,18 @@
-"""`hpdparse serve`: an OpenAI-compatible HPD server on the in-process engines."""
+"""`hpdparse serve`: an OpenAI-compatible HPD server on an in-process engine (vllm or torch).
+
+A request flows through these modules in this order:
+
+    wire.py        the OpenAI chat-completions JSON shapes (shared with --engine openai)
+    auth.py        API keys (Bearer, constant-time), before anything else
+    app.py         the HTTP app: routes, size limit, a place in the queue, errors
+    pages.py       what this server decodes for a request; the page image out of it
+    queue.py       the bounded page queue and the engine thread (queue.EngineLoop)
+    answers.py     the engine's results back to the request: JSON or a server-sent event stream
+    detokenize.py  a streamed page's text, piece by piece
+    metrics.py     /metrics (Prometheus)
+    settings.py    the options and their defaults
+    server.py      the lifecycle: socket, uvicorn thread, engine thread, drain at a signal
+
+Importing this package, or wire.py, is cheap: the HTTP stack and the engines load only in
+server.py and app.py.
+"""

@@ -25,6 +25,7 @@ from hpdparse.engines.registry import (
 )
 from hpdparse.errors import EngineError
 from hpdparse.serve.server import HpdServer
+from hpdparse.serve.settings import ServeSettings
 from tests.helpers.paths import SAMPLES
 
 
@@ -60,7 +61,7 @@ def test_cli_choices_and_help_come_from_the_registry() -> None:
 
 
 def test_serve_refuses_an_engine_without_live_sources() -> None:
-    server = HpdServer("openai", EngineConfig(), port=0)
+    server = HpdServer("openai", EngineConfig(), ServeSettings(port=0))
     with pytest.raises(EngineError, match="--engine openai cannot serve"):
         server.start()
     result = CliRunner().invoke(main, ["serve", "--engine", "openai"])

@@ -1,7 +1,9 @@
 """A fake HPD server for tests: a real HTTP server on 127.0.0.1 (a free port) that speaks the
 OpenAI chat-completions protocol and answers raw HPD page streams, like the vendor's vLLM image.
 
-It stands in for a network peer, so it imports nothing from hpdparse.
+It stands in for a network peer, so the only part of hpdparse it imports is the wire format
+(`hpdparse.serve.wire`: request, completion and error shapes), which the official `openai` client
+checks independently in tests/serve.
 
     from tests.helpers.fakeserver import FakeHPDServer
 
@@ -67,8 +69,6 @@ figures run it in its own process: `python -m tests.helpers.fakeserver --port 81
 from __future__ import annotations
 
 import argparse
-import base64
-import binascii
 import collections
 import contextlib
 import hashlib
@@ -87,6 +87,8 @@ from pathlib import Path
 
 import pymupdf
 from PIL import Image, ImageSequence
+
+from hpdparse.serve import wire
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES_DIR = REPO / "samples"
@@ -325,37 +327,20 @@ def _prompt_tokens(size: tuple[int, int], prompt: str) -> int:
 # ---------------------------------------------------------------- HTTP
 
 
-class _BadRequest(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 def _error_body(status: int, message: str) -> bytes:
-    kind = {400: "BadRequestError", 404: "NotFoundError"}.get(status, "InternalServerError")
-    return json.dumps({"error": {"message": message, "type": kind, "code": status}}).encode()
+    return json.dumps(wire.error_body(status, message)).encode()
 
 
-def _decode_image(body: dict) -> tuple[Image.Image, str]:
-    """The page image and the instruction text of an OpenAI chat request."""
+def _decode_image(request: wire.ChatRequest) -> Image.Image:
+    """The page image of a chat request (wire.WireError 400 when there is not one)."""
+    if len(request.image_urls) != 1:
+        raise wire.WireError(400, f"expected one image_url part, got {len(request.image_urls)}")
     try:
-        content = body["messages"][-1]["content"]
-        parts = content if isinstance(content, list) else []
-        urls = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
-        texts = [p["text"] for p in parts if p.get("type") == "text"]
-    except (KeyError, IndexError, TypeError, AttributeError):
-        raise _BadRequest(400, "messages must hold a user message with content parts") from None
-    if len(urls) != 1:
-        raise _BadRequest(400, f"expected one image_url part, got {len(urls)}")
-    header, _, data = urls[0].partition(",")
-    if not header.startswith("data:image/") or not header.endswith(";base64"):
-        raise _BadRequest(400, "image_url must be a base64 data URL")
-    try:
-        image = Image.open(io.BytesIO(base64.b64decode(data, validate=True)))
+        image = Image.open(io.BytesIO(wire.data_url_bytes(request.image_urls[0])))
         image.load()
-    except (binascii.Error, OSError, ValueError) as error:
-        raise _BadRequest(400, f"cannot decode the image: {error}") from None
-    return image, " ".join(texts)
+    except (OSError, ValueError) as error:
+        raise wire.WireError(400, f"cannot decode the image: {error}") from None
+    return image
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -377,7 +362,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib name
         fake = self.server.fake
-        if self.path.rstrip("/") == "/v1/models":
+        if self.path.rstrip("/") == "/v1" + wire.MODELS_PATH:
             with fake._lock:
                 fake.models_count += 1
             if fake.models_fault == "garbage":
@@ -385,8 +370,8 @@ class _Handler(BaseHTTPRequestHandler):
             elif fake.models_fault:
                 self._send(int(fake.models_fault), _error_body(int(fake.models_fault), "fault"))
             else:
-                data = [{"id": m, "object": "model", "owned_by": "fakeserver"} for m in fake.models]
-                self._send(200, json.dumps({"object": "list", "data": data}).encode())
+                models = [{"id": m, "owned_by": "fakeserver"} for m in fake.models]
+                self._send(200, json.dumps(wire.model_list(models)).encode())
         elif self.path == "/health":
             self._send(200, b"", "text/plain")
         else:
@@ -395,7 +380,7 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 - stdlib name
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
-        if self.path.rstrip("/") != "/v1/chat/completions":
+        if self.path.rstrip("/") != "/v1" + wire.CHAT_COMPLETIONS_PATH:
             self._send(404, _error_body(404, f"no route {self.path}"))
             return
         self.server.fake._answer_chat(self, raw)
@@ -503,8 +488,8 @@ class FakeHPDServer:
     def _answer_chat(self, handler: _Handler, raw: bytes) -> None:
         try:
             request = self._read_chat(raw)
-        except _BadRequest as error:
-            handler._send(error.status, _error_body(error.status, str(error)))
+        except wire.WireError as error:
+            handler._send(error.status, json.dumps(error.body()).encode())
             return
         try:
             self._respond(handler, request)
@@ -514,25 +499,21 @@ class FakeHPDServer:
 
     def _read_chat(self, raw: bytes) -> ChatRequest:
         """Parse, log and count one chat request; take its fault from the queue ("ok": none)."""
-        try:
-            body = json.loads(raw)
-        except ValueError:
-            raise _BadRequest(400, "the request body is not JSON") from None
-        if not isinstance(body, dict):
-            raise _BadRequest(400, "the request body must be a JSON object")
-        model = str(body.get("model"))
+        chat = wire.read_chat_request(raw)
+        body = chat.body
+        model = str(chat.model)
         if model not in self.models:
-            raise _BadRequest(404, f"The model `{model}` does not exist.")
-        image, prompt = _decode_image(body)
+            raise wire.WireError(404, f"The model `{model}` does not exist.")
+        image = _decode_image(chat)
         fingerprint = image_fingerprint(image)
         page_id = self.index.identify(image) if len(self.index) else None
         with self._lock:
             request = ChatRequest(
                 number=len(self._requests),
                 model=model,
-                prompt=prompt,
-                max_tokens=body.get("max_tokens"),
-                temperature=body.get("temperature"),
+                prompt=chat.text,
+                max_tokens=chat.max_tokens,
+                temperature=chat.temperature,
                 size=image.size,
                 fingerprint=fingerprint,
                 page_id=page_id,
@@ -605,24 +586,13 @@ class FakeHPDServer:
         output_tokens = math.ceil(len(text) / CHARS_PER_TOKEN)
         if finish_reason == "length" and isinstance(limit, int):
             output_tokens = limit
-        completion = {
-            "id": f"chatcmpl-fake-{request.number}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": request.model,
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": text},
-                    "finish_reason": finish_reason,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": output_tokens,
-                "total_tokens": prompt_tokens + output_tokens,
-            },
-        }
+        completion = wire.completion(
+            f"chatcmpl-fake-{request.number}",
+            request.model,
+            text,
+            finish_reason,
+            wire.usage(prompt_tokens, output_tokens),
+        )
         return json.dumps(completion).encode()
 
 

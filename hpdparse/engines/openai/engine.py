@@ -30,7 +30,6 @@ name; the name recorded with the pages stays the one asked for.
 from __future__ import annotations
 
 import asyncio
-import base64
 import concurrent.futures
 import json
 import logging
@@ -69,6 +68,7 @@ from hpdparse.engines.openai.options import API_KEY_VARIABLE, OpenAIOptions
 from hpdparse.engines.options import EngineOptions
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MODEL, ENDOFTEXT, IM_END, instruction
+from hpdparse.serve import wire
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -129,20 +129,13 @@ def _one_line(text: object, limit: int = _MAX_MESSAGE_CHARS) -> str:
 
 
 def _server_message(response: httpx.Response) -> str:
-    """The error text of an error response: OpenAI's {"error": {"message"}}, vLLM's
-    {"message"}, FastAPI's {"detail"}, or the body itself."""
+    """The error text of an error response (see wire.error_message), or the body itself."""
     try:
         data = response.json()
     except ValueError:
         return _one_line(response.text) or "(empty body)"
-    if isinstance(data, dict):
-        error = data.get("error")
-        if isinstance(error, dict) and error.get("message"):
-            return _one_line(error["message"])
-        for field in ("message", "detail", "error"):
-            if data.get(field):
-                return _one_line(str(data[field]))
-    return _one_line(json.dumps(data))
+    message = wire.error_message(data)
+    return _one_line(message if message is not None else json.dumps(data))
 
 
 def _describe_transport_error(error: Exception, timeout: float) -> str:
@@ -164,10 +157,6 @@ def _after(retries: int) -> str:
     if retries == 0:
         return ""
     return f" after {retries} retr{'y' if retries == 1 else 'ies'}"
-
-
-class _GarbageAnswer(Exception):
-    """A 2xx answer that is not a usable chat completion."""
 
 
 class OpenAIEngine(Engine):
@@ -243,9 +232,8 @@ class OpenAIEngine(Engine):
 
     def _served_models(self, response: httpx.Response) -> list[str]:
         try:
-            data = response.json()["data"]
-            return [str(entry["id"]) for entry in data]
-        except (ValueError, KeyError, TypeError):
+            return wire.read_model_ids(response.json())
+        except ValueError:  # not JSON, or wire.NotACompletion
             raise EngineError(
                 f"HPD server at {self.server} answered GET /models with something that is not "
                 f"an OpenAI model list: {_one_line(response.text, 80)}"
@@ -274,26 +262,19 @@ class OpenAIEngine(Engine):
         if isinstance(payload, Image.Image):
             payload = encode_page_png(payload)
         if isinstance(payload, (bytes, bytearray, memoryview)):
-            url = "data:image/png;base64," + base64.b64encode(payload).decode("ascii")
+            url = wire.image_data_url(bytes(payload))
         elif isinstance(payload, str) and payload.startswith("data:"):
             url = payload
         else:
             raise TypeError(f"page payload is {type(payload).__name__}, not PNG bytes")
-        body = {
-            "model": self.model,
-            "messages": [
-                {
-                    "role": "user",
-                    "content": [
-                        {"type": "image_url", "image_url": {"url": url}},
-                        {"type": "text", "text": self.prompt},
-                    ],
-                }
-            ],
-            "temperature": 0,
-            "max_tokens": self.config.max_tokens,
-            **self._extra_body,
-        }
+        body = wire.chat_request(
+            self.model,
+            url,
+            self.prompt,
+            max_tokens=self.config.max_tokens,
+            temperature=0,
+            extra=self._extra_body,
+        )
         return json.dumps(body).encode("ascii")
 
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
@@ -410,7 +391,7 @@ class OpenAIEngine(Engine):
     ) -> PageResult:
         try:
             text, finish_reason, usage = _read_completion(response)
-        except _GarbageAnswer as error:
+        except wire.NotACompletion as error:
             return self._error(key, f"server {self.server}: {error}", retries, seconds)
         if finish_reason in _ERROR_FINISH_REASONS:
             message = f"server {self.server}: answer ended with finish_reason {finish_reason!r}"
@@ -436,19 +417,11 @@ def _read_completion(response: httpx.Response) -> tuple[str, str | None, dict[st
     try:
         data = response.json()
     except ValueError:
-        raise _GarbageAnswer(
+        raise wire.NotACompletion(
             f"answer is not JSON: {_one_line(response.text, 80) or '(empty body)'}"
         ) from None
-    choices = data.get("choices") if isinstance(data, dict) else None
-    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        raise _GarbageAnswer(f"answer has no choices: {_one_line(response.text, 80)}")
-    message = choices[0].get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(content, str):
-        raise _GarbageAnswer(f"answer has no text content: {_one_line(json.dumps(message), 80)}")
-    finish_reason = choices[0].get("finish_reason")
-    usage = data.get("usage")
-    return content, finish_reason, usage if isinstance(usage, dict) else {}
+    answer = wire.read_completion(data)
+    return answer.content, answer.finish_reason, answer.usage
 
 
 def _count(usage: dict[str, Any], field: str) -> int:

@@ -64,6 +64,7 @@ class PageJob:
     key: Hashable
     prompt_ids: list[int]
     image_embeds: torch.Tensor  # (number of <IMG_CONTEXT> tokens, hidden)
+    max_tokens: int | None = None  # per branch; None: DecodeOptions.max_tokens
 
 
 @dataclass
@@ -323,7 +324,7 @@ class HpdDecoder:
         budgets = []
         for b in branches:
             room = min(
-                opts.max_tokens - len(b.tokens),
+                self._max_tokens(b) - len(b.tokens),
                 opts.max_model_len - b.length - 1,
             )
             budgets.append(max(0, min(opts.num_speculative_tokens, room - 1)))
@@ -352,10 +353,13 @@ class HpdDecoder:
         for child in tree.absorb(b.node, [token]):
             if not child.finished:
                 b.page.children.append(_Branch(b.page, child, b.prefix_until(position)))
-        if len(b.tokens) >= opts.max_tokens or position + 1 >= opts.max_model_len:
+        if len(b.tokens) >= self._max_tokens(b) or position + 1 >= opts.max_model_len:
             tree.finish(b.node, FINISH_LENGTH)
             return
         b.pending = token
+
+    def _max_tokens(self, b: _Branch) -> int:
+        return b.page.job.max_tokens or self.options.max_tokens
 
     def _keep(self, b: _Branch, n: int) -> None:
         """Append the first n new cache entries of the last forward pass to the branch."""

@@ -16,7 +16,14 @@ from typing import Any
 import numpy as np
 from PIL import Image
 
-from hpdparse.engines.base import FINISH_ERROR, EngineConfig, PageRequest, PageResult
+from hpdparse.engines.base import (
+    FINISH_ERROR,
+    EngineConfig,
+    PageRequest,
+    PageResult,
+    cancelled_result,
+    page_token_limit,
+)
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.torch.options import TorchOptions
@@ -65,13 +72,16 @@ def pick_dtype(requested: str | None, device: str) -> Any:
 class _Live:
     """A page in the engine."""
 
-    def __init__(
-        self, key: Any, page: Any, started: float, on_tokens: Callable[[list[int]], None] | None
-    ) -> None:
-        self.key = key
+    def __init__(self, request: PageRequest, page: Any, started: float) -> None:
+        self.key = request.key
         self.page = page
         self.started = started
-        self.on_tokens = on_tokens
+        self.on_tokens = request.on_tokens
+        self.cancel = request.cancel
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel is not None and self.cancel.is_set()
 
     def stream(self) -> None:
         """Hand the page's newly settled tokens to its `on_tokens`, if any."""
@@ -161,8 +171,9 @@ class TorchEngine(LocalEngine):
             features = self._model.image_features(pixels)
             features = features.reshape(-1, features.shape[-1])
         prompt = self._prompts.build(features.shape[0], self.config.fork)
-        page = self._decoder.new_page(PageJob(request.key, prompt, features))
-        return _Live(request.key, page, time.monotonic(), request.on_tokens)
+        max_tokens = page_token_limit(request, self.config.max_tokens)
+        page = self._decoder.new_page(PageJob(request.key, prompt, features, max_tokens))
+        return _Live(request, page, time.monotonic())
 
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
         if self._model is None:
@@ -183,6 +194,9 @@ class TorchEngine(LocalEngine):
                     live.append(self._admit(request))
                 except Exception as exc:  # one bad page must not stop the others
                     yield PageResult(request.key, "", FINISH_ERROR, error=_one_line(exc))
+            for x in [x for x in live if x.cancelled]:
+                live.remove(x)
+                yield cancelled_result(x.key, seconds=time.monotonic() - x.started)
             if not live:
                 if exhausted:
                     return

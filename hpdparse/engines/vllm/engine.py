@@ -22,6 +22,7 @@ import dataclasses
 import functools
 import logging
 import os
+import threading
 import time
 import warnings
 from collections import deque
@@ -38,6 +39,8 @@ from hpdparse.engines.base import (
     EngineConfig,
     PageRequest,
     PageResult,
+    cancelled_result,
+    page_token_limit,
 )
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions, check_engine_options
@@ -83,6 +86,8 @@ class _Page:
     rendered: dict[str, Any]
     tree: ForkTree
     on_tokens: Callable[[list[int]], None] | None
+    max_tokens: int  # per branch
+    cancel: threading.Event | None = None
     requests: list[_Request] = field(default_factory=list)  # the parent's, then the children's
     steps: int = 0
     last_step: int = -1
@@ -273,6 +278,7 @@ class VllmEngine(LocalEngine):
         max_waiting = self._max_waiting()
         waiting_in_scheduler = self._waiting_counter() if max_waiting is not None else None
         branches: dict[str, _Request] = {}
+        cancellable: dict[int, _Page] = {}  # pages in flight whose request can be cancelled
         pages_in_flight = 0
         running_children = 0
         source = iter(requests)
@@ -350,6 +356,7 @@ class VllmEngine(LocalEngine):
                 rendered,
                 tree,
                 request.on_tokens,
+                page_token_limit(request, self.config.max_tokens),
             )
             budget = max_model_len - len(prompt_ids)
             if budget < 1:
@@ -364,10 +371,11 @@ class VllmEngine(LocalEngine):
             parent = _Request(page, tree.parent, f"page{number}")
             page.requests.append(parent)
             branches[parent.request_id] = parent
-            llm.add_request(
-                parent.request_id, rendered, params(min(self.config.max_tokens, budget))
-            )
+            llm.add_request(parent.request_id, rendered, params(min(page.max_tokens, budget)))
             pages_in_flight += 1
+            if request.cancel is not None:
+                page.cancel = request.cancel
+                cancellable[number] = page
             return None
 
         def fork(parent: _Request, branch: Branch) -> None:
@@ -388,15 +396,38 @@ class VllmEngine(LocalEngine):
                 child, engine_input, prompt_len = pending_children.popleft()
                 budget = max_model_len - prompt_len
                 llm.add_request(
-                    child.request_id, engine_input, params(min(self.config.max_tokens, budget))
+                    child.request_id, engine_input, params(min(child.page.max_tokens, budget))
                 )
                 running_children += 1
+
+        def drop_cancelled() -> Iterator[PageResult]:
+            """Abort the vLLM requests of pages whose request was cancelled; yield their results."""
+            nonlocal pages_in_flight, running_children
+            for page in [p for p in cancellable.values() if p.cancel and p.cancel.is_set()]:
+                del cancellable[page.number]
+                waiting = {c.request_id for c, _, _ in pending_children if c.page is page}
+                if waiting:
+                    kept = [entry for entry in pending_children if entry[0].page is not page]
+                    pending_children.clear()
+                    pending_children.extend(kept)
+                own = [r for r in page.requests if r.request_id in branches]
+                running = [r for r in own if r.request_id not in waiting]
+                running_children -= sum(1 for r in running if r.branch.is_child)
+                for request in own:
+                    del branches[request.request_id]
+                if running:
+                    llm.abort_request([r.request_id for r in running])
+                pages_in_flight -= 1
+                seconds = time.perf_counter() - page.started
+                yield cancelled_result(page.key, len(page.prompt_ids), seconds)
 
         try:
             while True:
                 # Children first: they finish pages, and they count as waiting for admission.
                 submit_children()
                 yield from admit_pages()
+                if cancellable:
+                    yield from drop_cancelled()
                 if not llm.has_unfinished_requests():
                     if pending_children:
                         continue
@@ -439,6 +470,7 @@ class VllmEngine(LocalEngine):
                             running_children -= 1
                         if page.tree.done:
                             finished_pages.append(page)
+                            cancellable.pop(page.number, None)
                 for page in stepped.values():
                     if page.on_tokens is not None:
                         settled = page.tree.take_settled()

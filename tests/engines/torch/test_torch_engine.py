@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
 from hpdparse.engines import EngineConfig, PageRequest, create_engine
+from hpdparse.engines.base import CANCELLED, FINISH_ERROR, FINISH_LENGTH
 from hpdparse.errors import EngineError
 from hpdparse.hpd.prompt import load_tokenizer
 from hpdparse.hpd.protocol import CHILD
@@ -211,3 +213,41 @@ def test_a_live_source_yielding_none_gives_the_same_texts(engine, truth: dict) -
     assert set(results) == set(truth)
     for key, result in results.items():
         assert result.text == truth[key], key
+
+
+def test_a_cancelled_page_is_dropped_between_steps(engine, truth: dict) -> None:  # noqa: ANN001
+    """PageRequest.cancel set while the page decodes: the engine drops it at its next step and
+    yields it as cancelled; the other pages are not touched."""
+    prepare = engine.preparer()
+    longest = max(sorted(truth), key=lambda key: len(truth[key]))
+    other = next(key for key in sorted(truth) if key != longest)
+    cancel = threading.Event()
+    rounds = 0
+
+    def live():  # noqa: ANN202
+        nonlocal rounds
+        yield PageRequest(longest, prepare(_image(*longest)), cancel=cancel)
+        while rounds < 5:  # one engine step per None: the page is decoding
+            rounds += 1
+            yield None
+        cancel.set()
+        yield PageRequest(other, prepare(_image(*other)))
+
+    results = list(engine.run(live(), max_in_flight=4))
+    assert [r.key for r in results] == [longest, other]
+    assert results[0].finish_reason == FINISH_ERROR and results[0].error == CANCELLED
+    assert results[1].text == truth[other]
+
+
+def test_a_request_may_lower_the_token_limit_but_not_raise_it(engine, truth: dict) -> None:  # noqa: ANN001
+    key = sorted(truth)[0]
+    tiles = engine.preparer()(_image(*key))
+    requests = [
+        PageRequest("five", tiles, max_tokens=5),
+        PageRequest("more", tiles, max_tokens=10**6),
+    ]
+    results = {r.key: r for r in engine.run(requests, max_in_flight=2)}
+    five = results["five"]
+    assert five.finish_reason == FINISH_LENGTH and five.stats["parent_tokens"] == 5
+    assert five.stats["child_tokens"] <= 5 * five.stats["forks"]
+    assert (results["more"].text, results["more"].finish_reason) == (truth[key], "stop")

@@ -19,6 +19,7 @@ import json
 import os
 import pickle
 import shutil
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -45,7 +46,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     pytest.skip(f"vllm is not installed ({exc})", allow_module_level=True)
 
 from hpdparse.engines import create_engine
-from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP, PageRequest
+from hpdparse.engines.base import CANCELLED, FINISH_LENGTH, FINISH_STOP, PageRequest
 from hpdparse.engines.vllm.engine import CPU_BLOCK_SIZE, VllmEngine
 from hpdparse.engines.vllm.options import DEFAULT_MAX_WAITING
 from hpdparse.errors import EngineError
@@ -93,8 +94,8 @@ def _run(engine, pages, max_in_flight: int = 4) -> dict:
     return results
 
 
-def _torch_texts(model: Path, fork: bool, pages) -> dict:
-    with create_engine("torch", vllm_config(model, fork=fork)) as engine:
+def _torch_texts(model: Path, fork: bool, pages, **overrides: object) -> dict:
+    with create_engine("torch", vllm_config(model, fork=fork, **overrides)) as engine:
         return _texts(_run(engine, pages))
 
 
@@ -528,3 +529,52 @@ def test_a_live_source_yielding_none_gives_the_same_texts(vllm_fork, torch_fork,
         seen.append(result.key)
         results[result.key] = result
     _assert_same(results, torch_fork)
+
+
+# ------------------------------------------------------------ cancelling, per-page token limit
+
+
+def test_a_cancelled_page_frees_its_vllm_requests_at_once(
+    vllm_forking, torch_forking, pages
+) -> None:
+    """PageRequest.cancel set while the page's parent and a child decode: the page's vLLM
+    requests are aborted at the next step and it comes back cancelled; the engine goes on."""
+    llm = vllm_forking.llm_engine
+    prepare = vllm_forking.preparer()
+    (key, image), (other, other_image) = pages[0], pages[1]
+    cancel = threading.Event()
+    branches_at_cancel = 0
+
+    def live():
+        nonlocal branches_at_cancel
+        yield PageRequest(key, prepare(image), cancel=cancel)
+        for _ in range(400):  # one step per None, until a child decodes beside the parent
+            if llm.get_num_unfinished_requests() >= 2:
+                break
+            yield None
+        branches_at_cancel = llm.get_num_unfinished_requests()
+        cancel.set()
+        yield None
+        yield PageRequest(other, prepare(other_image))
+
+    results = []
+    for result in vllm_forking.run(live(), max_in_flight=4):
+        if result.key == key:
+            assert not llm.has_unfinished_requests(), "the cancelled page's requests remain"
+        results.append(result)
+    assert branches_at_cancel >= 2
+    assert [r.key for r in results] == [key, other]
+    assert results[0].finish_reason == "error" and results[0].error == CANCELLED
+    assert (results[1].text, results[1].finish_reason) == torch_forking[other]
+
+
+def test_a_request_may_lower_the_token_limit(vllm_fork, pages) -> None:
+    limited = _torch_texts(TINY, True, pages[:1], max_tokens=5)
+    prepare = vllm_fork.preparer()
+    key, image = pages[0]
+    requests = [PageRequest(key, prepare(image), max_tokens=5), PageRequest("more", prepare(image))]
+    results = {r.key: r for r in vllm_fork.run(requests, max_in_flight=2)}
+    assert (results[key].text, results[key].finish_reason) == limited[key]
+    assert results[key].finish_reason == FINISH_LENGTH
+    assert results[key].stats["parent_tokens"] == 5
+    assert len(results["more"].text) > len(results[key].text)

@@ -1,0 +1,215 @@
+"""From a queued page to its HTTP answer: the ticket that brings the engine's news onto the event
+loop, the non-streamed JSON answer, and the server-sent event stream.
+
+A client that goes away (the connection closes) before its answer sets the ticket's `cancel`:
+the queue drops the page, or the engine drops it between two steps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from hpdparse.engines.base import CANCELLED, FINISH_ERROR, PageResult
+from hpdparse.serve import wire
+from hpdparse.serve.detokenize import IncrementalText
+from hpdparse.serve.metrics import CLIENT_CLOSED, ServeMetrics
+from hpdparse.serve.wire import WireError
+
+log = logging.getLogger(__name__)
+
+Outcome = PageResult | WireError
+
+
+class PageTicket:
+    """A page's way back to its request (implements queue.Ticket).
+
+    The engine-thread methods only hand over to the event loop; everything else runs there.
+    The ticket holds a place in the queue from its creation until the engine takes the page
+    (or the page ends first); `release` gives that place back.
+    """
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        max_tokens: int,
+        streamed: bool,
+        release: Callable[[], None],
+        metrics: ServeMetrics,
+    ) -> None:
+        self.cancel = threading.Event()
+        self.max_tokens = max_tokens
+        self.streamed = streamed
+        self.accepted = time.perf_counter()
+        self.outcome: asyncio.Future[Outcome] = loop.create_future()
+        self.taken_or_done = asyncio.Event()
+        self.changed = asyncio.Event()  # new tokens or the outcome
+        self._loop = loop
+        self._release = release
+        self._released = False
+        self._metrics = metrics
+        self._lock = threading.Lock()
+        self._token_ids: list[int] = []
+        self._wake_pending = False
+
+    # ---------------------------------------------------------------- engine thread
+    def taken(self) -> None:
+        self._call(self._on_taken)
+
+    def tokens(self, token_ids: list[int]) -> None:
+        with self._lock:
+            self._token_ids.extend(token_ids)
+            wake, self._wake_pending = not self._wake_pending, True
+        if wake:
+            self._call(self.changed.set)
+
+    def finish(self, result: PageResult) -> None:
+        self._call(self._resolve, result)
+
+    def fail(self, status: int, message: str) -> None:
+        self._call(self._resolve, WireError(status, message))
+
+    def _call(self, function: Callable[..., None], *args: Any) -> None:
+        with contextlib.suppress(RuntimeError):  # a closed event loop: the server is gone
+            self._loop.call_soon_threadsafe(function, *args)
+
+    # ------------------------------------------------------------------- event loop
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._release()
+
+    def take_tokens(self) -> list[int]:
+        with self._lock:
+            token_ids, self._token_ids = self._token_ids, []
+            self._wake_pending = False
+        self.changed.clear()
+        return token_ids
+
+    def _on_taken(self) -> None:
+        self.release()
+        self.taken_or_done.set()
+
+    def _resolve(self, outcome: Outcome) -> None:
+        self.release()
+        if self.outcome.done():
+            return
+        if isinstance(outcome, PageResult) and outcome.error != CANCELLED:
+            self._metrics.observe_page(outcome, time.perf_counter() - self.accepted)
+        self.outcome.set_result(outcome)
+        self.taken_or_done.set()
+        self.changed.set()
+
+
+async def disconnected(receive: Any) -> None:
+    """Returns when the client closes the connection (call once the body has been read)."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+
+
+async def first_of(awaitable: Any, client_gone: asyncio.Task[None]) -> bool:
+    """Wait for `awaitable` or the client leaving; True if the client left first."""
+    waiting = asyncio.ensure_future(awaitable)
+    try:
+        await asyncio.wait({waiting, client_gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not waiting.done():
+            waiting.cancel()
+    return not waiting.done()
+
+
+def error_of(outcome: Outcome) -> WireError | None:
+    """The error answer for an outcome, None for a decoded page."""
+    if isinstance(outcome, WireError):
+        return outcome
+    if outcome.finish_reason == FINISH_ERROR:
+        return WireError(500, outcome.error or "the page failed in the engine")
+    return None
+
+
+def page_usage(result: PageResult, max_tokens: int) -> dict[str, Any]:
+    """OpenAI usage, and the token limit the page was decoded with (a request's own, or the
+    server's --max-tokens when the request asked for more or nothing)."""
+    return wire.usage(result.prompt_tokens, result.output_tokens, max_tokens=max_tokens)
+
+
+class PageStream:
+    """The ASGI response of a streamed page (started once the engine has taken the page).
+    A client that leaves mid-stream cancels the page and counts as status 499."""
+
+    def __init__(
+        self,
+        ticket: PageTicket,
+        *,
+        model: str,
+        include_usage: bool,
+        detokenize: Callable[[list[int]], str],
+        client_gone: asyncio.Task[None],
+    ) -> None:
+        self.ticket = ticket
+        self.model = model
+        self.include_usage = include_usage
+        self.text = IncrementalText(detokenize)
+        self.client_gone = client_gone
+        self.id = wire.completion_id()
+        self.created = int(time.time())
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        headers = [
+            (b"content-type", b"text/event-stream; charset=utf-8"),
+            (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no"),  # nginx: pass events on as they come
+        ]
+        try:
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await self._events(send)
+        except OSError:  # the client went away while we wrote
+            pass
+        finally:
+            self.client_gone.cancel()
+            if not self.ticket.outcome.done():
+                self.ticket.cancel.set()
+                scope["hpdparse.status"] = CLIENT_CLOSED
+
+    async def _send(self, send: Any, data: bytes, more: bool = True) -> None:
+        await send({"type": "http.response.body", "body": data, "more_body": more})
+
+    def _chunk(self, **fields: Any) -> bytes:
+        return wire.sse_event(wire.chunk(self.id, self.model, self.created, **fields))
+
+    async def _events(self, send: Any) -> None:
+        ticket = self.ticket
+        await self._send(send, self._chunk(role="assistant", content=""))
+        while not ticket.outcome.done():
+            if await first_of(ticket.changed.wait(), self.client_gone):
+                return
+            delta = self.text.add(ticket.take_tokens())
+            if delta:
+                await self._send(send, self._chunk(content=delta))
+        outcome = ticket.outcome.result()
+        error = error_of(outcome)
+        if error is None:
+            assert isinstance(outcome, PageResult)
+            try:
+                rest = self.text.rest(outcome.text)
+            except ValueError as exc:
+                log.error("page %s: %s", outcome.key, exc)
+                error = WireError(500, f"internal error: {exc}")
+        if error is not None:
+            await self._send(send, wire.sse_event(error.body()))
+            await self._send(send, wire.SSE_DONE, more=False)
+            return
+        if rest:
+            await self._send(send, self._chunk(content=rest))
+        await self._send(send, self._chunk(finish_reason=outcome.finish_reason))
+        if self.include_usage:
+            usage = page_usage(outcome, ticket.max_tokens)
+            chunk = wire.usage_chunk(self.id, self.model, self.created, usage)
+            await self._send(send, wire.sse_event(chunk))
+        await self._send(send, wire.SSE_DONE, more=False)

@@ -1,0 +1,327 @@
+"""The HTTP app of `hpdparse serve` (Starlette, run by uvicorn): routes, limits, errors.
+
+``POST /v1/chat/completions`` goes: request size check (413 before the body is read) -> a place
+in the queue (requests wait for one, in arrival order; beyond `max_waiting` waiting, 503 at
+once) -> body read and checked (400/404) -> image decoded and prepared for the engine in a thread
+pool -> queued with a ticket -> answered as JSON or as a stream. ``GET /v1/models``,
+``GET /health`` (200 only while the engine is up) and ``GET /metrics``. Errors are OpenAI error
+bodies, also for unknown routes and methods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import enum
+import functools
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from hpdparse.serve import wire
+from hpdparse.serve.answers import (
+    PageStream,
+    PageTicket,
+    disconnected,
+    error_of,
+    first_of,
+    page_usage,
+)
+from hpdparse.serve.auth import ApiKeys, AuthMiddleware
+from hpdparse.serve.metrics import CLIENT_CLOSED, CONTENT_TYPE, ServeMetrics
+from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_image, describe
+from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue, QueueClosed
+from hpdparse.serve.settings import ServeSettings
+from hpdparse.serve.wire import WireError
+
+log = logging.getLogger(__name__)
+
+CHAT_ROUTE = "/v1" + wire.CHAT_COMPLETIONS_PATH
+MODELS_ROUTE = "/v1" + wire.MODELS_PATH
+ROUTES = (CHAT_ROUTE, MODELS_ROUTE, "/health", "/metrics")
+
+
+class State(enum.Enum):
+    STARTING = "starting"
+    READY = "ready"
+    DRAINING = "draining"
+    FAILED = "failed"
+
+
+@dataclass
+class Service:
+    """What the app serves with; `state` is set by the server."""
+
+    settings: ServeSettings
+    policy: PagePolicy
+    pages: PageQueue
+    engine: EngineLoop
+    prepare_pool: concurrent.futures.ThreadPoolExecutor
+    root_model: str
+    state: State = State.STARTING
+    created: int = 0
+
+    def __post_init__(self) -> None:
+        self.created = self.created or int(time.time())
+        self.admission = Admission(self.settings.max_queued, self.settings.max_waiting)
+        self.metrics = ServeMetrics(
+            in_engine=lambda: self.pages.in_engine,
+            queued=lambda: self.pages.queued,
+            waiting=lambda: self.admission.waiting,
+            up=lambda: self.state is State.READY and self.engine.up,
+        )
+
+
+class Admission:
+    """Places in the queue: at most `places` pages held outside the engine (being read,
+    decoded, prepared or queued); at most `max_waiting` requests wait for one."""
+
+    def __init__(self, places: int, max_waiting: int) -> None:
+        self._places = asyncio.Semaphore(places)
+        self.max_waiting = max_waiting
+        self.waiting = 0
+
+    async def enter(self) -> None:
+        if self.waiting >= self.max_waiting:
+            raise WireError(503, f"the server is busy ({self.waiting} requests waiting); retry")
+        self.waiting += 1
+        try:
+            await self._places.acquire()
+        finally:
+            self.waiting -= 1
+
+    def leave(self) -> None:
+        self._places.release()
+
+
+def build_app(service: Service) -> Any:
+    """The ASGI app: routes, OpenAI-style errors, request counting, API keys."""
+
+    async def not_found(request: Request, exc: Exception) -> Response:
+        status = exc.status_code if isinstance(exc, HTTPException) else 500
+        message = f"no route {request.method} {request.url.path}"
+        if status == 405:
+            message = f"{request.method} is not allowed on {request.url.path}"
+        return error_response(WireError(status, message))
+
+    routes = [
+        Route(CHAT_ROUTE, functools.partial(chat, service), methods=["POST"]),
+        Route(MODELS_ROUTE, functools.partial(models, service), methods=["GET"]),
+        Route("/health", functools.partial(health, service), methods=["GET"]),
+        Route("/metrics", functools.partial(metrics, service), methods=["GET"]),
+    ]
+    app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
+    guarded = AuthMiddleware(app, ApiKeys(service.settings.api_keys))
+    return CountRequests(guarded, service.metrics)
+
+
+class CountRequests:
+    """Counts each answered request by route and status (a route handler may override the
+    status it counts as in ``scope["hpdparse.status"]``)."""
+
+    def __init__(self, app: Any, metrics: ServeMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        sent: list[int] = []
+
+        async def counting_send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                sent.append(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, counting_send)
+        finally:
+            status = scope.get("hpdparse.status") or (sent[0] if sent else CLIENT_CLOSED)
+            self.metrics.count_request(_route_label(scope["path"]), status)
+
+
+def _route_label(path: str) -> str:
+    path = path.rstrip("/") or "/"
+    return path if path in ROUTES else "other"
+
+
+def error_response(error: WireError, **headers: str) -> Response:
+    return JSONResponse(error.body(), status_code=error.status, headers=headers or None)
+
+
+async def models(service: Service, request: Request) -> Response:
+    entry = {
+        "id": service.policy.model_name,
+        "created": service.created,
+        "owned_by": "hpdparse",
+        "root": service.root_model,
+    }
+    return JSONResponse(wire.model_list([entry]))
+
+
+async def health(service: Service, request: Request) -> Response:
+    up = service.state is State.READY and service.engine.up
+    return Response(status_code=200 if up else 503)
+
+
+async def metrics(service: Service, request: Request) -> Response:
+    return Response(service.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
+
+
+def _refusal(service: Service) -> WireError | None:
+    """Why the server takes no page now (shutting down, engine failed), if it does not."""
+    if service.state is State.DRAINING or service.pages.closed:
+        return WireError(503, SHUTTING_DOWN)
+    if service.state is State.FAILED or service.engine.error is not None:
+        return WireError(503, f"the engine failed: {describe(service.engine.error or '', 300)}")
+    return None
+
+
+async def chat(service: Service, request: Request) -> Response:
+    try:
+        return await _chat(service, request)
+    except WireError as error:
+        if error.status == 413:
+            return error_response(error, Connection="close")
+        return error_response(error)
+    except Exception as exc:  # a bug must still answer, in one line
+        log.exception("chat completion failed")
+        return error_response(WireError(500, f"internal error: {type(exc).__name__}: {exc}"))
+
+
+async def _chat(service: Service, request: Request) -> Response:
+    limit = service.settings.max_request_bytes
+    declared = request.headers.get("content-length")
+    if declared and declared.isdigit() and int(declared) > limit:
+        raise WireError(413, _too_large(int(declared), limit))
+    refusal = _refusal(service)
+    if refusal is not None:
+        raise refusal
+    await service.admission.enter()
+    ticket: PageTicket | None = None
+    try:
+        raw = await _read_body(request, limit)
+        ask = check_request(wire.read_chat_request(raw), service.policy)
+        del raw
+        await _engine_ready(service)
+        payload = await _prepare(service, ask)
+        ticket = PageTicket(
+            asyncio.get_running_loop(),
+            max_tokens=ask.max_tokens,
+            streamed=ask.stream,
+            release=service.admission.leave,
+            metrics=service.metrics,
+        )
+        try:
+            service.pages.submit(ticket, payload)
+        except QueueClosed:
+            ticket.release()
+            raise WireError(503, SHUTTING_DOWN) from None
+        del payload
+    finally:
+        if ticket is None:
+            service.admission.leave()
+    client_gone = asyncio.ensure_future(disconnected(request.receive))
+    if await first_of(ticket.taken_or_done.wait(), client_gone):
+        return _client_left(request, ticket)
+    if not ask.stream:
+        return await _answer(service, request, ticket, ask, client_gone)
+    error = error_of(ticket.outcome.result()) if ticket.outcome.done() else None
+    if error is not None:  # failed before the engine took it: a plain error answer
+        client_gone.cancel()
+        return error_response(error)
+    return PageStream(
+        ticket,
+        model=service.policy.model_name,
+        include_usage=ask.include_usage,
+        detokenize=service.engine.detokenize,
+        client_gone=client_gone,
+    )
+
+
+async def _answer(
+    service: Service,
+    request: Request,
+    ticket: PageTicket,
+    ask: PageAsk,
+    client_gone: asyncio.Task[None],
+) -> Response:
+    try:
+        if await first_of(asyncio.shield(ticket.outcome), client_gone):
+            return _client_left(request, ticket)
+    finally:
+        client_gone.cancel()
+    outcome = ticket.outcome.result()
+    error = error_of(outcome)
+    if error is not None:
+        return error_response(error)
+    body = wire.completion(
+        wire.completion_id(),
+        service.policy.model_name,
+        outcome.text,
+        outcome.finish_reason,
+        page_usage(outcome, ask.max_tokens),
+    )
+    return JSONResponse(body)
+
+
+def _client_left(request: Request, ticket: PageTicket) -> Response:
+    ticket.cancel.set()
+    request.scope["hpdparse.status"] = CLIENT_CLOSED
+    return Response(status_code=CLIENT_CLOSED)  # nobody reads it
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    async for part in request.stream():
+        size += len(part)
+        if size > limit:
+            raise WireError(413, _too_large(size, limit, at_least=True))
+        parts.append(part)
+    return b"".join(parts)
+
+
+def _too_large(size: int, limit: int, at_least: bool = False) -> str:
+    mb = 2**20
+    more = "more than " if at_least else ""
+    return (
+        f"the request body is {more}{size / mb:.1f} MB; this server takes at most "
+        f"{limit / mb:.0f} MB (--max-request-mb)"
+    )
+
+
+async def _engine_ready(service: Service) -> None:
+    """Wait while the engine starts (requests that come early are answered once it is up)."""
+    while not service.engine.ready.is_set():
+        await asyncio.sleep(0.1)
+    refusal = _refusal(service)
+    if refusal is not None:
+        raise refusal
+
+
+async def _prepare(service: Service, ask: PageAsk) -> Any:
+    """Decode the image and prepare it for the engine, in the preparation thread pool."""
+    preparer = service.engine.preparer
+    assert preparer is not None
+
+    def work() -> Any:
+        image = decode_image(ask.image_url)
+        try:
+            return preparer(image)
+        except Exception as exc:
+            raise WireError(400, f"cannot prepare the image: {describe(exc)}") from None
+
+    loop = asyncio.get_running_loop()
+    try:
+        return await loop.run_in_executor(service.prepare_pool, work)
+    except RuntimeError:  # the pool is shut down
+        raise WireError(503, SHUTTING_DOWN) from None

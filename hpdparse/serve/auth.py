@@ -1,0 +1,71 @@
+"""API keys: every route but /health and /metrics needs ``Authorization: Bearer KEY``."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from typing import Any
+
+from hpdparse.serve.wire import error_body
+
+OPEN_PATHS = frozenset({"/health", "/metrics"})
+
+
+class ApiKeys:
+    """The accepted keys, kept as SHA-256 digests and compared in constant time (every key is
+    compared, so the time does not tell which one nearly matched)."""
+
+    def __init__(self, keys: list[str]) -> None:
+        self._digests = [hashlib.sha256(key.encode()).digest() for key in keys]
+
+    def __bool__(self) -> bool:
+        return bool(self._digests)
+
+    def problem(self, authorization: str | None) -> str | None:
+        """Why a request with this Authorization header is refused, or None if it is not."""
+        if not authorization:
+            return "this server needs an API key: send the header Authorization: Bearer KEY"
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return "the Authorization header must be Bearer KEY"
+        digest = hashlib.sha256(token.strip().encode()).digest()
+        matched = False
+        for known in self._digests:
+            matched |= secrets.compare_digest(digest, known)
+        return None if matched else "invalid API key"
+
+
+class AuthMiddleware:
+    """Pure ASGI middleware: a 401 in the OpenAI error format before the app sees the request."""
+
+    def __init__(self, app: Any, keys: ApiKeys) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if (
+            scope["type"] != "http"
+            or not self.keys
+            or scope.get("method") == "OPTIONS"
+            or scope["path"].rstrip("/") in OPEN_PATHS
+        ):
+            await self.app(scope, receive, send)
+            return
+        header = None
+        for name, value in scope.get("headers", ()):
+            if name == b"authorization":
+                header = value.decode("latin-1")
+                break
+        problem = self.keys.problem(header)
+        if problem is None:
+            await self.app(scope, receive, send)
+            return
+        body = json.dumps(error_body(401, problem)).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", b"Bearer"),
+        ]
+        await send({"type": "http.response.start", "status": 401, "headers": headers})
+        await send({"type": "http.response.body", "body": body})

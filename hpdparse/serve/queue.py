@@ -1,0 +1,223 @@
+"""The bounded page queue between the HTTP side and the engine, and the engine loop.
+
+One engine thread owns the engine (vLLM is not thread-safe): it starts it, runs `Engine.run` over
+`PageQueue.requests()`, a live source, and hands each result to the page's Ticket. The HTTP side
+submits prepared pages with a Ticket each; the Ticket hears, on the engine thread, when the engine
+takes its page (`taken`: the page no longer holds a place in the queue), the newly settled tokens
+of a streamed page (`tokens`), and the result (`finish`) or an error answer (`fail`). A ticket
+whose `cancel` is set is dropped from the queue, or by the engine between two steps.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from hpdparse.engines.base import CANCELLED, Engine, PageRequest, PageResult, cancelled_result
+
+log = logging.getLogger(__name__)
+
+SHUTTING_DOWN = "the server is shutting down"
+
+
+class Ticket(Protocol):
+    """One page's way back to its HTTP request; its methods run on the engine thread."""
+
+    cancel: threading.Event
+    max_tokens: int | None
+    streamed: bool
+
+    def taken(self) -> None: ...
+
+    def tokens(self, token_ids: list[int]) -> None: ...
+
+    def finish(self, result: PageResult) -> None: ...
+
+    def fail(self, status: int, message: str) -> None: ...
+
+
+class QueueClosed(Exception):
+    """The queue takes no more pages (the server is stopping or the engine failed)."""
+
+
+class _ShuttingDown(Exception):
+    """Raised by the live source to end the engine's run when the server stops."""
+
+
+class PageQueue:
+    """The live request source for Engine.run, and the tickets its results go to.
+
+    `submit` runs on HTTP threads; `requests` and `complete` on the engine thread.
+    """
+
+    def __init__(self) -> None:
+        self._queue: queue.Queue[tuple[int, Any] | None] = queue.Queue()
+        self._tickets: dict[int, Ticket] = {}
+        self._lock = threading.Lock()
+        self._keys = itertools.count(1)
+        self._taken = 0  # engine thread only
+        self._completed = 0  # engine thread only
+        self.closed = False
+
+    @property
+    def queued(self) -> int:
+        """Pages waiting for the engine."""
+        return self._queue.qsize()
+
+    @property
+    def in_engine(self) -> int:
+        """Pages the engine has taken and not finished."""
+        return self._taken - self._completed
+
+    @property
+    def open_tickets(self) -> int:
+        """Pages submitted and not answered (queued or in the engine)."""
+        with self._lock:
+            return len(self._tickets)
+
+    def submit(self, ticket: Ticket, payload: Any) -> int:
+        """Queue a prepared page; its key. QueueClosed once the queue is closed."""
+        with self._lock:
+            if self.closed:
+                raise QueueClosed(SHUTTING_DOWN)
+            key = next(self._keys)
+            self._tickets[key] = ticket
+        self._queue.put((key, payload))
+        return key
+
+    def close(self) -> None:
+        """No more pages: the source raises at its next call; pages in the engine are cancelled
+        so that an engine with no room calls it soon. Wakes the engine thread if it waits."""
+        with self._lock:
+            self.closed = True
+            tickets = list(self._tickets.values())
+        for ticket in tickets:
+            ticket.cancel.set()
+        self._queue.put(None)
+
+    def requests(self) -> Iterator[PageRequest | None]:
+        """The source: a page when one is queued; None when none is but pages are decoding;
+        blocks while nothing is decoding; raises _ShuttingDown once closed."""
+        while True:
+            if self.closed:
+                raise _ShuttingDown
+            busy = self._taken > self._completed
+            try:
+                item = self._queue.get_nowait() if busy else self._queue.get()
+            except queue.Empty:
+                yield None
+                continue
+            if item is None:  # close()'s wake-up
+                continue
+            key, payload = item
+            del item
+            with self._lock:
+                ticket = self._tickets.get(key)
+            if ticket is None:
+                continue
+            ticket.taken()
+            if ticket.cancel.is_set():  # the client left while the page was queued
+                self._finish(key, cancelled_result(key))
+                continue
+            self._taken += 1
+            yield PageRequest(
+                key,
+                payload,
+                on_tokens=ticket.tokens if ticket.streamed else None,
+                max_tokens=ticket.max_tokens,
+                cancel=ticket.cancel,
+            )
+            del payload
+
+    def complete(self, result: PageResult) -> None:
+        """A result from the engine (engine thread)."""
+        self._completed += 1
+        self._finish(result.key, result)  # type: ignore[arg-type]
+
+    def _finish(self, key: int, result: PageResult) -> None:
+        with self._lock:
+            ticket = self._tickets.pop(key, None)
+        if ticket is None:
+            return
+        if result.error == CANCELLED and self.closed:  # cancelled by close(), not its client
+            ticket.fail(503, SHUTTING_DOWN)
+        else:
+            ticket.finish(result)
+
+    def fail_all(self, status: int, message: str) -> None:
+        """Answer every open ticket with an error (engine stopped or failed); drop queued pages."""
+        with self._lock:
+            self.closed = True
+            tickets = list(self._tickets.values())
+            self._tickets.clear()
+        for ticket in tickets:
+            ticket.fail(status, message)
+        while True:
+            try:
+                self._queue.get_nowait()
+            except queue.Empty:
+                break
+
+
+class EngineLoop:
+    """The engine thread: start the engine, then run it over the queue until it closes."""
+
+    def __init__(self, engine: Engine, pages: PageQueue, batch_size: int) -> None:
+        self.engine = engine
+        self.pages = pages
+        self.batch_size = batch_size
+        self.preparer: Callable[[Any], Any] | None = None
+        self.error: BaseException | None = None
+        self.ready = threading.Event()  # set when the engine is up, or failed to start
+        self._thread = threading.Thread(target=self._main, name="hpdparse-engine", daemon=True)
+
+    @property
+    def up(self) -> bool:
+        return self.ready.is_set() and self.error is None and self._thread.is_alive()
+
+    def detokenize(self, token_ids: list[int]) -> str:
+        """Token ids -> text, special tokens kept (for streamed pages; any thread)."""
+        return self.engine.detokenize(token_ids)
+
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Close the queue and wait for the engine to drop its pages and close."""
+        self.pages.close()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def _main(self) -> None:
+        try:
+            self.engine.start()
+            self.preparer = self.engine.preparer()
+        except BaseException as exc:  # reported by the server's start
+            self.error = exc
+            self.ready.set()
+            return
+        self.ready.set()
+        try:
+            for result in self.engine.run(self.pages.requests(), self.batch_size):
+                self.pages.complete(result)
+        except _ShuttingDown:
+            log.debug("engine run stopped for shutdown")
+        except BaseException as exc:
+            self.error = exc
+            log.error("engine failed: %s", " ".join(str(exc).split()))
+            self.pages.fail_all(500, f"the engine failed: {' '.join(str(exc).split())[:300]}")
+        finally:
+            began = time.perf_counter()
+            try:
+                self.engine.close()
+                log.debug("engine closed in %.2f s", time.perf_counter() - began)
+            except Exception as exc:  # closing is best effort at exit
+                log.debug("closing the engine: %s", exc)
