@@ -21,7 +21,7 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -192,6 +192,10 @@ async def chat(service: Service, request: Request) -> Response:
         if error.status == 413:
             return error_response(error, Connection="close")
         return error_response(error)
+    except ClientDisconnect:  # gone while its body was read: nothing to answer, nothing broke
+        log.debug("a client closed its connection before its request was read")
+        request.scope["hpdparse.status"] = CLIENT_CLOSED
+        return Response(status_code=CLIENT_CLOSED)
     except Exception as exc:  # a bug must still answer, in one line
         log.exception("chat completion failed")
         return error_response(WireError(500, f"internal error: {type(exc).__name__}: {exc}"))

@@ -247,6 +247,19 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(served: Served) -> N
     assert status == 413 and "more than 8" in body["error"]["message"]
 
 
+def test_a_client_gone_mid_body_leaves_no_traceback(served: Served, client, truth, pngs) -> None:  # noqa: ANN001
+    head = (
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {KEYS[0]}\r\nContent-Length: 100000\r\n\r\n"
+    )
+    for _ in range(3):  # a tenth of the announced body, then the connection closes
+        with _raw_request(served, head) as sock:
+            sock.sendall(b'{"model": "' + b"x" * 10000)
+    key = sorted(truth)[0]
+    assert _ask(client, pngs[key]).choices[0].message.content == truth[key]
+    assert "Traceback" not in served.stderr.read_text()
+
+
 def _send_chunks(sock: socket.socket, piece: bytes, count: int) -> None:
     try:
         for _ in range(count):
