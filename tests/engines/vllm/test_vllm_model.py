@@ -9,7 +9,6 @@ engine is the oracle for the text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import replace
 
 import numpy as np
@@ -74,12 +73,11 @@ def payloads() -> dict[str, np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[VllmEngine]:
-    with VllmEngine(_config()) as eng:
-        yield eng
+def engine(vllm_engines) -> VllmEngine:
+    return vllm_engines.get(_config())  # test_vllm_engine's tiny-hpd fork engine
 
 
-def _texts(engine, payloads: dict[str, np.ndarray], keys: list[str]) -> dict[str, str]:  # noqa: ANN001
+def _texts(engine, payloads: dict[str, np.ndarray], keys: list[str]) -> dict[str, str]:
     requests = [PageRequest(key, payloads[key]) for key in keys]
     out = {r.key: r for r in engine.run(requests, max_in_flight=len(keys))}
     assert all(r.ok for r in out.values()), [r.error for r in out.values()]
@@ -87,7 +85,7 @@ def _texts(engine, payloads: dict[str, np.ndarray], keys: list[str]) -> dict[str
 
 
 @pytest.fixture(scope="module")
-def torch_texts(payloads) -> dict[str, str]:  # noqa: ANN001
+def torch_texts(payloads) -> dict[str, str]:
     with create_engine("torch", replace(_config(), extra={})) as eng:
         return _texts(eng, payloads, list(payloads))
 
@@ -96,7 +94,7 @@ def _encoder_calls(engine: VllmEngine) -> list[tuple[int, ...]]:
     return list(engine.llm_engine.apply_model(lambda m: m.encoder_calls)[0])
 
 
-def test_grey_and_colour_page_in_one_encoder_step(engine, payloads, torch_texts) -> None:  # noqa: ANN001
+def test_grey_and_colour_page_in_one_encoder_step(engine, payloads, torch_texts) -> None:
     before = len(_encoder_calls(engine))
     texts = _texts(engine, payloads, ["grey", "colour"])
     calls = _encoder_calls(engine)[before:]
@@ -107,16 +105,16 @@ def test_grey_and_colour_page_in_one_encoder_step(engine, payloads, torch_texts)
 
 
 def test_grey_page_gives_the_same_text_as_one_or_three_channels(
-    engine,  # noqa: ANN001
-    payloads,  # noqa: ANN001
-    torch_texts,  # noqa: ANN001
+    engine,
+    payloads,
+    torch_texts,
 ) -> None:
     one = _texts(engine, payloads, ["grey"])["grey"]
     three = _texts(engine, payloads, ["grey-rgb"])["grey-rgb"]
     assert one == three == torch_texts["grey"] == torch_texts["grey-rgb"]
 
 
-def test_pages_of_one_shape_are_encoded_together(engine, payloads, torch_texts) -> None:  # noqa: ANN001
+def test_pages_of_one_shape_are_encoded_together(engine, payloads, torch_texts) -> None:
     # Same shape: vLLM hands the model one stacked (pages, N, t, t, 1) tensor. (Pages not seen
     # before: vLLM's caches would reuse an earlier page's encoder output.)
     before = len(_encoder_calls(engine))
@@ -125,7 +123,7 @@ def test_pages_of_one_shape_are_encoded_together(engine, payloads, torch_texts) 
     assert texts == {key: torch_texts[key] for key in texts}
 
 
-def test_tiles_of_a_bad_shape_are_refused_in_one_line(engine, payloads) -> None:  # noqa: ANN001
+def test_tiles_of_a_bad_shape_are_refused_in_one_line(engine, payloads) -> None:
     two = np.repeat(payloads["grey"], 2, axis=3)
     (result,) = engine.run([PageRequest("two", two)], max_in_flight=1)
     assert result.finish_reason == "error"
