@@ -1,5 +1,6 @@
-"""vLLM engine test helpers: the tiny checkpoint, test engine settings, the sample pages and the
-"forking" checkpoint (tiny-hpd rewired into a chain that forks every 47 tokens).
+"""vLLM engine test helpers: the tiny checkpoint, test engine settings, the sample pages, the
+"forking" checkpoint (tiny-hpd rewired into a chain that forks every 47 tokens) and the pool of
+engines the vLLM test modules share.
 
 Imported by the vLLM tests and the benchmarks; needs torch and safetensors, not vLLM."""
 
@@ -9,12 +10,16 @@ import itertools
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PIL import Image
 
 from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.vllm.options import VllmOptions
 from tests.helpers.paths import FIXTURES, SAMPLES
+
+if TYPE_CHECKING:
+    from hpdparse.engines.vllm.engine import VllmEngine
 
 TINY = FIXTURES / "tiny-hpd"
 MAX_TOKENS = 160
@@ -108,3 +113,69 @@ def write_forking_checkpoint(out: Path) -> Path:
     weights["language_model.model.norm.weight"] = torch.ones(hidden)
     save_file({k: v.contiguous() for k, v in weights.items()}, str(out / "model.safetensors"))
     return out
+
+
+class EnginePool:
+    """Started vLLM engines by configuration, so that test modules share one start of each.
+
+    `get` hands an engine over as if fresh: vLLM's prefix, encoder and multimodal caches are
+    emptied, so no test sees another module's pages served from them (its own model counters
+    keep counting: tests read their differences). Call it where the engine is used after other
+    engines may have been closed: vLLM keeps its parallel groups process-wide and an in-process
+    engine's shutdown tears them down for every engine (`cleanup_dist_env_and_memory`); `get`
+    sets them up again, as the engine's worker did at start."""
+
+    def __init__(self) -> None:
+        self._engines: dict[str, VllmEngine] = {}
+        self.starts = 0
+
+    def get(self, config: EngineConfig, **engine_options: object) -> VllmEngine:
+        """The started engine of `config` and `vllm_options(**engine_options)`."""
+        import copy
+        import dataclasses
+
+        from hpdparse.engines.vllm.engine import VllmEngine
+
+        options = sorted(engine_options.items())
+        key = repr((sorted(dataclasses.asdict(config).items()), options))
+        engine = self._engines.get(key)
+        if engine is None:
+            engine = VllmEngine(copy.deepcopy(config), vllm_options(**engine_options))
+            engine.start()
+            self.starts += 1
+            self._engines[key] = engine
+        else:
+            _restore_parallel_state(engine)
+            llm = engine.llm_engine
+            assert not llm.has_unfinished_requests(), "a shared engine was left mid-run"
+            assert llm.reset_prefix_cache(), "the prefix cache was not emptied"
+            llm.reset_encoder_cache()
+            llm.reset_mm_cache()
+        return engine
+
+    def close_all(self) -> None:
+        engines, self._engines = list(self._engines.values()), {}
+        for engine in engines:
+            engine.close()
+
+
+def _restore_parallel_state(engine: VllmEngine) -> None:
+    """Set vLLM's process-wide parallel groups up again for an in-process, single-worker engine
+    if another engine's shutdown destroyed them (as its worker's init_device does)."""
+    from vllm.config import set_current_vllm_config
+    from vllm.distributed import parallel_state
+    from vllm.platforms import current_platform
+    from vllm.v1.worker.gpu_worker import init_worker_distributed_environment
+
+    if parallel_state.model_parallel_is_initialized():
+        return
+    core = engine.llm_engine.engine_core.engine_core  # in-process: no engine-core subprocess
+    worker = core.model_executor.driver_worker.worker
+    with set_current_vllm_config(worker.vllm_config):
+        init_worker_distributed_environment(
+            worker.vllm_config,
+            worker.rank,
+            worker.distributed_init_method,
+            worker.local_rank,
+            current_platform.dist_backend,
+        )

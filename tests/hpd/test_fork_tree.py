@@ -64,7 +64,7 @@ def test_a_page_without_forks_is_the_parent_without_its_stop_token() -> None:
     ],
     ids=["first", "consecutive", "last", "every"],
 )
-def test_forks_in_every_position(parent, children, spliced) -> None:  # noqa: ANN001
+def test_forks_in_every_position(parent, children, spliced) -> None:
     page = tree()
     born = decode(page, parent, children, FINISH_LENGTH if parent[-1] == FORK else FINISH_STOP)
     assert [c.index for c in born] == list(range(1, len(children) + 1))
@@ -222,7 +222,7 @@ def decoding_runs(draw: st.DrawFn) -> tuple[list[int], list[list[int]], list[int
 
 
 @given(decoding_runs())
-def test_the_settled_tokens_stream_the_final_tokens(run) -> None:  # noqa: ANN001
+def test_the_settled_tokens_stream_the_final_tokens(run) -> None:
     """Branches report one token at a time in any order (a child only after its fork); each
     branch's last report ends it with a stop token. The settled prefix only grows, is always
     what its definition says, and the streamed tokens end up exactly the final tokens."""

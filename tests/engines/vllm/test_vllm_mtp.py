@@ -217,9 +217,9 @@ def _draft_layer_names(drafter: Any) -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def pmtp_engine() -> Iterator[VllmEngine]:
-    with VllmEngine(_mtp_config(TINY, fork=False, mtp=True, tokens=3), vllm_options()) as engine:
-        yield engine
+def pmtp_engine(vllm_engines) -> VllmEngine:
+    """tiny-hpd, plain, with P-MTP (also one of `tiny_results`' engines)."""
+    return vllm_engines.get(_mtp_config(TINY, fork=False, mtp=True))
 
 
 # Ops a CUDA graph cannot hold: host reads of device values (.item(), .tolist(), bool(t)),
@@ -379,12 +379,13 @@ def test_draft_attention_layer_under_tensor_parallelism(pages: list, tmp_path: P
 
 # ------------------------------------------------------------------ tiny-hpd as it is
 @pytest.fixture(scope="module")
-def tiny_results(pages: list) -> dict[tuple[bool, bool], dict[object, PageResult]]:
+def tiny_results(pages: list, vllm_engines) -> dict[tuple[bool, bool], dict[object, PageResult]]:
     out = {}
-    for fork in (True, False):
-        for mtp in (True, False):
-            with VllmEngine(_mtp_config(TINY, fork, mtp), vllm_options()) as engine:
-                out[fork, mtp] = _run(engine, pages)
+    with VllmEngine(_mtp_config(TINY, True, True), vllm_options()) as engine:
+        out[True, True] = _run(engine, pages)
+    # Shared: pmtp_engine's, and those of test_vllm_engine.py (the same configurations).
+    for fork, mtp in ((False, True), (True, False), (False, False)):
+        out[fork, mtp] = _run(vllm_engines.get(_mtp_config(TINY, fork, mtp)), pages)
     return out
 
 
