@@ -56,7 +56,7 @@ from vllm.multimodal.processing import (
 from vllm.sequence import IntermediateTensors
 
 from hpdparse.engines.vllm import compat
-from hpdparse.hpd.protocol import IMG_CONTEXT
+from hpdparse.hpd.protocol import IMG_CONTEXT, IMG_END, IMG_START
 from hpdparse.hpd.tiling import (
     TilingConfig,
     candidate_grids,
@@ -221,8 +221,11 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
 
     @classmethod
     def get_placeholder_str(cls, modality: str, i: int) -> str | None:
+        # What vLLM's chat front end (`vllm serve`) puts into the user message for an image: the
+        # whole image span of HPD's prompt, so a served prompt is the in-process one token for
+        # token. The processor then widens the one <IMG_CONTEXT> to the page's N*256 tokens.
         if modality.startswith("image"):
-            return IMG_CONTEXT
+            return f"{IMG_START}{IMG_CONTEXT}{IMG_END}"
         raise ValueError("HPD-Parsing takes images only")
 
     def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
