@@ -356,6 +356,8 @@ def test_draft_attention_layer_under_tensor_parallelism(pages: list, tmp_path: P
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("tensor parallelism over 2 ranks needs 2 CPUs")
+    if os.environ.get("HPDPARSE_TEST_DEVICE", "cpu") != "cpu" and torch.cuda.device_count() < 2:
+        pytest.skip("tensor parallelism over 2 ranks needs 2 GPUs")
     cfg = _mtp_config(TINY, fork=False, mtp=True, tokens=3)
     if cfg.device not in (None, "cpu") and torch.cuda.device_count() < 2:
         pytest.skip("tensor parallelism over 2 ranks needs 2 GPUs")
