@@ -77,7 +77,7 @@ def run_row(engine, payloads: list, batch: int, expected: str) -> dict:  # noqa:
 
 def _engine_config(model: Path, mode: str, device: str, max_tokens: int) -> EngineConfig:
     fork, mtp = MODES[mode]
-    extra = {"kv_cache_gib": 4.0} if device == "cpu" else {}
+    extra = {"kv_cache_gib": 2.0} if device == "cpu" else {}
     return EngineConfig(
         model=str(model),
         fork=fork,

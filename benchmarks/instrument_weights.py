@@ -211,11 +211,14 @@ def _shapes(config: dict) -> dict[str, tuple[int, ...]]:
 
 
 def random_weights(config: dict, seed: int) -> dict[str, Any]:
-    """Dense weights of every shape: norms 1, biases 0, layer scales 0.1, the rest N(0, 0.02)."""
+    """Dense weights of every shape: norms 1, biases 0, layer scales 0.1, the rest N(0, 0.02),
+    drawn once per shape (the layers of a stack get copies: what they compute is never read, and
+    drawing a billion numbers would take most of the time)."""
     import torch
 
     generator = torch.Generator().manual_seed(seed)
-    weights = {}
+    weights: dict[str, Any] = {}
+    drawn: dict[tuple[int, ...], Any] = {}
     for name, shape in _shapes(config).items():
         if name.endswith(("norm.weight", "norm1.weight", "norm2.weight", "mlp1.0.weight")):
             weights[name] = torch.ones(shape)
@@ -224,5 +227,7 @@ def random_weights(config: dict, seed: int) -> dict[str, Any]:
         elif name.endswith(("ls1", "ls2")):
             weights[name] = torch.full(shape, 0.1)
         else:
-            weights[name] = torch.randn(shape, generator=generator).mul_(0.02)
+            if shape not in drawn:  # bfloat16, as saved: half the bytes to copy
+                drawn[shape] = torch.randn(shape, generator=generator).mul_(0.02).bfloat16()
+            weights[name] = drawn[shape].clone()
     return weights

