@@ -3,7 +3,8 @@ decoding distinct pages in plain, fork and fork + P-MTP mode.
 
     python benchmarks/bench_instrument.py [--model DIR | --blocks 24 --tokens-per-page 1770
         --pmtp-rate 0.7 --reduced] [--modes plain,fork,fork+pmtp] [--batch-sizes 1,8]
-        [--pages 8] [--tiles 25] [--device cpu|cuda] [--deadline SECONDS] [--json FILE]
+        [--pages 8] [--tiles 25] [--device cpu|cuda] [--max-model-len 16384]
+        [--deadline SECONDS] [--json FILE]
 
 Without --model the instrument is generated into a temporary folder (about 2.1 GB; removed at
 the end). Every page is --tiles distinct random grey 448x448 tiles (25: an A4 page at 200 dpi,
@@ -75,7 +76,9 @@ def run_row(engine, payloads: list, batch: int, expected: str) -> dict:  # noqa:
     }
 
 
-def _engine_config(model: Path, mode: str, device: str, max_tokens: int) -> EngineConfig:
+def _engine_config(
+    model: Path, mode: str, device: str, max_tokens: int, max_model_len: int
+) -> EngineConfig:
     fork, mtp = MODES[mode]
     extra = {"kv_cache_gib": 2.0} if device == "cpu" else {}
     return EngineConfig(
@@ -84,7 +87,7 @@ def _engine_config(model: Path, mode: str, device: str, max_tokens: int) -> Engi
         mtp=mtp,
         device=device,
         max_tokens=max_tokens,
-        max_model_len=16384,
+        max_model_len=max_model_len,
         extra=extra,
     )
 
@@ -115,7 +118,8 @@ def bench(args: argparse.Namespace, model: Path) -> dict:
         if args.deadline and time.perf_counter() - began > args.deadline:
             report["left_out"] += [f"{mode} batch {b}" for b in batches]
             continue
-        with VllmEngine(_engine_config(model, mode, args.device, args.max_tokens)) as engine:
+        config = _engine_config(model, mode, args.device, args.max_tokens, args.max_model_len)
+        with VllmEngine(config) as engine:
             rows = []
             print(f"\n{mode}: engine start-up {engine.startup_seconds:.1f} s\n{header}", flush=True)
             run_row(engine, payloads[:1], 1, expected)  # warm-up
@@ -154,6 +158,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tiles", type=int, default=25)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--max-tokens", type=int, default=8000)
+    parser.add_argument("--max-model-len", type=int, default=16384)
     parser.add_argument("--deadline", type=float, default=0.0)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
