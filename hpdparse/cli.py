@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 import sys
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,10 +12,11 @@ from typing import Any
 import click
 
 from hpdparse import __version__, api
+from hpdparse.cli_options import decode_options, fail
 from hpdparse.engines import registry
 from hpdparse.engines.openai.options import DEFAULT_SERVER
 from hpdparse.errors import HpdparseError
-from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
+from hpdparse.hpd.protocol import DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.review.cli import review_command
 from hpdparse.runner.progress import make_progress
@@ -27,9 +26,9 @@ from hpdparse.runner.settings import (
     DEFAULT_DPI,
     MAX_AUTO_WORKERS,
 )
-from hpdparse.serve import settings as serve_settings
+from hpdparse.serve.cli import serve_command
 from hpdparse.sources.page_ranges import parse_page_ranges
-from hpdparse.store.report import EXIT_FAILED, EXIT_INTERRUPTED, RunReport, print_summary
+from hpdparse.store.report import EXIT_INTERRUPTED, RunReport, print_summary
 
 EXIT_CODES_HELP = (
     "Exit codes: 0 every document converted (or skipped as already done); 1 at least one "
@@ -116,63 +115,6 @@ def _make_render_options(kw: dict[str, Any]) -> RenderOptions:
     )
 
 
-def _parse_engine_options(
-    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    for item in values:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE")
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = text  # not JSON: a plain string
-        options[key.strip()] = value
-    return options
-
-
-def _decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--no-fork, --no-mtp, --speculative-tokens, --max-tokens, --device, --dtype and
-    --engine-option, shared by convert and serve."""
-    options = [
-        click.option("--no-fork", is_flag=True, help="Plain decoding, without hierarchical forks."),
-        click.option("--no-mtp", is_flag=True, help="No P-MTP speculative decoding (vllm, torch)."),
-        click.option(
-            "--speculative-tokens",
-            type=click.IntRange(1, 32),
-            default=6,
-            show_default=True,
-            help="Draft tokens per P-MTP step.",
-        ),
-        click.option(
-            "--max-tokens",
-            type=click.IntRange(1, None),
-            default=DEFAULT_MAX_TOKENS,
-            show_default=True,
-            help="Most tokens decoded for one page.",
-        ),
-        click.option(
-            "--device", help="torch device (cpu, cuda, cuda:1, mps); default: the best one."
-        ),
-        click.option(
-            "--dtype", help="Model dtype (bfloat16, float16, float32); default: per device."
-        ),
-        click.option(
-            "--engine-option",
-            "engine_options",
-            multiple=True,
-            metavar="KEY=VALUE",
-            callback=_parse_engine_options,
-            help="Engine setting, repeatable; VALUE is read as JSON when it parses, else as text. "
-            f"{registry.options_help()} Unknown options are an error.",
-        ),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
 def _check_pages(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     try:
         parse_page_ranges(value)
@@ -246,7 +188,7 @@ def main() -> None:
     help="Processes rasterizing pages ahead of the engine. Default: one per CPU core (max "
     f"{MAX_AUTO_WORKERS}).",
 )
-@_decode_options
+@decode_options
 @click.option(
     "--skip-existing/--overwrite",
     default=True,
@@ -304,10 +246,10 @@ def convert(**kw: Any) -> None:
         sys.exit(EXIT_INTERRUPTED)
     except (HpdparseError, ValueError, OSError) as exc:
         progress.close()
-        _fail(exc, verbose)
+        fail(exc, verbose)
     except Exception as exc:
         progress.close()
-        _fail(exc, verbose, internal=True)
+        fail(exc, verbose, internal=True)
     finally:
         _restore_sigterm(previous)
     progress.close()
@@ -343,161 +285,12 @@ def render(**kw: Any) -> None:
         )
     except (HpdparseError, ValueError, OSError) as exc:
         progress.close()
-        _fail(exc, verbose)
+        fail(exc, verbose)
     except Exception as exc:
         progress.close()
-        _fail(exc, verbose, internal=True)
+        fail(exc, verbose, internal=True)
     progress.close()
     _finish(report, quiet)
-
-
-@main.command()
-@click.option(
-    "--model",
-    default=DEFAULT_MODEL,
-    show_default=True,
-    help="Model to serve: a hub id or a local folder.",
-)
-@click.option(
-    "--engine",
-    type=click.Choice(registry.LIVE_ENGINE_NAMES),
-    default=registry.DEFAULT_ENGINE,
-    show_default=True,
-    help="In-process engine that decodes the pages.",
-)
-@click.option(
-    "--host",
-    default=serve_settings.DEFAULT_HOST,
-    show_default=True,
-    help="Address to listen on: an IPv4 or IPv6 address (:: for every interface) or a name.",
-)
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=serve_settings.DEFAULT_PORT,
-    show_default=True,
-    help="Port to listen on; 0 picks a free one.",
-)
-@click.option(
-    "--uds",
-    type=click.Path(dir_okay=False),
-    help="Listen on this Unix socket instead of --host/--port.",
-)
-@click.option(
-    "--api-key",
-    "api_keys",
-    multiple=True,
-    help="Key clients must send as 'Authorization: Bearer KEY' (repeatable; default: the "
-    f"{serve_settings.API_KEY_ENV} variable; none: no key needed). /health and /metrics "
-    "stay open.",
-)
-@click.option(
-    "--served-model-name",
-    help="Model name clients send and GET /v1/models lists. Default: --model as given.",
-)
-@click.option(
-    "--batch-size",
-    type=click.IntRange(1, None),
-    default=DEFAULT_BATCH_SIZE,
-    show_default=True,
-    help="Pages decoded at once (in flight), across requests.",
-)
-@click.option(
-    "--max-queued",
-    type=click.IntRange(1, None),
-    default=serve_settings.DEFAULT_MAX_QUEUED,
-    show_default=True,
-    help="Pages held in memory (read, decoded, tiled, queued) before the engine takes them; "
-    "further requests wait.",
-)
-@click.option(
-    "--max-waiting",
-    type=click.IntRange(1, None),
-    default=serve_settings.DEFAULT_MAX_WAITING,
-    show_default=True,
-    help="Requests that may wait for room (see --max-queued); one more gets HTTP 503 at once.",
-)
-@click.option(
-    "--max-request-mb",
-    type=click.FloatRange(0.01, None),
-    default=serve_settings.DEFAULT_MAX_REQUEST_MB,
-    show_default=True,
-    help="Largest request body in MB; a larger one gets HTTP 413 before it is read.",
-)
-@click.option(
-    "--shutdown-timeout",
-    type=click.FloatRange(0, None),
-    default=serve_settings.DEFAULT_SHUTDOWN_TIMEOUT,
-    show_default=True,
-    help="Seconds a stop (SIGTERM, Ctrl-C) lets accepted pages finish; the rest get HTTP 503.",
-)
-@_decode_options
-@click.option("-v", "--verbose", is_flag=True, help="Log every request.")
-def serve(**kw: Any) -> None:
-    """Serve HPD parsing as an OpenAI-compatible API, for clients such as `hpdparse convert
-    --engine openai --server URL` or the official openai client.
-
-    \b
-    POST /v1/chat/completions: one page per request, a user message with the page as a PNG or
-      JPEG data URL (and optionally the HPD instruction); the answer's content is the page's
-      raw HPD text. stream: true sends it as server-sent events while the page decodes.
-      Decoding is greedy (temperature must be 0 or left out); a request's max_tokens applies
-      up to --max-tokens.
-    GET /v1/models, GET /health (200 when the engine is up, 503 while it starts or the server
-      stops), GET /metrics (Prometheus).
-    Prints "serving MODEL on URL" when ready; runs until Ctrl-C or SIGTERM (see
-    --shutdown-timeout).
-    """
-    import logging
-
-    from hpdparse.engines.base import EngineConfig
-    from hpdparse.serve.settings import ServeSettings, api_keys_from
-
-    try:
-        from hpdparse.serve.server import HpdServer
-        from hpdparse.serve.server import serve as run_server
-    except ImportError as exc:
-        _fail(
-            HpdparseError(
-                f"hpdparse serve needs starlette, uvicorn and prometheus_client ({exc}); "
-                "install them with: pip install 'hpdparse[serve]'"
-            ),
-            kw["verbose"],
-        )
-    logging.basicConfig(
-        level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    if kw["verbose"]:
-        logging.getLogger("hpdparse.serve").setLevel(logging.DEBUG)
-    config = EngineConfig(
-        model=kw["model"],
-        fork=not kw["no_fork"],
-        mtp=not kw["no_mtp"],
-        speculative_tokens=kw["speculative_tokens"],
-        max_tokens=kw["max_tokens"],
-        device=kw["device"],
-        dtype=kw["dtype"],
-    )
-    settings = ServeSettings(
-        host=kw["host"],
-        port=kw["port"],
-        uds=kw["uds"],
-        served_model_name=kw["served_model_name"],
-        api_keys=api_keys_from(kw["api_keys"]),
-        batch_size=kw["batch_size"],
-        max_queued=kw["max_queued"],
-        max_waiting=kw["max_waiting"],
-        max_request_bytes=int(kw["max_request_mb"] * 2**20),
-        shutdown_timeout=kw["shutdown_timeout"],
-    )
-    server = HpdServer(kw["engine"], config, settings, options=kw["engine_options"])
-    try:
-        code = run_server(server, lambda line: click.echo(line))
-    except (HpdparseError, ValueError, OSError) as exc:
-        _fail(exc, kw["verbose"])
-    except Exception as exc:
-        _fail(exc, kw["verbose"], internal=True)
-    sys.exit(code)
 
 
 def _stop_cleanly_on_sigterm() -> Any:
@@ -519,24 +312,13 @@ def _restore_sigterm(previous: Any) -> None:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:
-    if verbose:
-        traceback.print_exception(exc, file=sys.stderr)
-    message = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, OSError) and exc.filename:
-        message = f"{exc.filename}: {exc.strerror or message}"
-    if internal:
-        message = f"internal error: {type(exc).__name__}: {message} (rerun with -v for details)"
-    click.echo(f"error: {message}", err=True)
-    sys.exit(EXIT_FAILED)
-
-
 def _finish(report: RunReport, quiet: bool) -> None:
     if not quiet:
         print_summary(report, sys.stdout, rich=sys.stdout.isatty())
     sys.exit(report.exit_code)
 
 
+main.add_command(serve_command, name="serve")
 main.add_command(review_command, name="review")
 
 if __name__ == "__main__":

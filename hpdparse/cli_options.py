@@ -1,0 +1,85 @@
+"""What the commands share: the decoding options (convert, serve), `--engine-option` parsing and
+the one-line error exit."""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from hpdparse.engines import registry
+from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS
+from hpdparse.store.report import EXIT_FAILED
+
+
+def parse_engine_options(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    for item in values:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text  # not JSON: a plain string
+        options[key.strip()] = value
+    return options
+
+
+def decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--no-fork, --no-mtp, --speculative-tokens, --max-tokens, --device, --dtype and
+    --engine-option, shared by convert and serve."""
+    options = [
+        click.option("--no-fork", is_flag=True, help="Plain decoding, without hierarchical forks."),
+        click.option("--no-mtp", is_flag=True, help="No P-MTP speculative decoding (vllm, torch)."),
+        click.option(
+            "--speculative-tokens",
+            type=click.IntRange(1, 32),
+            default=6,
+            show_default=True,
+            help="Draft tokens per P-MTP step.",
+        ),
+        click.option(
+            "--max-tokens",
+            type=click.IntRange(1, None),
+            default=DEFAULT_MAX_TOKENS,
+            show_default=True,
+            help="Most tokens decoded for one page.",
+        ),
+        click.option(
+            "--device", help="torch device (cpu, cuda, cuda:1, mps); default: the best one."
+        ),
+        click.option(
+            "--dtype", help="Model dtype (bfloat16, float16, float32); default: per device."
+        ),
+        click.option(
+            "--engine-option",
+            "engine_options",
+            multiple=True,
+            metavar="KEY=VALUE",
+            callback=parse_engine_options,
+            help="Engine setting, repeatable; VALUE is read as JSON when it parses, else as text. "
+            f"{registry.options_help()} Unknown options are an error.",
+        ),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    message = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.filename:
+        message = f"{exc.filename}: {exc.strerror or message}"
+    if internal:
+        message = f"internal error: {type(exc).__name__}: {message} (rerun with -v for details)"
+    click.echo(f"error: {message}", err=True)
+    sys.exit(EXIT_FAILED)
