@@ -36,20 +36,15 @@ import logging
 import os
 import queue
 import random
-import struct
-import threading
 import time
-import zlib
 from collections.abc import (
-    Awaitable,
     Callable,
-    Coroutine,
     Hashable,
     Iterable,
     Iterator,
     Mapping,
 )
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 from PIL import Image
@@ -64,63 +59,20 @@ from hpdparse.engines.base import (
     PageRequest,
     PageResult,
 )
+from hpdparse.engines.openai.loop_thread import LoopThread
 from hpdparse.engines.openai.options import API_KEY_VARIABLE, OpenAIOptions
+from hpdparse.engines.openai.page_png import encode_page_png
 from hpdparse.engines.options import EngineOptions
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MODEL, ENDOFTEXT, IM_END, instruction
 from hpdparse.serve import wire
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _ERROR_FINISH_REASONS = {"abort", "content_filter"}
 _STOP_TOKENS = (IM_END, ENDOFTEXT)
 _MAX_MESSAGE_CHARS = 300
 _CHECK_TIMEOUT = 30.0
-
-
-def encode_page_png(image: Image.Image) -> bytes:
-    """The page as PNG bytes, encoded for speed: no row filters, zlib level 1.
-
-    Pillow's encoder spends most of its time choosing row filters; for rendered pages (mostly
-    flat background) unfiltered rows at level 1 are about as small and take half the time.
-    Transparent images are flattened onto white; every other mode becomes RGB (or stays L).
-    """
-    image = _flatten(image)
-    width, height = image.size
-    channels = 1 if image.mode == "L" else 3
-    pixels = memoryview(image.tobytes())
-    stride = width * channels
-    rows = bytearray((stride + 1) * height)  # each row: filter byte 0 (none), then the pixels
-    for y in range(height):
-        start = y * (stride + 1) + 1
-        rows[start : start + stride] = pixels[y * stride : (y + 1) * stride]
-    color_type = 0 if channels == 1 else 2
-    header = struct.pack(">IIBBBBB", width, height, 8, color_type, 0, 0, 0)
-    return b"".join(
-        (
-            _PNG_SIGNATURE,
-            _png_chunk(b"IHDR", header),
-            _png_chunk(b"IDAT", zlib.compress(rows, 1)),
-            _png_chunk(b"IEND", b""),
-        )
-    )
-
-
-def _flatten(image: Image.Image) -> Image.Image:
-    if image.mode in ("RGB", "L"):
-        return image
-    has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
-    if has_alpha:
-        rgba = image.convert("RGBA")
-        background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
-        return Image.alpha_composite(background, rgba).convert("RGB")
-    return image.convert("RGB")
-
-
-def _png_chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
 
 def _one_line(text: object, limit: int = _MAX_MESSAGE_CHARS) -> str:
@@ -292,7 +244,7 @@ class OpenAIEngine(Engine):
         if not self._started:
             self.start()
         finished: queue.Queue[concurrent.futures.Future[PageResult]] = queue.Queue()
-        loop = _LoopThread()
+        loop = LoopThread()
         client: httpx.AsyncClient | None = None
         try:
             client = loop.submit(self._open_client(max_in_flight)).result()
@@ -427,34 +379,3 @@ def _read_completion(response: httpx.Response) -> tuple[str, str | None, dict[st
 def _count(usage: dict[str, Any], field: str) -> int:
     value = usage.get(field)
     return value if isinstance(value, int) and value >= 0 else 0
-
-
-class _LoopThread:
-    """An asyncio event loop running in a daemon thread, fed from other threads."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, name="hpdparse-openai")
-        self.thread.daemon = True
-        self.thread.start()
-
-    def submit(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop)
-
-    def stop(self, last: Callable[[], Awaitable[Any]] | None = None) -> None:
-        """Cancel every task, await `last()` (to close the client), stop the loop, join."""
-        try:
-            self.submit(self._shutdown(last)).result(timeout=30)
-        finally:
-            self.loop.call_soon_threadsafe(self.loop.stop)
-            self.thread.join()
-            self.loop.close()
-
-    async def _shutdown(self, last: Callable[[], Awaitable[Any]] | None) -> None:
-        current = asyncio.current_task()
-        tasks = [task for task in asyncio.all_tasks() if task is not current]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        if last is not None:
-            await last()
