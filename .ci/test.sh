@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 oldest=${HPDPARSE_OLDEST_VLLM_VENV:-.venv-vllm026}
 
 .venv/bin/ruff check . && .venv/bin/ruff format --check .
-.venv/bin/pytest -q
+.venv/bin/pytest -q --durations=15
 if [ ! -x "$oldest/bin/python" ]; then
     echo "error: $oldest not found: install it with: bash .ci/install-vllm-oldest.sh $oldest" >&2
     exit 1
