@@ -35,6 +35,7 @@ from hpdparse.store.report import DocumentReport, RunReport
 
 if TYPE_CHECKING:
     from hpdparse.review.command import ReviewResult
+    from hpdparse.runner.ray.settings import RaySettings
 
 
 def convert(
@@ -63,7 +64,7 @@ def convert(
     layout: bool = False,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
-    ray: str | None = None,
+    ray: str | RaySettings | None = None,
     ray_actors: int = 0,
     ray_cpus_per_actor: float | None = None,
 ) -> RunReport:
@@ -82,10 +83,11 @@ def convert(
 
     `ray` runs the conversion on a Ray cluster through Ray Data (``"local"``: one started on this
     machine for the run, ``"auto"``: the running one, or an address such as
-    ``"ray://head:10001"``), with `ray_actors` engine actors (0: one per GPU, or one per
-    `ray_cpus_per_actor` CPUs) and `batch_size` pages in flight in each; `engine` must then be a
-    name, and inputs and `output_dir` on a file system every node sees. The output, resume and
-    report are those of a run on this machine (plus the report's per-actor figures).
+    ``"ray://head:10001"``, or a `RaySettings` for every knob), with `ray_actors` engine actors
+    (0: one per GPU, or one per `ray_cpus_per_actor` CPUs) and `batch_size` pages in flight in
+    each; `engine` must then be a name, and inputs and `output_dir` on a file system every node
+    sees. The output, resume and report are those of a run on this machine (plus the report's
+    per-actor figures).
 
     Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
@@ -161,7 +163,7 @@ def convert(
 def _convert_on_ray(
     inputs: Sequence[str | Path],
     settings: ConvertSettings,
-    address: str,
+    address: str | RaySettings,
     actors: int,
     cpus_per_actor: float | None,
     *,
@@ -177,11 +179,16 @@ def _convert_on_ray(
     from hpdparse.runner.ray.driver import RayConverter
     from hpdparse.runner.ray.settings import DEFAULT_CPUS_PER_ACTOR, RaySettings
 
-    ray_settings = RaySettings(
-        address=address,
-        actors=actors,
-        cpus_per_actor=cpus_per_actor if cpus_per_actor is not None else DEFAULT_CPUS_PER_ACTOR,
-    )
+    if isinstance(address, RaySettings):
+        ray_settings = address
+    else:
+        ray_settings = RaySettings(
+            address=address,
+            actors=actors,
+            cpus_per_actor=(
+                cpus_per_actor if cpus_per_actor is not None else DEFAULT_CPUS_PER_ACTOR
+            ),
+        )
     try:
         converter = RayConverter(
             engine,

@@ -14,9 +14,11 @@ files, and the same command plans again from what is saved.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import dataclasses
 import os
+import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -102,6 +104,7 @@ class RayConverter:
         self.progress.start(len(report.documents))
         first_row: float | None = None
         last_row: float | None = None
+        stall: _StallWatch | None = None
         try:
             self._engine.open()
             self._info = info = self._engine.info
@@ -115,16 +118,24 @@ class RayConverter:
             if units:
                 from hpdparse.runner.ray.cluster import connected
 
-                with connected(self.ray_settings.address, self.progress.verbose) as ray:
+                with (
+                    connected(self.ray_settings.address, self.progress.verbose) as ray,
+                    _StallWatch(self.ray_settings.stall_seconds) as stall,
+                ):
                     dataset = self._dataset(ray, units)
                     self.progress.decoding_started()
                     first_row = time.monotonic()
                     for row in dataset.iter_rows():
-                        last_row = time.monotonic()
+                        last_row = stall.last = time.monotonic()
                         self._on_row(PageRow.from_row(row))
                 self._give_up_lost_units()
         except KeyboardInterrupt:
-            report.interrupted = True
+            if stall is not None and stall.fired:
+                seconds = self.ray_settings.stall_seconds
+                report.engine_error = f"--ray: no page came back for {seconds:g} s"
+                self.progress.error(report.engine_error)
+            else:
+                report.interrupted = True
         except HpdparseError as exc:
             report.engine_error = str(exc)
             self.progress.error(str(exc))
@@ -394,6 +405,32 @@ class RayConverter:
         if status == STATUS_FAILED and not run.state:
             r.output_dir = None
         self.progress.document_finished(r)
+
+
+class _StallWatch:
+    """Interrupts the main thread when no row came for `seconds` (0: never), so that a stuck
+    cluster (no actor can start, a lost node never replaced) ends the run instead of hanging."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.last = time.monotonic()
+        self.fired = False
+        self._stop = threading.Event()
+
+    def __enter__(self) -> _StallWatch:
+        if self.seconds > 0:
+            threading.Thread(target=self._watch, name="hpdparse-stall", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(min(1.0, self.seconds / 4)):
+            if time.monotonic() - self.last > self.seconds:
+                self.fired = True
+                _thread.interrupt_main()
+                return
 
 
 def _ray_error_line(exc: BaseException) -> str:

@@ -42,6 +42,7 @@ class RaySettings:
     unit_attempts: int = DEFAULT_UNIT_ATTEMPTS
     hang_seconds: float = DEFAULT_HANG_SECONDS
     actor_start_seconds: float = DEFAULT_ACTOR_START_SECONDS
+    stall_seconds: float = 0.0  # > 0: end the run when no page comes back for this long
 
     def __post_init__(self) -> None:
         if not self.address:
