@@ -68,7 +68,8 @@ class PageDecoder:
 
         context = ray.get_runtime_context()
         self.actor = context.get_actor_id() or ""
-        self.node = socket.gethostname()
+        self.host = socket.gethostname()
+        self.node = f"{self.host}:{(context.get_node_id() or '')[:8]}"
         self.pid = os.getpid()
         self.settings = settings
         self.engine = create_engine(engine_name, config, options, server=server)
@@ -79,7 +80,7 @@ class PageDecoder:
         self.info = self.engine.info
         if self.info.reuse_key() != reuse_key:
             raise EngineError(
-                f"the engine on node {self.node} resolves the model to {self.info.reuse_key()}, "
+                f"the engine on {self.host} resolves the model to {self.info.reuse_key()}, "
                 f"the driver to {reuse_key}: install the same checkpoint on every node"
             )
         pool = WorkerPool(
@@ -134,9 +135,9 @@ class PageDecoder:
 
     def _unreachable(self, unit: WorkUnit) -> str | None:
         if not os.access(unit.source, os.R_OK) or not Path(unit.source).is_file():
-            return f"{unit.source}: cannot be read on node {self.node} ({SHARED_FS_HINT})"
+            return f"{unit.source}: cannot be read on {self.host} ({SHARED_FS_HINT})"
         if not Path(unit.folder).is_dir():
-            return f"{unit.folder}: output folder not found on node {self.node} ({SHARED_FS_HINT})"
+            return f"{unit.folder}: output folder not found on {self.host} ({SHARED_FS_HINT})"
         return None
 
     def _page_row(self, unit: WorkUnit, folder: Any, outcome: PageOutcome) -> PageRow:

@@ -1,0 +1,89 @@
+"""A `--ray` run on Ray's multi-node test cluster (several raylets on this machine) that loses a
+node mid-run: `python -m tests.helpers.ray_node_removal PDF OUT SERVER_URL` prints one JSON line
+(the run's exit code, pages saved when the node went, the actors' figures).
+
+Run in its own process by tests/runner/ray/test_faults.py: a process holds one Ray connection,
+and the tests' session cluster is another. Every node it starts is shut down at the end."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from ray.cluster_utils import Cluster
+
+from hpdparse import api
+from hpdparse.runner.progress import Progress
+from hpdparse.runner.ray.settings import RaySettings
+from tests.helpers.output_trees import valid_pages
+
+NODE = {"num_cpus": 2, "object_store_memory": 80 * 2**20}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    pdf, out, server = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    pages = 16
+    # The head runs no actor (no CPU): each worker node fits exactly one actor of 2 CPUs.
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 0,
+            "port": _free_port(),
+            "include_dashboard": False,
+            "object_store_memory": 80 * 2**20,
+        },
+    )
+    try:
+        workers = [cluster.add_node(**NODE) for _ in range(2)]
+        cluster.wait_for_nodes()
+        import ray
+
+        ray.init(address=cluster.address)
+        removed: list[int] = []
+
+        def remove_a_node() -> None:
+            deadline = time.monotonic() + 120
+            while len(valid_pages(out / "doc", pages)) < 3 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            cluster.add_node(**NODE)  # where the lost actor can come back
+            removed.append(len(valid_pages(out / "doc", pages)))
+            cluster.remove_node(workers[0], allow_graceful=False)
+
+        threading.Thread(target=remove_a_node, daemon=True).start()
+        settings = RaySettings(
+            address=cluster.address, actors=2, cpus_per_actor=2.0, unit_pages=2,
+            stall_seconds=180.0,
+        )  # fmt: skip
+        report = api.convert(
+            [pdf], out, engine="openai", server=server, dpi=72, batch_size=2, ray=settings,
+            progress=Progress(),
+        )  # fmt: skip
+        cluster_report = report.cluster.to_json() if report.cluster else None
+        print(
+            json.dumps(
+                {
+                    "exit_code": report.exit_code,
+                    "error": report.engine_error or report.documents[0].error,
+                    "removed_with_saved_pages": removed[0] if removed else None,
+                    "cluster": cluster_report,
+                }
+            ),
+            flush=True,
+        )
+        ray.shutdown()
+    finally:
+        cluster.shutdown()
+
+
+if __name__ == "__main__":
+    main()
