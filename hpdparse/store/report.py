@@ -91,6 +91,7 @@ class ClusterReport:
     units: int = 0
     units_given_up: int = 0  # units whose actor died on every attempt
     pages_redone: int = 0  # pages whose result came twice (a unit retried after its rows)
+    pages_recovered: int = 0  # pages a retried unit found saved by its attempt that died
     actors: list[ActorReport] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:

@@ -68,6 +68,7 @@ class PageDecoder:
 
         context = ray.get_runtime_context()
         self.actor = context.get_actor_id() or ""
+        self.restarted = bool(context.was_current_actor_reconstructed)
         self.host = socket.gethostname()
         self.node = f"{self.host}:{(context.get_node_id() or '')[:8]}"
         self.pid = os.getpid()
@@ -172,6 +173,7 @@ class PageDecoder:
             status=status,
             actor=self.actor,
             pid=self.pid,
+            restarted=self.restarted,
             node=self.node,
             **figures,
         )

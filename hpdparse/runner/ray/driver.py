@@ -89,6 +89,7 @@ class RayConverter:
         self._rows: dict[int, dict[int, PageRow]] = {}  # unit -> page -> row
         self._actors: dict[str, ActorReport] = {}
         self._pids: dict[str, set[int]] = {}
+        self._restarted: set[str] = set()
         self._pool: WorkerPool | None = None
         self._cutter: PoolCutter | None = None
         self._overlay: PoolOverlay | None = None
@@ -153,7 +154,8 @@ class RayConverter:
                     self._close(doc.run, STATUS_FAILED, report.engine_error or "not converted")
         report.cluster.actors = sorted(self._actors.values(), key=lambda a: (a.node, a.actor))
         for actor in report.cluster.actors:
-            actor.restarts = max(0, len(self._pids.get(actor.actor, ())) - 1)
+            processes = len(self._pids.get(actor.actor, ()))
+            actor.restarts = max(processes - 1, 1 if actor.actor in self._restarted else 0)
         if first_row is not None and last_row is not None:
             report.engine_seconds = last_row - first_row
         report.seconds = time.monotonic() - started
@@ -308,11 +310,16 @@ class RayConverter:
     def _count_actor(self, row: PageRow, first_of_unit: bool) -> None:
         actor = self._actors.setdefault(row.actor, ActorReport(actor=row.actor, node=row.node))
         self._pids.setdefault(row.actor, set()).add(row.pid)
+        if row.restarted:
+            self._restarted.add(row.actor)
         if first_of_unit:
             actor.units += 1
         if row.status == PAGE_FAILED:
             actor.pages_failed += 1
-        elif row.status != PAGE_SAVED:
+        elif row.status == PAGE_SAVED:
+            assert self._report.cluster is not None
+            self._report.cluster.pages_recovered += 1
+        else:
             actor.pages_decoded += 1
             actor.output_tokens += row.output_tokens
             actor.engine_seconds += row.seconds

@@ -70,6 +70,7 @@ class PageRow:
     seconds: float = 0.0  # the engine's time for the page
     actor: str = ""  # Ray actor id (kept across restarts of the actor)
     pid: int = 0  # the actor's process (a restarted actor has a new one)
+    restarted: bool = False  # the actor was restarted (its first process died)
     node: str = ""
     stats: dict[str, Any] = field(default_factory=dict)
 
@@ -91,6 +92,7 @@ class PageRow:
             seconds=float(row["seconds"]),
             actor=str(row["actor"]),
             pid=int(row["pid"]),
+            restarted=bool(row["restarted"]),
             node=str(row["node"]),
             stats=json.loads(str(row["stats"])),
         )

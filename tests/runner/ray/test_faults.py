@@ -86,7 +86,11 @@ def test_actor_killed_mid_unit_every_page_converted_none_decoded_more_than_twice
     assert set(sent) == set(prints.values())
     assert max(sent.values()) <= 2, sent
     assert report.cluster is not None
-    assert any(actor.restarts >= 1 for actor in report.cluster.actors)
+    cluster = report.cluster
+    assert any(actor.restarts >= 1 for actor in cluster.actors), cluster.to_json()
+    # Every page is accounted for once: decoded by a live actor or by the attempt that died.
+    decoded = sum(actor.pages_decoded for actor in cluster.actors)
+    assert decoded + cluster.pages_recovered == pages
 
 
 def test_a_unit_whose_engine_hangs_every_time_is_given_up_and_reported(
