@@ -10,6 +10,8 @@ engine ends the actor (`engine_feed.die`), so that Ray restarts it and retries t
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import socket
 from collections.abc import Mapping
@@ -84,12 +86,12 @@ class PageDecoder:
                 f"the engine on {self.host} resolves the model to {self.info.reuse_key()}, "
                 f"the driver to {reuse_key}: install the same checkpoint on every node"
             )
-        pool = WorkerPool(
+        self.pool = WorkerPool(
             rasterizer_count(settings, ray_settings.cpus_per_actor), self.engine.preparer()
         )
         self.feed = EngineFeed(
             self.engine,
-            pool,
+            self.pool,
             live=ENGINES[engine_name].live_source,
             dpi=settings.dpi,
             password=settings.password,
@@ -98,6 +100,18 @@ class PageDecoder:
             batch_size=settings.batch_size,
             hang_seconds=ray_settings.hang_seconds,
         )
+
+    def __del__(self) -> None:
+        # Ray Data drops the actor when the run is done (Ray calls this before the process
+        # exits): the rasterizer processes and the engine are ended cleanly, not killed.
+        pool = getattr(self, "pool", None)
+        if pool is not None:
+            pool.shutdown(cancel=True)
+        engine = getattr(self, "engine", None)
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                engine.close()
+        gc.collect()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         rows: list[dict[str, Any]] = []
