@@ -1,6 +1,7 @@
 """A `--ray` run on Ray's multi-node test cluster (several raylets on this machine) that loses a
-node mid-run: `python -m tests.helpers.ray_node_removal PDF OUT SERVER_URL` prints one JSON line
-(the run's exit code, pages saved when the node went, the actors' figures).
+node mid-run: `python -m tests.helpers.ray_node_removal PDF OUT SERVER_URL` prints one line,
+`node-removal result: ` and JSON (the run's exit code, pages saved when the node went, the
+actors' figures).
 
 Run in its own process by tests/runner/ray/test_faults.py: a process holds one Ray connection,
 and the tests' session cluster is another. Every node it starts is shut down at the end."""
@@ -8,43 +9,49 @@ and the tests' session cluster is another. Every node it starts is shut down at 
 from __future__ import annotations
 
 import json
-import socket
 import sys
 import threading
 import time
 from pathlib import Path
 
+import psutil
 from ray.cluster_utils import Cluster
 
 from hpdparse import api
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.ray.settings import RaySettings
 from tests.helpers.output_trees import valid_pages
+from tests.helpers.ray_processes import decoder_actor_pids
 
+RESULT_MARK = "node-removal result: "
 NODE = {"num_cpus": 2, "object_store_memory": 80 * 2**20}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def _node_of_an_actor(workers: list) -> object:
+    """The worker node whose raylet runs a PageDecoder actor."""
+    by_raylet = {node.all_processes["raylet"][0].process.pid: node for node in workers}
+    for pid in decoder_actor_pids():
+        parent = psutil.Process(pid).ppid()
+        if parent in by_raylet:
+            return by_raylet[parent]
+    raise RuntimeError("no PageDecoder actor found on a worker node")
 
 
 def main() -> None:
     pdf, out, server = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
-    pages = 16
-    # The head runs no actor (no CPU): each worker node fits exactly one actor of 2 CPUs.
+    pages = 24
+    # The head runs no actor (no CPU); each worker node fits exactly one actor of 2 CPUs, and
+    # one of the three is free for the actor that loses its node.
     cluster = Cluster(
         initialize_head=True,
         head_node_args={
             "num_cpus": 0,
-            "port": _free_port(),
             "include_dashboard": False,
             "object_store_memory": 80 * 2**20,
         },
     )
     try:
-        workers = [cluster.add_node(**NODE) for _ in range(2)]
+        workers = [cluster.add_node(**NODE) for _ in range(3)]
         cluster.wait_for_nodes()
         import ray
 
@@ -55,9 +62,9 @@ def main() -> None:
             deadline = time.monotonic() + 120
             while len(valid_pages(out / "doc", pages)) < 3 and time.monotonic() < deadline:
                 time.sleep(0.05)
-            cluster.add_node(**NODE)  # where the lost actor can come back
+            node = _node_of_an_actor(workers)
             removed.append(len(valid_pages(out / "doc", pages)))
-            cluster.remove_node(workers[0], allow_graceful=False)
+            cluster.remove_node(node, allow_graceful=False)
 
         threading.Thread(target=remove_a_node, daemon=True).start()
         settings = RaySettings(
@@ -65,12 +72,13 @@ def main() -> None:
             stall_seconds=180.0,
         )  # fmt: skip
         report = api.convert(
-            [pdf], out, engine="openai", server=server, dpi=72, batch_size=2, ray=settings,
+            [pdf], out, engine="openai", server=server, dpi=72, batch_size=1, ray=settings,
             progress=Progress(),
         )  # fmt: skip
         cluster_report = report.cluster.to_json() if report.cluster else None
         print(
-            json.dumps(
+            RESULT_MARK
+            + json.dumps(
                 {
                     "exit_code": report.exit_code,
                     "error": report.engine_error or report.documents[0].error,

@@ -201,10 +201,10 @@ def test_driver_killed_then_rerun_finishes_with_identical_output(
 
 def test_node_removed_mid_run_all_pages_converted(srv: FakeHPDServer, tmp_path: Path) -> None:
     pytest.importorskip("ray.cluster_utils")
-    pages = 16
+    pages = 24
     pdf = make_pdf(tmp_path / "in" / "doc.pdf", pages, "node")
     out = tmp_path / "out"
-    srv.delay = 0.3
+    srv.delay = 0.4
     env = {
         **os.environ,
         "RAY_AUTH_MODE": "disabled",
@@ -215,8 +215,12 @@ def test_node_removed_mid_run_all_pages_converted(srv: FakeHPDServer, tmp_path: 
         cwd=REPO, capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     assert job.returncode == 0, job.stderr[-3000:]
-    result = json.loads(job.stdout.strip().splitlines()[-1])
+    mark = "node-removal result: "
+    lines = [line for line in job.stdout.splitlines() if line.startswith(mark)]
+    assert lines, job.stdout[-3000:]
+    result = json.loads(lines[-1][len(mark) :])
     assert result["exit_code"] == 0, result
+    assert result["removed_with_saved_pages"] is not None, result
     assert result["removed_with_saved_pages"] < pages  # removed mid-run
     assert valid_pages(out / "doc", pages) == set(range(1, pages + 1))
     assert (out / "doc" / "doc.md").is_file()
