@@ -14,6 +14,7 @@ import contextlib
 import gc
 import os
 import socket
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -121,9 +122,10 @@ class PageDecoder:
 
     def decode_unit(self, unit: WorkUnit) -> list[PageRow]:
         """Every page of `unit`, decoded now, found saved, or failed."""
+        started = time.time()
         problem = self._unreachable(unit)
         if problem is not None:
-            return [self._row(unit, n, PAGE_FAILED, error=problem) for n in unit.pages]
+            return [self._row(unit, started, n, PAGE_FAILED, error=problem) for n in unit.pages]
         folder = open_document_folder(unit.folder)
         rows: list[PageRow] = []
         to_decode: list[int] = []
@@ -134,6 +136,7 @@ class PageDecoder:
                 rows.append(
                     self._row(
                         unit,
+                        started,
                         number,
                         PAGE_SAVED,
                         prompt_tokens=meta.prompt_tokens,
@@ -145,7 +148,7 @@ class PageDecoder:
                 to_decode.append(number)
         handle = self.feed.submit(unit.unit, unit.source, to_decode)
         for outcome in self.feed.decode(handle):
-            rows.append(self._page_row(unit, folder, outcome))
+            rows.append(self._page_row(unit, started, folder, outcome))
         return rows
 
     def _unreachable(self, unit: WorkUnit) -> str | None:
@@ -155,22 +158,26 @@ class PageDecoder:
             return f"{unit.folder}: output folder not found on {self.host} ({SHARED_FS_HINT})"
         return None
 
-    def _page_row(self, unit: WorkUnit, folder: Any, outcome: PageOutcome) -> PageRow:
+    def _page_row(
+        self, unit: WorkUnit, started: float, folder: Any, outcome: PageOutcome
+    ) -> PageRow:
         number, result = outcome.number, outcome.result
         if result is None or outcome.prepared is None:
-            return self._row(unit, number, PAGE_FAILED, error=outcome.error or "not rasterized")
+            return self._row(
+                unit, started, number, PAGE_FAILED, error=outcome.error or "not rasterized"
+            )
         if not result.ok:
             error = " ".join((result.error or "the engine gave no text").split())
-            return self._row(
-                unit, number, PAGE_FAILED, error=f"{unit.source}: page {number}: {error}"
-            )
+            error = f"{unit.source}: page {number}: {error}"
+            return self._row(unit, started, number, PAGE_FAILED, error=error)
         try:
             save_page(folder, number, result, outcome.prepared, self.info, self.settings.dpi)
         except OSError as exc:
             error = f"{folder.location}: cannot write the output folder: {exc.strerror}"
-            return self._row(unit, number, PAGE_FAILED, error=error)
+            return self._row(unit, started, number, PAGE_FAILED, error=error)
         return self._row(
             unit,
+            started,
             number,
             PAGE_DECODED,
             prompt_tokens=result.prompt_tokens,
@@ -179,7 +186,9 @@ class PageDecoder:
             stats=dict(result.stats),
         )
 
-    def _row(self, unit: WorkUnit, number: int, status: str, **figures: Any) -> PageRow:
+    def _row(
+        self, unit: WorkUnit, started: float, number: int, status: str, **figures: Any
+    ) -> PageRow:
         return PageRow(
             unit=unit.unit,
             doc=unit.doc,
@@ -188,6 +197,7 @@ class PageDecoder:
             actor=self.actor,
             pid=self.pid,
             restarted=self.restarted,
+            unit_started=started,
             node=self.node,
             **figures,
         )

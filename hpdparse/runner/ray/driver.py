@@ -125,10 +125,18 @@ class RayConverter:
                 ):
                     dataset = self._dataset(ray, units)
                     self.progress.decoding_started()
-                    first_row = time.monotonic()
                     for row in dataset.iter_rows():
-                        last_row = stall.last = time.monotonic()
-                        self._on_row(PageRow.from_row(row))
+                        stall.last = time.monotonic()
+                        page = PageRow.from_row(row)
+                        # Decoding counts from the first unit an actor began (wall clock:
+                        # the rows come from other processes), as a run on this machine
+                        # counts from the engine's first page, not from starting it.
+                        last_row = time.time()
+                        if page.unit_started and (
+                            first_row is None or page.unit_started < first_row
+                        ):
+                            first_row = page.unit_started
+                        self._on_row(page)
                 self._give_up_lost_units()
         except KeyboardInterrupt:
             if stall is not None and stall.fired:

@@ -68,6 +68,7 @@ class PageRow:
     prompt_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0  # the engine's time for the page
+    unit_started: float = 0.0  # time.time() on the actor when it began the unit
     actor: str = ""  # Ray actor id (kept across restarts of the actor)
     pid: int = 0  # the actor's process (a restarted actor has a new one)
     restarted: bool = False  # the actor was restarted (its first process died)
@@ -90,6 +91,7 @@ class PageRow:
             prompt_tokens=int(row["prompt_tokens"]),
             output_tokens=int(row["output_tokens"]),
             seconds=float(row["seconds"]),
+            unit_started=float(row["unit_started"]),
             actor=str(row["actor"]),
             pid=int(row["pid"]),
             restarted=bool(row["restarted"]),
