@@ -40,8 +40,8 @@ def _node_of_an_actor(workers: list) -> object:
 def main() -> None:
     pdf, out, server = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     pages = 24
-    # The head runs no actor (no CPU); each worker node fits exactly one actor of 2 CPUs, and
-    # one of the three is free for the actor that loses its node.
+    # The head runs no actor (no CPU); each worker node fits exactly one actor of 2 CPUs: the
+    # one actor runs on one of them and comes back on the other when its node goes.
     cluster = Cluster(
         initialize_head=True,
         head_node_args={
@@ -51,7 +51,7 @@ def main() -> None:
         },
     )
     try:
-        workers = [cluster.add_node(**NODE) for _ in range(3)]
+        workers = [cluster.add_node(**NODE) for _ in range(2)]
         cluster.wait_for_nodes()
         import ray
 
@@ -68,11 +68,11 @@ def main() -> None:
 
         threading.Thread(target=remove_a_node, daemon=True).start()
         settings = RaySettings(
-            address=cluster.address, actors=2, cpus_per_actor=2.0, unit_pages=2,
+            address=cluster.address, actors=1, cpus_per_actor=2.0, unit_pages=2,
             stall_seconds=180.0,
         )  # fmt: skip
         report = api.convert(
-            [pdf], out, engine="openai", server=server, dpi=72, batch_size=1, ray=settings,
+            [pdf], out, engine="openai", server=server, dpi=72, batch_size=2, ray=settings,
             progress=Progress(),
         )  # fmt: skip
         cluster_report = report.cluster.to_json() if report.cluster else None
