@@ -28,6 +28,7 @@ from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import (
     PAGE_DECODED,
     PAGE_FAILED,
+    PAGE_GIVEN_UP,
     PAGE_SAVED,
     PageRow,
     WorkUnit,
@@ -62,6 +63,7 @@ class PageDecoder:
         ray_settings: RaySettings,
         reuse_key: dict[str, Any],
         driver_cwd: str,
+        attempt_book: Any = None,
     ) -> None:
         # Relative paths the user gave (a model folder) mean on every node what they mean on
         # the driver, the file system being shared.
@@ -76,6 +78,9 @@ class PageDecoder:
         self.node = f"{self.host}:{(context.get_node_id() or '')[:8]}"
         self.pid = os.getpid()
         self.settings = settings
+        self.attempts = ray_settings.unit_attempts
+        self.book = attempt_book
+        self._ray = ray
         self.engine = create_engine(engine_name, config, options, server=server)
         try:
             self.engine.start()
@@ -127,6 +132,7 @@ class PageDecoder:
         if problem is not None:
             return [self._row(unit, started, n, PAGE_FAILED, error=problem) for n in unit.pages]
         folder = open_document_folder(unit.folder)
+        attempt = self._ray.get(self.book.begin.remote(unit.unit)) if self.book else 1
         rows: list[PageRow] = []
         to_decode: list[int] = []
         for number in unit.pages:
@@ -144,8 +150,16 @@ class PageDecoder:
                         seconds=meta.seconds,
                     )
                 )
+            elif attempt > self.attempts:
+                error = (
+                    f"{unit.source}: page {number}: given up after {self.attempts} attempts "
+                    f"(the actor decoding it died each time; see the Ray logs)"
+                )
+                rows.append(self._row(unit, started, number, PAGE_GIVEN_UP, error=error))
             else:
                 to_decode.append(number)
+        if not to_decode:
+            return rows
         handle = self.feed.submit(unit.unit, unit.source, to_decode)
         for outcome in self.feed.decode(handle):
             rows.append(self._page_row(unit, started, folder, outcome))

@@ -39,6 +39,7 @@ from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import (
     PAGE_DECODED,
     PAGE_FAILED,
+    PAGE_GIVEN_UP,
     PAGE_SAVED,
     PageRow,
     WorkUnit,
@@ -90,6 +91,7 @@ class RayConverter:
         self._actors: dict[str, ActorReport] = {}
         self._pids: dict[str, set[int]] = {}
         self._restarted: set[str] = set()
+        self._given_up: set[int] = set()
         self._pool: WorkerPool | None = None
         self._cutter: PoolCutter | None = None
         self._overlay: PoolOverlay | None = None
@@ -257,10 +259,11 @@ class RayConverter:
             # max_restarts and max_task_retries have no named parameter in Ray 2.60 (the pinned
             # range); the deprecation concerns Ray 2.64.
             warnings.simplefilter("ignore", DeprecationWarning)
-            return self._map(dataset, PageDecoder, ActorPoolStrategy, actors, calls, use_gpus)
+            return self._map(ray, dataset, PageDecoder, ActorPoolStrategy, actors, calls, use_gpus)
 
     def _map(
         self,
+        ray: Any,
         dataset: Any,
         decoder: type,
         strategy: type,
@@ -268,6 +271,8 @@ class RayConverter:
         calls: int,
         use_gpus: bool,
     ) -> Any:
+        from hpdparse.runner.ray.attempts import start_attempt_book
+
         assert self._info is not None
         rs = self.ray_settings
         return dataset.map_batches(
@@ -288,11 +293,14 @@ class RayConverter:
                 "ray_settings": rs,
                 "reuse_key": self._info.reuse_key(),
                 "driver_cwd": os.getcwd(),
+                "attempt_book": start_attempt_book(ray),
             },
             num_cpus=rs.cpus_per_actor,
             num_gpus=1 if use_gpus else None,
+            # Ray retries a unit whose actor died until an actor begins it: the attempts that
+            # count are the beginnings (attempts.AttemptBook), not a restarting actor's refusals.
             max_restarts=-1,
-            max_task_retries=rs.unit_attempts - 1,
+            max_task_retries=-1,
         )
 
     # --- results ---
@@ -305,6 +313,9 @@ class RayConverter:
             self._report.cluster.pages_redone += 1
             return
         rows[row.page] = row
+        if row.status == PAGE_GIVEN_UP and row.unit not in self._given_up:
+            self._given_up.add(row.unit)
+            self._report.cluster.units_given_up += 1
         self._count_actor(row, first_of_unit=len(rows) == 1)
         doc = self._docs[row.doc]
         self._page_in(doc, row)
@@ -322,7 +333,7 @@ class RayConverter:
             self._restarted.add(row.actor)
         if first_of_unit:
             actor.units += 1
-        if row.status == PAGE_FAILED:
+        if row.status in (PAGE_FAILED, PAGE_GIVEN_UP):
             actor.pages_failed += 1
         elif row.status == PAGE_SAVED:
             assert self._report.cluster is not None
@@ -337,7 +348,7 @@ class RayConverter:
         if run.done:
             return
         assert run.state is not None
-        if row.status == PAGE_FAILED:
+        if row.status in (PAGE_FAILED, PAGE_GIVEN_UP):
             run.state.failed_pages[row.page] = row.error
             self.progress.error(row.error)
             self.progress.pages_done(1, 0)
@@ -357,8 +368,8 @@ class RayConverter:
             self._finish(doc.run)
 
     def _give_up_lost_units(self) -> None:
-        """Units Ray gave up on (their actor died on every attempt): the pages an attempt saved
-        before dying count, the others are failed pages."""
+        """Units whose rows never came (Ray Data dropped them after an error of its own): the
+        pages an attempt saved before dying count, the others are failed pages."""
         assert self._info is not None and self._report.cluster is not None
         attempts = self.ray_settings.unit_attempts
         for unit in self._units.values():
@@ -383,7 +394,7 @@ class RayConverter:
                 else:
                     error = (
                         f"{unit.source}: page {number}: given up after {attempts} attempts "
-                        f"(the actor decoding it died each time; see the Ray logs)"
+                        f"(Ray dropped its work unit; see the Ray logs)"
                     )
                     row = PageRow(unit.unit, unit.doc, number, PAGE_FAILED, error=error)
                 rows[number] = row

@@ -113,6 +113,8 @@ class EngineFeed:
     def decode(self, handle: UnitPages) -> Iterator[PageOutcome]:
         """The outcomes of a submitted unit, as they come. Without a live engine the unit's own
         engine run happens here, in the caller's thread."""
+        if not handle.pages:
+            return
         if self.live:
             yield from handle
             return

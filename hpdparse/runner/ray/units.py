@@ -24,6 +24,9 @@ again."""
 PAGE_FAILED = "failed"
 """Could not be rasterized, or the engine failed it: `error` says why."""
 
+PAGE_GIVEN_UP = "given-up"
+"""Not saved, and its unit was begun by more actors than allowed, each of which died."""
+
 
 @dataclass(frozen=True)
 class WorkUnit:
@@ -63,7 +66,7 @@ class PageRow:
     unit: int
     doc: int
     page: int
-    status: str  # PAGE_DECODED, PAGE_SAVED or PAGE_FAILED
+    status: str  # PAGE_DECODED, PAGE_SAVED, PAGE_FAILED or PAGE_GIVEN_UP
     error: str = ""
     prompt_tokens: int = 0
     output_tokens: int = 0
