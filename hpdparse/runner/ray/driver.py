@@ -81,6 +81,9 @@ class RayConverter:
         self.settings = settings
         self.ray_settings = ray_settings
         self.progress = progress or Progress()
+        from hpdparse.runner.ray.cluster import import_ray
+
+        import_ray()  # a one-line EngineError now, before any folder is claimed, without Ray
         # Made here, not started: it says what the actors will record (the reuse key) and
         # prepares nothing. Unknown options fail now, before the cluster is touched.
         self._engine = create_engine(engine, config, options, server=server)

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import PageRow, WorkUnit, columns, cut_units, rows_of
+from tests.helpers.paths import REPO, SAMPLES
 
 
 def test_units_cut_a_document_into_ranges_of_at_most_unit_pages() -> None:
@@ -43,3 +48,29 @@ def test_an_actor_holds_enough_units_for_its_batch() -> None:
 def test_bad_settings_are_one_line_errors(bad: dict) -> None:
     with pytest.raises(ValueError, match="."):
         RaySettings(**bad)
+
+
+def test_plain_convert_never_imports_ray() -> None:
+    code = (
+        "import sys, hpdparse.cli, hpdparse.api;"
+        "loaded = [m for m in sys.modules if m == 'ray' or m.startswith('ray.')];"
+        "assert not loaded, loaded"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=REPO)
+
+
+def test_ray_missing_is_a_one_line_error(tmp_path: Path) -> None:
+    # A Ray that cannot be imported, as without the [ray] extra (None in sys.modules).
+    code = (
+        "import sys; sys.modules['ray'] = None\n"
+        "from hpdparse.cli import main\n"
+        f"main(['convert', {str(SAMPLES / 'memo.pdf')!r}, '-o', {str(tmp_path / 'out')!r}, "
+        "'--engine', 'openai', '--ray', 'local'])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO)
+    assert proc.returncode == 1
+    assert proc.stderr.strip().splitlines() == [
+        "error: --ray needs Ray Data (ray[data]>=2.60,<2.61): pip install 'hpdparse[ray]' "
+        "(cannot import ray)"
+    ]
+    assert not (tmp_path / "out").exists()
