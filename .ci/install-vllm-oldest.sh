@@ -7,8 +7,15 @@
 # installed without its own requirements, then every requirement it declares except the torch
 # family, with torch==2.11.0 held by a constraint. torchvision, torchaudio and torchcodec are left
 # out for the reason .ci/install.sh gives.
+#
+# While it runs, $venv/.installing exists; $venv/.installed marks a finished install (.ci/test.sh
+# waits for the first and needs the second, so CI can install this beside the tests).
 set -euo pipefail
 venv=${1:-.venv-vllm026}
+mkdir -p "$venv"
+rm -f "$venv/.installed"
+touch "$venv/.installing"
+trap 'rm -f "$venv/.installing"' EXIT
 python3 -m venv "$venv"
 "$venv/bin/pip" install --quiet --upgrade pip packaging
 "$venv/bin/pip" install --quiet "torch==2.11.0"
@@ -27,3 +34,4 @@ echo "torch==2.11.0" >"$venv/torch-constraint.txt"
 "$venv/bin/pip" install --quiet -c "$venv/torch-constraint.txt" -r "$venv/vllm-requirements.txt" \
     -e ".[torch,dev]"
 "$venv/bin/python" -c "import vllm.config, vllm.v1.engine.llm_engine, hpdparse.engines.vllm.engine"
+touch "$venv/.installed"

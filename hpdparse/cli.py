@@ -123,6 +123,12 @@ def _check_pages(ctx: click.Context, param: click.Parameter, value: str | None) 
     return value
 
 
+def _check_ray_address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None or value in ("local", "auto") or ":" in value:
+        return value
+    raise click.BadParameter(f"{value!r}: use local, auto or an address such as ray://head:10001")
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="hpdparse")
 def main() -> None:
@@ -198,6 +204,30 @@ def main() -> None:
 )
 @_render_options
 @_layout_option
+@click.option(
+    "--ray",
+    "ray_address",
+    metavar="local|auto|ADDRESS",
+    callback=_check_ray_address,
+    help="Run on a Ray cluster through Ray Data: local (start one on this machine: one engine "
+    "actor per GPU), auto (the running cluster: RAY_ADDRESS or `ray start`), or an address "
+    "(ray://head:10001). Inputs and -o must be on a file system every node sees. Needs "
+    "pip install 'hpdparse[ray]'.",
+)
+@click.option(
+    "--ray-actors",
+    type=click.IntRange(0, None),
+    default=0,
+    help="With --ray: engine actors (each holds --batch-size pages in flight). Default: one per "
+    "GPU of the cluster, or one per --ray-cpus-per-actor CPUs on a cluster without GPUs.",
+)
+@click.option(
+    "--ray-cpus-per-actor",
+    type=click.FloatRange(0.01, None),
+    default=None,
+    help="With --ray: CPUs each engine actor reserves, for its engine and its rasterizer "
+    "processes. Default: 2.",
+)
 @_run_options("Write a JSON report: status, pages and errors per input file, totals, throughput.")
 def convert(**kw: Any) -> None:
     """Convert PDF and image files (PNG, JPEG, TIFF), folders and glob patterns to Markdown.
@@ -212,6 +242,8 @@ def convert(**kw: Any) -> None:
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose exclude each other")
+    if kw["ray_address"] is None and (kw["ray_actors"] or kw["ray_cpus_per_actor"] is not None):
+        raise click.UsageError("--ray-actors and --ray-cpus-per-actor need --ray")
     progress = make_progress(quiet=quiet, verbose=verbose)
     previous = _stop_cleanly_on_sigterm()
     try:
@@ -239,6 +271,9 @@ def convert(**kw: Any) -> None:
             layout=kw["layout"],
             report_path=kw["report_path"],
             progress=progress,
+            ray=kw["ray_address"],
+            ray_actors=kw["ray_actors"],
+            ray_cpus_per_actor=kw["ray_cpus_per_actor"],
         )
     except KeyboardInterrupt:
         progress.close()

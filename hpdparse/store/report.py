@@ -62,6 +62,45 @@ class DocumentReport:
 
 
 @dataclass
+class ActorReport:
+    """What one engine actor of a `--ray` run did (a restarted actor keeps its id and gets a new
+    process: `restarts`)."""
+
+    actor: str
+    node: str = ""
+    units: int = 0
+    pages_decoded: int = 0
+    pages_failed: int = 0
+    output_tokens: int = 0
+    engine_seconds: float = 0.0  # the engine's time summed over the pages it decoded
+    restarts: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["engine_seconds"] = round(self.engine_seconds, 3)
+        return data
+
+
+@dataclass
+class ClusterReport:
+    """The Ray side of a `--ray` run: where, how many actors, the work units and what each
+    actor did."""
+
+    address: str
+    actors_requested: int = 0
+    units: int = 0
+    units_given_up: int = 0  # units whose actor died on every attempt
+    pages_redone: int = 0  # pages whose result came twice (a unit retried after its rows)
+    pages_recovered: int = 0  # pages a retried unit found saved by its attempt that died
+    actors: list[ActorReport] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["actors"] = [a.to_json() for a in self.actors]
+        return data
+
+
+@dataclass
 class RunReport:
     """A whole run: `hpdparse convert` or `hpdparse render`."""
 
@@ -76,6 +115,7 @@ class RunReport:
     stats: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
     engine_error: str | None = None
+    cluster: ClusterReport | None = None  # `convert --ray` only
 
     def count(self, status: str) -> int:
         return sum(1 for d in self.documents if d.status == status)
@@ -143,6 +183,7 @@ class RunReport:
             "totals": totals,
             "engine_stats": {k: self.stats[k] for k in sorted(self.stats)},
             "documents": [d.to_json() for d in self.documents],
+            **({"ray": self.cluster.to_json()} if self.cluster is not None else {}),
         }
 
     def write(self, path: Path) -> None:
@@ -170,6 +211,22 @@ def _totals_line(report: RunReport) -> str:
         )
     line += f"; {report.seconds:.1f} s in all"
     return line
+
+
+def _cluster_line(report: RunReport) -> str | None:
+    cluster = report.cluster
+    if cluster is None:
+        return None
+    actors = ", ".join(
+        f"{a.actor[:8] or '?'}@{a.node} {a.pages_decoded} pages in {a.units} units"
+        + (f" ({a.restarts} restarts)" if a.restarts else "")
+        for a in cluster.actors
+    )
+    given_up = f", {cluster.units_given_up} given up" if cluster.units_given_up else ""
+    return (
+        f"ray {cluster.address}: {cluster.units} work units{given_up}; "
+        f"{len(cluster.actors)} actors: {actors or 'none'}"
+    )
 
 
 def _stats_line(report: RunReport) -> str | None:
@@ -226,15 +283,15 @@ def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = 
         if hidden:
             console.print(f"... and {hidden} more that need attention (see --report)")
         console.print(_totals_line(report), highlight=False)
-        stats = _stats_line(report)
-        if stats:
-            console.print(stats, highlight=False)
+        for line in (_stats_line(report), _cluster_line(report)):
+            if line:
+                console.print(line, highlight=False)
         return
     for d in shown:
         print(_doc_line(d), file=stream)
     if hidden:
         print(f"... and {hidden} more that need attention (see --report)", file=stream)
     print(_totals_line(report), file=stream)
-    stats = _stats_line(report)
-    if stats:
-        print(stats, file=stream)
+    for line in (_stats_line(report), _cluster_line(report)):
+        if line:
+            print(line, file=stream)

@@ -1,0 +1,217 @@
+"""`PageDecoder`: the stateful class Ray Data runs as the `map_batches` actors of a `--ray` run.
+
+Each actor holds one started engine (one GPU, or its share of CPUs) and its own rasterizer
+processes (`EngineFeed`). A call gets a batch of work units and returns one `PageRow` per page:
+pages already saved by an earlier attempt are not decoded again, the others are rasterized,
+decoded and their raw records saved through the store (atomic writes, so a retried unit only
+rewrites identical files). A page that fails is a failed row, never an exception: only a dead
+engine ends the actor (`engine_feed.die`), so that Ray restarts it and retries the unit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import socket
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hpdparse.engines.base import EngineConfig
+from hpdparse.engines.options import EngineOptions
+from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
+from hpdparse.errors import EngineError
+from hpdparse.runner.ray.engine_feed import EngineFeed, PageOutcome
+from hpdparse.runner.ray.settings import RaySettings
+from hpdparse.runner.ray.units import (
+    PAGE_DECODED,
+    PAGE_FAILED,
+    PAGE_GIVEN_UP,
+    PAGE_SAVED,
+    PageRow,
+    WorkUnit,
+    columns,
+    rows_of,
+)
+from hpdparse.runner.save_page import save_page
+from hpdparse.runner.settings import MAX_AUTO_WORKERS, ConvertSettings
+from hpdparse.runner.workers import WorkerPool
+from hpdparse.store.output_store import open_document_folder
+
+SHARED_FS_HINT = "--ray needs inputs and output on a file system every node sees"
+
+
+def rasterizer_count(settings: ConvertSettings, cpus: float) -> int:
+    """--workers, or one rasterizer process per CPU the actor reserved (at most the usual cap)."""
+    if settings.workers > 0:
+        return settings.workers
+    return max(1, min(int(cpus), MAX_AUTO_WORKERS))
+
+
+class PageDecoder:
+    """A `map_batches` callable class: one engine per actor, work units in, page rows out."""
+
+    def __init__(
+        self,
+        engine_name: str,
+        config: EngineConfig,
+        options: EngineOptions | Mapping[str, Any] | None,
+        server: str,
+        settings: ConvertSettings,
+        ray_settings: RaySettings,
+        reuse_key: dict[str, Any],
+        driver_cwd: str,
+        attempt_book: Any = None,
+    ) -> None:
+        # Relative paths the user gave (a model folder) mean on every node what they mean on
+        # the driver, the file system being shared.
+        if os.path.isdir(driver_cwd):
+            os.chdir(driver_cwd)
+        import ray
+
+        context = ray.get_runtime_context()
+        self.actor = context.get_actor_id() or ""
+        self.restarted = bool(context.was_current_actor_reconstructed)
+        self.host = socket.gethostname()
+        self.node = f"{self.host}:{(context.get_node_id() or '')[:8]}"
+        self.pid = os.getpid()
+        self.settings = settings
+        self.attempts = ray_settings.unit_attempts
+        self.book = attempt_book
+        self._ray = ray
+        self.engine = create_engine(engine_name, config, options, server=server)
+        try:
+            self.engine.start()
+        except ImportError as exc:
+            raise dependency_error(engine_name, exc) from None
+        self.info = self.engine.info
+        if self.info.reuse_key() != reuse_key:
+            raise EngineError(
+                f"the engine on {self.host} resolves the model to {self.info.reuse_key()}, "
+                f"the driver to {reuse_key}: install the same checkpoint on every node"
+            )
+        self.pool = WorkerPool(
+            rasterizer_count(settings, ray_settings.cpus_per_actor), self.engine.preparer()
+        )
+        self.feed = EngineFeed(
+            self.engine,
+            self.pool,
+            live=ENGINES[engine_name].live_source,
+            dpi=settings.dpi,
+            password=settings.password,
+            read_ahead=settings.read_ahead_count(),
+            rasterize_timeout=settings.rasterize_timeout,
+            batch_size=settings.batch_size,
+            hang_seconds=ray_settings.hang_seconds,
+        )
+
+    def __del__(self) -> None:
+        # Ray Data drops the actor when the run is done (Ray calls this before the process
+        # exits): the rasterizer processes and the engine are ended cleanly, not killed.
+        pool = getattr(self, "pool", None)
+        if pool is not None:
+            pool.shutdown(cancel=True)
+        engine = getattr(self, "engine", None)
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                engine.close()
+        gc.collect()
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+        rows: list[dict[str, Any]] = []
+        for unit_row in rows_of(batch):
+            rows += [row.to_row() for row in self.decode_unit(WorkUnit.from_row(unit_row))]
+        return columns(rows)
+
+    def decode_unit(self, unit: WorkUnit) -> list[PageRow]:
+        """Every page of `unit`, decoded now, found saved, or failed."""
+        started = time.time()
+        problem = self._unreachable(unit)
+        if problem is not None:
+            return [self._row(unit, started, n, PAGE_FAILED, error=problem) for n in unit.pages]
+        folder = open_document_folder(unit.folder)
+        attempt = self._ray.get(self.book.begin.remote(unit.unit)) if self.book else 1
+        rows: list[PageRow] = []
+        to_decode: list[int] = []
+        for number in unit.pages:
+            saved = folder.read_raw_page(number)
+            if saved is not None and saved.reusable(self.info.reuse_key(), self.settings.dpi):
+                meta = saved.meta
+                rows.append(
+                    self._row(
+                        unit,
+                        started,
+                        number,
+                        PAGE_SAVED,
+                        prompt_tokens=meta.prompt_tokens,
+                        output_tokens=meta.output_tokens,
+                        seconds=meta.seconds,
+                    )
+                )
+            elif attempt > self.attempts:
+                error = (
+                    f"{unit.source}: page {number}: given up after {self.attempts} attempts "
+                    f"(the actor decoding it died each time; see the Ray logs)"
+                )
+                rows.append(self._row(unit, started, number, PAGE_GIVEN_UP, error=error))
+            else:
+                to_decode.append(number)
+        if not to_decode:
+            return rows
+        handle = self.feed.submit(unit.unit, unit.source, to_decode)
+        for outcome in self.feed.decode(handle):
+            rows.append(self._page_row(unit, started, folder, outcome))
+        return rows
+
+    def _unreachable(self, unit: WorkUnit) -> str | None:
+        if not os.access(unit.source, os.R_OK) or not Path(unit.source).is_file():
+            return f"{unit.source}: cannot be read on {self.host} ({SHARED_FS_HINT})"
+        if not Path(unit.folder).is_dir():
+            return f"{unit.folder}: output folder not found on {self.host} ({SHARED_FS_HINT})"
+        return None
+
+    def _page_row(
+        self, unit: WorkUnit, started: float, folder: Any, outcome: PageOutcome
+    ) -> PageRow:
+        number, result = outcome.number, outcome.result
+        if result is None or outcome.prepared is None:
+            return self._row(
+                unit, started, number, PAGE_FAILED, error=outcome.error or "not rasterized"
+            )
+        if not result.ok:
+            error = " ".join((result.error or "the engine gave no text").split())
+            error = f"{unit.source}: page {number}: {error}"
+            return self._row(unit, started, number, PAGE_FAILED, error=error)
+        try:
+            save_page(folder, number, result, outcome.prepared, self.info, self.settings.dpi)
+        except OSError as exc:
+            error = f"{folder.location}: cannot write the output folder: {exc.strerror}"
+            return self._row(unit, started, number, PAGE_FAILED, error=error)
+        return self._row(
+            unit,
+            started,
+            number,
+            PAGE_DECODED,
+            prompt_tokens=result.prompt_tokens,
+            output_tokens=result.output_tokens,
+            seconds=result.seconds,
+            stats=dict(result.stats),
+        )
+
+    def _row(
+        self, unit: WorkUnit, started: float, number: int, status: str, **figures: Any
+    ) -> PageRow:
+        return PageRow(
+            unit=unit.unit,
+            doc=unit.doc,
+            page=number,
+            status=status,
+            actor=self.actor,
+            pid=self.pid,
+            restarted=self.restarted,
+            unit_started=started,
+            node=self.node,
+            **figures,
+        )

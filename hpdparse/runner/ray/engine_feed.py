@@ -1,0 +1,229 @@
+"""One actor's engine, shared by every work unit the actor holds at once.
+
+Ray Data calls the actor for several units concurrently (one thread each). They all hand their
+pages to one `EngineFeed`: a single feeder thread rasterizes them in the actor's own rasterizer
+processes (`ReadAhead`, so a crashed or hung rasterizer fails its page, not the actor), and
+- a live engine (vllm, torch: `Engine.run` takes a source that yields None) runs once, in its
+  own thread, fed from a queue across units, so it keeps --batch-size pages in flight;
+- the openai engine (no live source) gets one `run` per unit, in the unit's thread, each with
+  the unit's pages.
+Each unit gets its pages back, in completion order, through its own queue (`UnitPages`).
+
+A dead engine (an exception out of `Engine.run`, or no result for `hang_seconds` while pages
+are in flight) cannot be trusted with the next page: the process exits (`die`), Ray restarts
+the actor and retries its units on the new one. No Ray import here.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import NoReturn
+
+from hpdparse.engines.base import Engine, PageRequest, PageResult
+from hpdparse.runner.read_ahead import PageJob, ReadAhead
+from hpdparse.runner.workers import PreparedPage, WorkerPool
+
+EXIT_ENGINE_DEAD = 70
+"""Exit status of an actor process whose engine died or hung."""
+
+
+def die(message: str) -> NoReturn:
+    """End this actor process at once (no cleanup that could hang on a broken engine)."""
+    print(f"hpdparse: {message}; ending this actor so that Ray restarts it", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(EXIT_ENGINE_DEAD)
+
+
+@dataclass
+class PageOutcome:
+    """One page of a unit back from the feed: the engine's result and the rasterized page's
+    geometry, or `error` (the page could not be rasterized)."""
+
+    number: int
+    result: PageResult | None = None
+    prepared: PreparedPage | None = None
+    error: str | None = None
+
+
+class UnitPages:
+    """The pages of one unit on their way through the feed."""
+
+    def __init__(self, unit: int, source: str, pages: list[int]) -> None:
+        self.unit = unit
+        self.source = source
+        self.pages = pages
+        self.outcomes: queue.Queue[PageOutcome] = queue.Queue()
+        # Only for engines without a live source: this unit's pages, in order, for its own run.
+        self.requests: queue.Queue[PageRequest | PageOutcome] = queue.Queue()
+
+    def __iter__(self) -> Iterator[PageOutcome]:
+        for _ in self.pages:
+            yield self.outcomes.get()
+
+
+class EngineFeed:
+    """Rasterize the pages of the units submitted and decode them with `engine` (started)."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        pool: WorkerPool,
+        *,
+        live: bool,
+        dpi: int,
+        password: str | None,
+        read_ahead: int,
+        rasterize_timeout: float,
+        batch_size: int,
+        hang_seconds: float,
+        on_death: Callable[[str], NoReturn] = die,
+    ) -> None:
+        self.engine = engine
+        self.live = live
+        self.batch_size = batch_size
+        self.hang_seconds = hang_seconds
+        self._die = on_death
+        self._read_ahead = ReadAhead(pool, dpi, password, read_ahead, rasterize_timeout)
+        self._units: queue.Queue[UnitPages] = queue.Queue()
+        # Prepared pages waiting for the live engine; bounded, so rasterizing stays ahead of
+        # the engine by at most the read-ahead window.
+        self._requests: queue.Queue[PageRequest] = queue.Queue(maxsize=max(1, read_ahead))
+        self._prepared: dict[tuple[int, int], tuple[UnitPages, PreparedPage]] = {}
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._last_progress = time.monotonic()
+        threading.Thread(target=self._feed, name="hpdparse-feed", daemon=True).start()
+        if live:
+            threading.Thread(target=self._run_live, name="hpdparse-engine", daemon=True).start()
+        threading.Thread(target=self._watch, name="hpdparse-watchdog", daemon=True).start()
+
+    def submit(self, unit: int, source: str, pages: list[int]) -> UnitPages:
+        """Queue `pages` of `source`; iterate the result for their outcomes (all of them)."""
+        handle = UnitPages(unit, source, pages)
+        if pages:
+            self._units.put(handle)
+        return handle
+
+    def decode(self, handle: UnitPages) -> Iterator[PageOutcome]:
+        """The outcomes of a submitted unit, as they come. Without a live engine the unit's own
+        engine run happens here, in the caller's thread."""
+        if not handle.pages:
+            return
+        if self.live:
+            yield from handle
+            return
+        yield from self._run_unit(handle)
+
+    # --- rasterizing (the feeder thread) ---
+
+    def _feed(self) -> None:
+        while True:
+            first = self._units.get()
+            for job, prepared in self._read_ahead.pages(self._jobs(first)):
+                handle = job.owner
+                if isinstance(prepared, str):
+                    failure = PageOutcome(job.number, error=prepared)
+                    (handle.outcomes if self.live else handle.requests).put(failure)
+                    continue
+                key = (handle.unit, job.number)
+                request = PageRequest(key=key, payload=prepared.payload)
+                prepared.payload = None  # the engine holds it now
+                with self._lock:
+                    self._prepared[key] = (handle, prepared)
+                if self.live:
+                    self._requests.put(request)
+                else:
+                    handle.requests.put(request)
+
+    def _jobs(self, first: UnitPages) -> Iterator[PageJob[UnitPages]]:
+        """The pages of `first`, then of the units queued meanwhile; ends when none is queued
+        (so the last pages are never held back waiting for more work)."""
+        handle: UnitPages | None = first
+        while handle is not None:
+            for number in handle.pages:
+                yield PageJob(handle, handle.source, number)
+            try:
+                handle = self._units.get_nowait()
+            except queue.Empty:
+                handle = None
+
+    # --- a live engine (its own thread, one run for the actor's life) ---
+
+    def _live_source(self) -> Iterator[PageRequest | None]:
+        # next() runs in the engine's thread between steps: never block while pages decode.
+        while True:
+            try:
+                request = self._requests.get_nowait()
+            except queue.Empty:
+                if self._in_flight:
+                    yield None
+                    continue
+                request = self._requests.get()
+            self._in_flight += 1
+            self._last_progress = time.monotonic()
+            yield request
+
+    def _run_live(self) -> None:
+        try:
+            for result in self.engine.run(self._live_source(), max_in_flight=self.batch_size):
+                self._in_flight -= 1
+                self._deliver(result)
+        except BaseException as exc:  # the engine is gone: no page can be trusted to it
+            self._die(f"engine {self.engine.name} failed: {' '.join(str(exc).split()) or exc!r}")
+        self._die(f"engine {self.engine.name} stopped taking pages")
+
+    # --- an engine without a live source (one run per unit, in the unit's thread) ---
+
+    def _run_unit(self, handle: UnitPages) -> Iterator[PageOutcome]:
+        """The feeder puts each page of the unit, in order, into the unit's own queue: a request,
+        or the outcome of a page that could not be rasterized (passed on as is)."""
+        not_rasterized: list[PageOutcome] = []
+
+        def requests() -> Iterator[PageRequest]:
+            for _ in handle.pages:
+                item = handle.requests.get()
+                if isinstance(item, PageOutcome):
+                    not_rasterized.append(item)
+                    continue
+                with self._lock:
+                    self._in_flight += 1
+                self._last_progress = time.monotonic()
+                yield item
+
+        try:
+            for result in self.engine.run(requests(), max_in_flight=len(handle.pages)):
+                with self._lock:
+                    self._in_flight -= 1
+                yield self._outcome(result)
+                while not_rasterized:
+                    yield not_rasterized.pop()
+        except Exception as exc:
+            self._die(f"engine {self.engine.name} failed: {' '.join(str(exc).split()) or exc!r}")
+        yield from not_rasterized
+
+    # --- results ---
+
+    def _outcome(self, result: PageResult) -> PageOutcome:
+        self._last_progress = time.monotonic()
+        with self._lock:
+            _handle, prepared = self._prepared.pop(result.key)
+        return PageOutcome(result.key[1], result=result, prepared=prepared)
+
+    def _deliver(self, result: PageResult) -> None:
+        self._last_progress = time.monotonic()
+        with self._lock:
+            handle, _prepared = self._prepared[result.key]
+        handle.outcomes.put(self._outcome(result))
+
+    def _watch(self) -> None:
+        while True:
+            time.sleep(min(5.0, self.hang_seconds / 4))
+            idle = time.monotonic() - self._last_progress
+            if self._in_flight > 0 and idle > self.hang_seconds:
+                self._die(f"engine {self.engine.name} returned no page for {idle:.0f} s")

@@ -1,0 +1,138 @@
+"""`convert --ray` gives what a single-machine `convert` gives: the same files, the same report,
+the same resume, on a real local Ray cluster (tests/runner/ray/conftest.py)."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from hpdparse import api
+from hpdparse.runner.progress import Progress
+from hpdparse.runner.ray.settings import RaySettings
+from hpdparse.sources.rasterize import rasterize_page
+from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
+from tests.helpers.output_trees import tree_snapshot
+from tests.helpers.paths import CORPUS, SAMPLES, TINY
+from tests.helpers.pdfs import make_pdf
+
+pytestmark = pytest.mark.ray
+
+SAMPLE_INPUTS = ["report.pdf", "paper.pdf", "memo.pdf", "scan.png"]
+SMALL_CORPUS_FILES = ["plumber__scotus-transcript-p1.pdf", "pdfjs__issue18030.pdf"]
+DPI = 72
+
+
+def on_ray(address: str, **changes: object) -> RaySettings:
+    # Units of 2 pages, so that a 3-page sample is split between the two actors.
+    settings = {"actors": 2, "cpus_per_actor": 2.0, "unit_pages": 2, "stall_seconds": 240.0}
+    settings.update(changes)
+    return RaySettings(address=address, **settings)  # type: ignore[arg-type]
+
+
+def fingerprint(pdf: Path, number: int) -> str:
+    return image_fingerprint(rasterize_page(str(pdf), number, DPI).image)
+
+
+def corpus_inputs() -> list[Path]:
+    """A few small shared-corpus PDFs, when the corpus is here."""
+    return [CORPUS / name for name in SMALL_CORPUS_FILES if (CORPUS / name).is_file()]
+
+
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "plain"])
+def test_torch_on_two_actors_writes_what_convert_writes(
+    ray_cluster: str, fork: bool, tmp_path: Path
+) -> None:
+    if importlib.util.find_spec("torch") is None:
+        pytest.skip("torch is not installed")
+    inputs = [SAMPLES / name for name in SAMPLE_INPUTS] + corpus_inputs()
+    common = {"engine": "torch", "model": str(TINY), "fork": fork, "progress": Progress()}
+    single = api.convert(inputs, tmp_path / "single", **common)
+    assert single.exit_code == 0, [d.error for d in single.documents]
+
+    report = api.convert(inputs, tmp_path / "ray", ray=on_ray(ray_cluster), **common)
+
+    assert report.exit_code == 0, (report.engine_error, [d.error for d in report.documents])
+    assert tree_snapshot(tmp_path / "ray") == tree_snapshot(tmp_path / "single")
+    assert report.pages_decoded == single.pages_decoded
+    assert report.output_tokens == single.output_tokens
+    cluster = report.cluster
+    assert cluster is not None and cluster.units_given_up == 0
+    assert len(cluster.actors) == 2 and all(a.units > 0 for a in cluster.actors)
+    assert sum(a.pages_decoded for a in cluster.actors) == single.pages_decoded
+
+
+def _poison(tmp_path: Path) -> tuple[list[Path], Path]:
+    damaged = tmp_path / "in" / "damaged.pdf"
+    damaged.parent.mkdir(parents=True)
+    damaged.write_bytes(b"%PDF-1.7\n1 0 obj << /Type /Catalog >>\nnot a pdf at all\n")
+    locked = make_pdf(tmp_path / "in" / "locked.pdf", 2, "locked", password="secret")
+    failing = make_pdf(tmp_path / "in" / "failing.pdf", 3, "failing")
+    good = make_pdf(tmp_path / "in" / "good.pdf", 3, "good")
+    return [damaged, locked, failing, good], failing
+
+
+def test_poison_inputs_fail_alone_with_one_line_errors(
+    ray_cluster: str, srv: FakeHPDServer, tmp_path: Path
+) -> None:
+    inputs, failing = _poison(tmp_path)
+    bad_page = fingerprint(failing, 2)
+    srv.fault = lambda request: "400" if request.fingerprint == bad_page else None
+    common = {"engine": "openai", "server": srv.url, "dpi": DPI, "progress": Progress()}
+    single = api.convert(inputs, tmp_path / "single", **common)
+    report_path = tmp_path / "ray-report.json"
+    report = api.convert(
+        inputs, tmp_path / "ray", ray=on_ray(ray_cluster), report_path=report_path, **common
+    )
+
+    assert report.exit_code == 1 and report.engine_error is None
+    outcome = {Path(d.source).name: (d.status, d.pages_failed) for d in report.documents}
+    assert outcome == {
+        "damaged.pdf": ("failed", 0),
+        "locked.pdf": ("failed", 0),
+        "failing.pdf": ("partial", 1),
+        "good.pdf": ("converted", 0),
+    }
+    for doc in report.documents:
+        if doc.status == "failed":
+            assert doc.error is not None and doc.source in doc.error
+        assert doc.error is None or "\n" not in doc.error
+    failing_doc = next(d for d in report.documents if d.source.endswith("failing.pdf"))
+    assert "page 2" in failing_doc.failed_pages[2] and "400" in failing_doc.failed_pages[2]
+    # The same outcome, word for word, as on this machine; and in the report file.
+    assert [(d.status, d.error, d.failed_pages) for d in report.documents] == [
+        (d.status, d.error, d.failed_pages) for d in single.documents
+    ]
+    assert '"units_given_up": 0' in report_path.read_text()
+    assert tree_snapshot(tmp_path / "ray") == tree_snapshot(tmp_path / "single")
+
+
+def test_resume_across_runners_decodes_nothing_twice(
+    ray_cluster: str, srv: FakeHPDServer, tmp_path: Path
+) -> None:
+    pdf = make_pdf(tmp_path / "in" / "doc.pdf", 8, "resume")
+    inputs = [pdf] + corpus_inputs()[:1]
+    first_half = {fingerprint(pdf, n) for n in range(1, 5)}
+    second_half = {fingerprint(pdf, n) for n in range(5, 9)}
+    common = {"engine": "openai", "server": srv.url, "dpi": DPI, "progress": Progress()}
+    reference = api.convert(inputs, tmp_path / "reference", **common)
+    assert reference.exit_code == 0
+
+    for first, then in (("ray", "plain"), ("plain", "ray")):
+        out = tmp_path / f"{first}-then-{then}"
+        runs = {"ray": {"ray": on_ray(ray_cluster)}, "plain": {}}
+        srv.clear_log()
+        half = api.convert([pdf], out, pages="1-4", **runs[first], **common)
+        assert half.exit_code == 0 and set(srv.fingerprints()) == first_half
+        assert srv.chat_count == 4
+        srv.clear_log()
+        rest = api.convert(inputs, out, **runs[then], **common)
+        assert rest.exit_code == 0, (rest.engine_error, [d.error for d in rest.documents])
+        sent = srv.fingerprints()
+        # Only the pages the first runner did not decode; each once.
+        assert set(sent) - {fingerprint(i, 1) for i in inputs[1:]} == second_half
+        assert len(sent) == len(set(sent)) == 4 + len(inputs) - 1
+        doc = rest.documents[0]
+        assert (doc.pages_reused, doc.pages_decoded) == (4, 4)
+        assert tree_snapshot(out) == tree_snapshot(tmp_path / "reference")
