@@ -48,7 +48,7 @@ def page_tiles(count: int, tiles: int, tile: int = 448) -> list:
     ]
 
 
-def run_row(engine, payloads: list, batch: int, expected: str) -> dict:  # noqa: ANN001
+def run_row(engine, payloads: list, batch: int, expected: str) -> dict:
     requests = (PageRequest(i, p) for i, p in enumerate(payloads))
     began = time.perf_counter()
     results = list(engine.run(requests, batch))

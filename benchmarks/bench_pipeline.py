@@ -31,14 +31,14 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import psutil  # noqa: E402
-import pymupdf  # noqa: E402
-from PIL import Image  # noqa: E402
+import numpy as np
+import psutil
+import pymupdf
+from PIL import Image
 
-from hpdparse.engines.openai.engine import encode_page_png  # noqa: E402
-from hpdparse.engines.vllm.engine import prepare_tiles  # noqa: E402
-from hpdparse.hpd.tiling import (  # noqa: E402
+from hpdparse.engines.openai.engine import encode_page_png
+from hpdparse.engines.vllm.engine import prepare_tiles
+from hpdparse.hpd.tiling import (
     TilingConfig,
     _as_hwc,
     _grey_band,
@@ -46,8 +46,8 @@ from hpdparse.hpd.tiling import (  # noqa: E402
     grid_image_size,
     select_grid,
 )
-from hpdparse.runner.workers import WorkerPool, prepare_page  # noqa: E402
-from hpdparse.sources.rasterize import close_cached_documents, rasterize_page  # noqa: E402
+from hpdparse.runner.workers import WorkerPool, prepare_page
+from hpdparse.sources.rasterize import close_cached_documents, rasterize_page
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 TRACEMONKEY = CORPUS / "pdfjs__tracemonkey.pdf"

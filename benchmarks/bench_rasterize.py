@@ -25,10 +25,10 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import pymupdf  # noqa: E402
+import pymupdf
 
-from hpdparse.sources.open import open_source  # noqa: E402
-from hpdparse.sources.rasterize import close_cached_documents, rasterize_page  # noqa: E402
+from hpdparse.sources.open import open_source
+from hpdparse.sources.rasterize import close_cached_documents, rasterize_page
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 DEFAULT_PDF = CORPUS / "pdfjs__tracemonkey.pdf"

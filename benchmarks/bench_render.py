@@ -17,9 +17,9 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from hpdparse.hpd.stream import parse_page  # noqa: E402
-from hpdparse.markdown.records import DocumentRecord, PageRecord  # noqa: E402
-from hpdparse.markdown.render import RenderOptions, render_document  # noqa: E402
+from hpdparse.hpd.stream import parse_page
+from hpdparse.markdown.records import DocumentRecord, PageRecord
+from hpdparse.markdown.render import RenderOptions, render_document
 
 PARAGRAPH = (
     "Hierarchical decoding lets the layout branch fork a child per region, so that the "

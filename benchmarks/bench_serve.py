@@ -80,7 +80,7 @@ class _Clients:
             self.page(number * pages + page)
 
 
-def _peak_rss(served, stop: threading.Event, peak: list[int]) -> None:  # noqa: ANN001
+def _peak_rss(served, stop: threading.Event, peak: list[int]) -> None:
     while not stop.wait(0.2):
         peak[0] = max(peak[0], served.rss())
 

@@ -24,11 +24,11 @@ from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-import pymupdf  # noqa: E402
-from PIL import Image  # noqa: E402
+import numpy as np
+import pymupdf
+from PIL import Image
 
-from hpdparse.hpd.tiling import (  # noqa: E402
+from hpdparse.hpd.tiling import (
     DEFAULT_CONFIG,
     assemble_tiles,
     expand_grey,

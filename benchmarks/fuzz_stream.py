@@ -16,10 +16,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from hypothesis import HealthCheck, given, seed, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import strategies as st
 
-from tests.helpers.stream_strategies import (  # noqa: E402
+from tests.helpers.stream_strategies import (
     check_document,
     grammar_streams,
     options_strategy,
@@ -66,7 +66,7 @@ def main() -> int:
     try:
         run("random", random_streams())
         run("grammar", grammar_streams())
-    except Exception as error:  # noqa: BLE001 - report and fail
+    except Exception as error:
         print(f"FAILED: {type(error).__name__}: {error}")
         return 1
     print(f"total    {sum(counts.values()):8d} examples")

@@ -23,7 +23,7 @@ from tests.helpers.paths import REPO
 BENCHMARKS = REPO / "benchmarks"
 
 
-def _load(path: Path):  # noqa: ANN202
+def _load(path: Path):
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None

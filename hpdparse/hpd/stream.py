@@ -67,7 +67,7 @@ def parse_page(raw: str, finish_reason: str | None = None) -> ParsedPage:
     try:
         text = raw if isinstance(raw, str) else ("" if raw is None else str(raw))
         return _parse(text, finish_reason)
-    except Exception:  # noqa: BLE001 - last resort: the whole page becomes one text block
+    except Exception:
         text = valid_text(str(raw)).strip()
         blocks = [Block(0, "", "text", None, text, [FLAG_NO_HEADER])] if text else []
         return ParsedPage(blocks, [FLAG_PARSE_ERROR] + ([] if blocks else [FLAG_EMPTY]))

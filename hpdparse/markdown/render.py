@@ -106,7 +106,7 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
         builder = PageBuilder(page, parsed, options.images, dollar)
         try:
             builder.build()
-        except Exception as error:  # noqa: BLE001 - a bug here must not lose the document
+        except Exception as error:
             builder = PageBuilder(page, parsed, False, dollar)
             builder.blocks_json = [builder.block_json(block) for block in parsed.blocks]
             builder.units = [

@@ -207,7 +207,7 @@ def parse_table(content: str, fast: bool = True) -> Table:
         try:
             parser.feed(content)
             parser.close()
-        except Exception:  # noqa: BLE001 - html.parser is lenient; this is only a safety net
+        except Exception:
             pass
     if parser.cell is not None:
         parser._close_cell()

@@ -44,7 +44,7 @@ def latex_to_mathml(latex: str, display: bool = False) -> str:
         markup = convert(latex, display="block" if display else "inline")
         root = ElementTree.fromstring(markup)
         return _write(root)
-    except Exception:  # noqa: BLE001 - any failure of the converter shows the source instead
+    except Exception:
         return latex_as_code(latex)
 
 

@@ -256,7 +256,7 @@ def usage(prompt_tokens: int, completion_tokens: int, **extra: Any) -> dict[str,
 
 
 def completion(
-    id: str,  # noqa: A002 - the field's name
+    id: str,
     model: str,
     content: str,
     finish_reason: str,
@@ -281,7 +281,7 @@ def completion(
 
 
 def chunk(
-    id: str,  # noqa: A002 - the field's name
+    id: str,
     model: str,
     created: int,
     *,
@@ -304,7 +304,7 @@ def chunk(
     }
 
 
-def usage_chunk(id: str, model: str, created: int, usage: dict[str, Any]) -> dict[str, Any]:  # noqa: A002
+def usage_chunk(id: str, model: str, created: int, usage: dict[str, Any]) -> dict[str, Any]:
     """The last chunk of a stream with ``stream_options.include_usage``: no choices."""
     return {
         "id": id,

@@ -347,7 +347,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _HTTPServer
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib name
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def _send(self, status: int, body: bytes, content_type: str = "application/json") -> None:
@@ -360,7 +360,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _drop(self) -> None:
         self.close_connection = True
 
-    def do_GET(self) -> None:  # noqa: N802 - stdlib name
+    def do_GET(self) -> None:
         fake = self.server.fake
         if self.path.rstrip("/") == "/v1" + wire.MODELS_PATH:
             with fake._lock:
@@ -377,7 +377,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send(404, _error_body(404, f"no route {self.path}"))
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib name
+    def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length)
         if self.path.rstrip("/") != "/v1" + wire.CHAT_COMPLETIONS_PATH:

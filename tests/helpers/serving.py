@@ -75,7 +75,7 @@ class Served:
         return self.proc.wait(timeout)
 
 
-def _read_lines(stream, lines: queue.Queue) -> None:  # noqa: ANN001
+def _read_lines(stream, lines: queue.Queue) -> None:
     for line in stream:
         lines.put(line)
     lines.put(None)

@@ -14,9 +14,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hpdparse.engines.torch.loading import load_model  # noqa: E402
-from hpdparse.errors import EngineError  # noqa: E402
-from hpdparse.hpd.checkpoint import open_checkpoint  # noqa: E402
+from hpdparse.engines.torch.loading import load_model
+from hpdparse.errors import EngineError
+from hpdparse.hpd.checkpoint import open_checkpoint
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "fixtures" / "tiny-hpd"

@@ -7,24 +7,24 @@ import pytest
 
 pytest.importorskip("tokenizers")
 
-from hpdparse.hpd.prompt import load_tokenizer  # noqa: E402
-from hpdparse.serve.detokenize import IncrementalText  # noqa: E402
-from tests.helpers.paths import TINY  # noqa: E402
+from hpdparse.hpd.prompt import load_tokenizer
+from hpdparse.serve.detokenize import IncrementalText
+from tests.helpers.paths import TINY
 
 TEXT = "<BLOCK>text [1, 2, 3, 4]<CHILD>Ünïcödé 数学公式 ∑ x² € 🙂 done<BLOCK>page_number"
 
 
 @pytest.fixture(scope="module")
-def tokenizer():  # noqa: ANN201
+def tokenizer():
     return load_tokenizer(TINY, str(TINY))
 
 
-def _decode(tokenizer):  # noqa: ANN001, ANN202
+def _decode(tokenizer):
     return lambda ids: tokenizer.decode(ids, skip_special_tokens=False)
 
 
 @pytest.mark.parametrize("batch", [1, 2, 3, 7])
-def test_pieces_are_whole_characters_and_add_up_to_the_text(tokenizer, batch: int) -> None:  # noqa: ANN001
+def test_pieces_are_whole_characters_and_add_up_to_the_text(tokenizer, batch: int) -> None:
     ids = tokenizer.encode(TEXT, add_special_tokens=False).ids
     decode = _decode(tokenizer)
     assert decode(ids) == TEXT
@@ -36,7 +36,7 @@ def test_pieces_are_whole_characters_and_add_up_to_the_text(tokenizer, batch: in
     assert sum(1 for piece in pieces if piece) > 3
 
 
-def test_text_that_is_not_the_start_of_the_final_text_is_an_error(tokenizer) -> None:  # noqa: ANN001
+def test_text_that_is_not_the_start_of_the_final_text_is_an_error(tokenizer) -> None:
     text = IncrementalText(_decode(tokenizer))
     text.add(tokenizer.encode("<BLOCK>text", add_special_tokens=False).ids)
     with pytest.raises(ValueError, match="not the start"):

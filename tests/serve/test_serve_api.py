@@ -21,19 +21,19 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("starlette")
 
-import httpx  # noqa: E402
-import openai  # noqa: E402
-from PIL import Image  # noqa: E402
+import httpx
+import openai
+from PIL import Image
 
-from tests.helpers.paths import FIXTURES, TINY  # noqa: E402
-from tests.helpers.serving import (  # noqa: E402
+from tests.helpers.paths import FIXTURES, TINY
+from tests.helpers.serving import (
     Served,
     page_body,
     page_messages,
     sample_pngs,
     serve_process,
 )
-from tests.tinymodel.synth import load_ground_truth  # noqa: E402
+from tests.tinymodel.synth import load_ground_truth
 
 KEYS = ("key-one", "key-two")
 SERVER_MAX_TOKENS = 2000
@@ -49,7 +49,7 @@ def truth() -> dict[tuple[str, int], str]:
 
 
 @pytest.fixture(scope="module")
-def pngs(truth) -> dict[tuple[str, int], bytes]:  # noqa: ANN001
+def pngs(truth) -> dict[tuple[str, int], bytes]:
     return sample_pngs(sorted(truth))
 
 
@@ -65,7 +65,7 @@ def client(served: Served) -> openai.OpenAI:
     return openai.OpenAI(base_url=served.url, api_key=KEYS[1], max_retries=0, timeout=300)
 
 
-def _ask(client: openai.OpenAI, png: bytes, **options: object):  # noqa: ANN202
+def _ask(client: openai.OpenAI, png: bytes, **options: object):
     return client.chat.completions.create(model=str(TINY), messages=page_messages(png), **options)
 
 
@@ -73,12 +73,12 @@ def _stream(client: openai.OpenAI, png: bytes, **options: object) -> list:
     return list(_ask(client, png, stream=True, **options))
 
 
-def test_it_listens_on_ipv6_and_lists_its_model(served: Served, client) -> None:  # noqa: ANN001
+def test_it_listens_on_ipv6_and_lists_its_model(served: Served, client) -> None:
     assert served.url.startswith("http://[::1]:")
     assert [m.id for m in client.models.list()] == [str(TINY)]
 
 
-def test_answers_equal_the_torch_engines_page_text(client, truth, pngs) -> None:  # noqa: ANN001
+def test_answers_equal_the_torch_engines_page_text(client, truth, pngs) -> None:
     keys = sorted(truth)
     with concurrent.futures.ThreadPoolExecutor(len(keys)) as pool:
         answers = dict(zip(keys, pool.map(lambda key: _ask(client, pngs[key]), keys), strict=True))
@@ -91,7 +91,7 @@ def test_answers_equal_the_torch_engines_page_text(client, truth, pngs) -> None:
     assert len({a.id for a in answers.values()}) == len(keys)
 
 
-def test_streamed_answers_arrive_in_pieces_and_add_up_to_the_answer(client, truth, pngs) -> None:  # noqa: ANN001
+def test_streamed_answers_arrive_in_pieces_and_add_up_to_the_answer(client, truth, pngs) -> None:
     key = max(truth, key=lambda k: len(truth[k]))
     chunks = _stream(client, pngs[key], stream_options={"include_usage": True})
     first, *middle, closing, usage = chunks
@@ -108,7 +108,7 @@ def test_streamed_answers_arrive_in_pieces_and_add_up_to_the_answer(client, trut
     assert "".join(c.choices[0].delta.content or "" for c in without_usage) == truth[key]
 
 
-def test_a_request_max_tokens_applies_up_to_the_servers(client, truth, pngs) -> None:  # noqa: ANN001
+def test_a_request_max_tokens_applies_up_to_the_servers(client, truth, pngs) -> None:
     key = sorted(truth)[0]
     short = _ask(client, pngs[key], max_tokens=5)
     assert short.choices[0].finish_reason == "length"
@@ -123,7 +123,7 @@ def test_a_request_max_tokens_applies_up_to_the_servers(client, truth, pngs) -> 
     assert clamped.choices[0].message.content == truth[key]
 
 
-def test_sampling_is_greedy_and_says_so(client, truth, pngs) -> None:  # noqa: ANN001
+def test_sampling_is_greedy_and_says_so(client, truth, pngs) -> None:
     png = pngs[sorted(truth)[0]]
     with pytest.raises(openai.BadRequestError) as refused:
         _ask(client, png, temperature=0.7)
@@ -133,7 +133,7 @@ def test_sampling_is_greedy_and_says_so(client, truth, pngs) -> None:  # noqa: A
         _ask(client, png, n=2)
 
 
-def test_keys_are_needed_except_for_health_and_metrics(served: Served, truth, pngs) -> None:  # noqa: ANN001
+def test_keys_are_needed_except_for_health_and_metrics(served: Served, truth, pngs) -> None:
     png = pngs[sorted(truth)[0]]
     stranger = openai.OpenAI(base_url=served.url, api_key="wrong", max_retries=0)
     with pytest.raises(openai.AuthenticationError) as refused:
@@ -189,7 +189,7 @@ def _bad_requests(png: bytes) -> list[tuple[str, object, int, str]]:
 
 def test_bad_requests_get_one_clear_line_and_the_server_keeps_serving(
     served: Served, client, truth, pngs
-) -> None:  # noqa: ANN001
+) -> None:
     key = sorted(truth)[0]
     headers = {"Authorization": f"Bearer {KEYS[0]}"}
     with served.client(timeout=120, headers=headers) as raw:
@@ -247,7 +247,7 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(served: Served) -> N
     assert status == 413 and "more than 8" in body["error"]["message"]
 
 
-def test_a_client_gone_mid_body_leaves_no_traceback(served: Served, client, truth, pngs) -> None:  # noqa: ANN001
+def test_a_client_gone_mid_body_leaves_no_traceback(served: Served, client, truth, pngs) -> None:
     head = (
         "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
         f"Authorization: Bearer {KEYS[0]}\r\nContent-Length: 100000\r\n\r\n"
@@ -268,7 +268,7 @@ def _send_chunks(sock: socket.socket, piece: bytes, count: int) -> None:
         pass
 
 
-def test_metrics_count_what_happened(served: Served, client, truth, pngs) -> None:  # noqa: ANN001
+def test_metrics_count_what_happened(served: Served, client, truth, pngs) -> None:
     keys = sorted(truth)[:2]
     before = served.metrics()
     answers = [_ask(client, pngs[key]) for key in keys]
@@ -300,7 +300,7 @@ def test_metrics_count_what_happened(served: Served, client, truth, pngs) -> Non
 
 def test_unix_socket_health_while_starting_and_a_drain_at_sigterm(
     tmp_path: Path, truth, pngs
-) -> None:  # noqa: ANN001
+) -> None:
     """/health is 503 while the engine loads; at SIGTERM with --shutdown-timeout the page being
     streamed finishes whole while /health and new pages get 503; the socket file goes away."""
     path = str(tmp_path / "hpd.sock")
@@ -346,7 +346,7 @@ def _status(http: httpx.Client, method: str, url: str) -> int:
     return http.request(method, url).status_code
 
 
-def _wait_for(condition, timeout: float = 60) -> None:  # noqa: ANN001
+def _wait_for(condition, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"

@@ -25,12 +25,12 @@ try:  # only an absent vllm skips; a vllm that is installed but broken fails the
 except ImportError as exc:  # pragma: no cover - depends on the environment
     pytest.skip(f"vllm is not installed ({exc})", allow_module_level=True)
 
-import httpx  # noqa: E402
-import openai  # noqa: E402
+import httpx
+import openai
 
-from hpdparse.cli import main  # noqa: E402
-from tests.helpers.paths import FIXTURES, SAMPLES, TINY  # noqa: E402
-from tests.helpers.serving import (  # noqa: E402
+from hpdparse.cli import main
+from tests.helpers.paths import FIXTURES, SAMPLES, TINY
+from tests.helpers.serving import (
     INPUTS,
     Served,
     page_body,
@@ -38,7 +38,7 @@ from tests.helpers.serving import (  # noqa: E402
     sample_pngs,
     serve_process,
 )
-from tests.tinymodel.synth import load_ground_truth  # noqa: E402
+from tests.tinymodel.synth import load_ground_truth
 
 pytestmark = pytest.mark.vllm
 
@@ -69,7 +69,7 @@ def truth() -> dict[tuple[str, int], str]:
 
 
 @pytest.fixture(scope="module")
-def pngs(truth) -> dict[tuple[str, int], bytes]:  # noqa: ANN001
+def pngs(truth) -> dict[tuple[str, int], bytes]:
     return sample_pngs(sorted(truth))
 
 
@@ -78,7 +78,7 @@ def client(served: Served) -> openai.OpenAI:
     return openai.OpenAI(base_url=served.url, api_key="-", max_retries=0, timeout=600)
 
 
-def _ask(client: openai.OpenAI, png: bytes, **options: object):  # noqa: ANN202
+def _ask(client: openai.OpenAI, png: bytes, **options: object):
     return client.chat.completions.create(model=str(TINY), messages=page_messages(png), **options)
 
 
@@ -87,7 +87,7 @@ def _grew(before: dict, after: dict, name: str, **labels: str) -> float:
     return after.get(key, 0.0) - before.get(key, 0.0)
 
 
-def _wait_for(condition, timeout: float = 120) -> None:  # noqa: ANN001
+def _wait_for(condition, timeout: float = 120) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
@@ -96,7 +96,7 @@ def _wait_for(condition, timeout: float = 120) -> None:  # noqa: ANN001
 
 def test_convert_through_the_server_gives_the_in_process_engines_text(
     served: Served, truth, tmp_path: Path
-) -> None:  # noqa: ANN001
+) -> None:
     """The ground truth streams are the torch engine's text, which the vllm engine gives too
     (tests/engines/vllm)."""
     out = tmp_path / "out"
@@ -109,7 +109,7 @@ def test_convert_through_the_server_gives_the_in_process_engines_text(
         assert raw.read_text(encoding="utf-8") == stream, f"{raw} differs from the ground truth"
 
 
-def test_streamed_and_plain_answers_are_the_same_text(client, truth, pngs) -> None:  # noqa: ANN001
+def test_streamed_and_plain_answers_are_the_same_text(client, truth, pngs) -> None:
     for key in sorted(truth)[:3]:
         plain = _ask(client, pngs[key])
         chunks = list(_ask(client, pngs[key], stream=True, stream_options={"include_usage": True}))
@@ -118,7 +118,7 @@ def test_streamed_and_plain_answers_are_the_same_text(client, truth, pngs) -> No
         assert chunks[-1].usage.completion_tokens == plain.usage.completion_tokens
 
 
-def test_a_client_leaving_mid_stream_frees_its_page(served: Served, client, truth, pngs) -> None:  # noqa: ANN001
+def test_a_client_leaving_mid_stream_frees_its_page(served: Served, client, truth, pngs) -> None:
     key = max(truth, key=lambda k: len(truth[k]))
     before = served.metrics()
     stream = _ask(client, pngs[key], stream=True)
@@ -201,7 +201,7 @@ def _sample(served: Served, stop: threading.Event, samples: list) -> None:
 
 def test_a_load_of_clients_gets_every_answer_once_within_bounds(
     served: Served, truth, pngs
-) -> None:  # noqa: ANN001
+) -> None:
     load = _Load(served, truth, pngs)
     baseline = served.rss()
     samples: list[tuple[float, float, int]] = []
@@ -229,7 +229,7 @@ def test_a_load_of_clients_gets_every_answer_once_within_bounds(
     _wait_for(lambda: served.metrics()[("hpdparse_pages_in_flight", ())] == 0)
 
 
-def test_beyond_the_waiting_bound_requests_get_503_at_once(served: Served, truth, pngs) -> None:  # noqa: ANN001
+def test_beyond_the_waiting_bound_requests_get_503_at_once(served: Served, truth, pngs) -> None:
     keys = sorted(truth)
     count = 4 * (MAX_QUEUED + MAX_WAITING)
     bodies = [json.dumps(page_body(pngs[keys[i % len(keys)]])).encode() for i in range(count)]
@@ -277,7 +277,7 @@ def test_a_port_in_use_is_a_one_line_error_before_the_model_loads() -> None:
     )
 
 
-def test_sigterm_answers_every_request_and_exits_cleanly(served: Served, truth, pngs) -> None:  # noqa: ANN001
+def test_sigterm_answers_every_request_and_exits_cleanly(served: Served, truth, pngs) -> None:
     """Runs last: stops the module's server. With --shutdown-timeout 0 (the default) the pages
     in the engine at the signal are dropped and answered 503; every request gets an answer."""
     keys = sorted(truth)[: MAX_QUEUED + MAX_WAITING - 1]

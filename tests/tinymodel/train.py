@@ -103,11 +103,11 @@ class Sequence:
     image_tokens: int
 
 
-def encode(tok, text: str) -> list[int]:  # noqa: ANN001
+def encode(tok, text: str) -> list[int]:
     return tok.encode(text, add_special_tokens=False).ids
 
 
-def fork_sequence(tok, ids: TokenIds, prompt: list[int], stream: str, page: int) -> Sequence:  # noqa: ANN001
+def fork_sequence(tok, ids: TokenIds, prompt: list[int], stream: str, page: int) -> Sequence:
     parent: list[int] = []
     children: list[tuple[int, list[int]]] = []  # (index of <FORK> in parent, child tokens)
     for header, content in split_stream(stream):
@@ -141,7 +141,7 @@ def fork_sequence(tok, ids: TokenIds, prompt: list[int], stream: str, page: int)
     return Sequence(seq_ids, positions, allowed, labels, next_index, page, 0)
 
 
-def plain_sequence(tok, ids: TokenIds, prompt: list[int], stream: str, page: int) -> Sequence:  # noqa: ANN001
+def plain_sequence(tok, ids: TokenIds, prompt: list[int], stream: str, page: int) -> Sequence:
     out = [*encode(tok, stream), ids.im_end]
     seq_ids = prompt + out[:-1]
     n = len(seq_ids)
@@ -275,7 +275,7 @@ def margins(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
     return t - other
 
 
-def describe_worst(batch: Batch, logits, m, pages, tok, key) -> list[str]:  # noqa: ANN001
+def describe_worst(batch: Batch, logits, m, pages, tok, key) -> list[str]:
     """Where the margin is negative: page, mode, position, wanted and predicted token."""
     out = []
     sel = torch.nonzero(batch.labels != IGNORE)
@@ -289,7 +289,7 @@ def describe_worst(batch: Batch, logits, m, pages, tok, key) -> list[str]:  # no
     return out
 
 
-def verify(model: HpdModel, tok, ids: TokenIds, pb: PromptBuilder, pages: list[PageData]):  # noqa: ANN001
+def verify(model: HpdModel, tok, ids: TokenIds, pb: PromptBuilder, pages: list[PageData]):
     """Greedy decoding on every page at its CLI resolution: returns (failures, acceptance)."""
     failures = []
     drafted = accepted = 0

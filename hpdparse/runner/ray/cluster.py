@@ -17,7 +17,7 @@ def import_ray() -> ModuleType:
     """`ray`, with Ray Data; a one-line EngineError when it is not installed."""
     try:
         import ray
-        import ray.data  # noqa: F401 - the part a run needs
+        import ray.data
     except ImportError as exc:
         missing = f" (cannot import {exc.name})" if exc.name else ""
         raise EngineError(

@@ -215,7 +215,7 @@ def test_a_live_source_yielding_none_gives_the_same_texts(engine, truth: dict) -
         assert result.text == truth[key], key
 
 
-def test_a_cancelled_page_is_dropped_between_steps(engine, truth: dict) -> None:  # noqa: ANN001
+def test_a_cancelled_page_is_dropped_between_steps(engine, truth: dict) -> None:
     """PageRequest.cancel set while the page decodes: the engine drops it at its next step and
     yields it as cancelled; the other pages are not touched."""
     prepare = engine.preparer()
@@ -224,7 +224,7 @@ def test_a_cancelled_page_is_dropped_between_steps(engine, truth: dict) -> None:
     cancel = threading.Event()
     rounds = 0
 
-    def live():  # noqa: ANN202
+    def live():
         nonlocal rounds
         yield PageRequest(longest, prepare(_image(*longest)), cancel=cancel)
         while rounds < 5:  # one engine step per None: the page is decoding
@@ -239,7 +239,7 @@ def test_a_cancelled_page_is_dropped_between_steps(engine, truth: dict) -> None:
     assert results[1].text == truth[other]
 
 
-def test_a_request_may_lower_the_token_limit_but_not_raise_it(engine, truth: dict) -> None:  # noqa: ANN001
+def test_a_request_may_lower_the_token_limit_but_not_raise_it(engine, truth: dict) -> None:
     key = sorted(truth)[0]
     tiles = engine.preparer()(_image(*key))
     requests = [

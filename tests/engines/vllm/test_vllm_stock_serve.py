@@ -29,16 +29,16 @@ try:  # only an absent vllm skips; a vllm that is installed but broken fails the
 except ImportError as exc:  # pragma: no cover - depends on the environment
     pytest.skip(f"vllm is not installed ({exc})", allow_module_level=True)
 
-import httpx  # noqa: E402
+import httpx
 
-from hpdparse.cli import main  # noqa: E402
-from hpdparse.engines.openai.engine import encode_page_png  # noqa: E402
-from hpdparse.engines.vllm.plugin import ARCHITECTURE  # noqa: E402
-from hpdparse.hpd.checkpoint import open_checkpoint  # noqa: E402
-from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids  # noqa: E402
-from hpdparse.hpd.protocol import instruction  # noqa: E402
-from hpdparse.hpd.tiling import TilingConfig, tile_image  # noqa: E402
-from hpdparse.sources.rasterize import rasterize_page  # noqa: E402
+from hpdparse.cli import main
+from hpdparse.engines.openai.engine import encode_page_png
+from hpdparse.engines.vllm.plugin import ARCHITECTURE
+from hpdparse.hpd.checkpoint import open_checkpoint
+from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
+from hpdparse.hpd.protocol import instruction
+from hpdparse.hpd.tiling import TilingConfig, tile_image
+from hpdparse.sources.rasterize import rasterize_page
 
 pytestmark = pytest.mark.vllm
 
@@ -126,7 +126,7 @@ def _messages(png: bytes, fork: bool) -> list[dict]:
     return [{"role": "user", "content": content}]
 
 
-def _in_process_prompt(image, fork: bool) -> list[int]:  # noqa: ANN001
+def _in_process_prompt(image, fork: bool) -> list[int]:
     """The prompt the in-process engines decode from, for this page."""
     ckpt = open_checkpoint(str(TINY))
     tokenizer = load_tokenizer(ckpt.path, str(TINY))
