@@ -108,6 +108,16 @@ def convert(
         render_options=render_options or RenderOptions(),
         layout=layout,
     )
+    config = EngineConfig(
+        model=model,
+        revision=revision,
+        fork=fork,
+        mtp=mtp,
+        speculative_tokens=speculative_tokens,
+        max_tokens=max_tokens,
+        device=device,
+        dtype=dtype,
+    )
     if ray is not None:
         if not isinstance(engine, str):
             raise ValueError("ray= needs an engine name: each Ray actor makes its own engine")
@@ -118,16 +128,7 @@ def convert(
             ray_actors,
             ray_cpus_per_actor,
             engine=engine,
-            config=EngineConfig(
-                model=model,
-                revision=revision,
-                fork=fork,
-                mtp=mtp,
-                speculative_tokens=speculative_tokens,
-                max_tokens=max_tokens,
-                device=device,
-                dtype=dtype,
-            ),
+            config=config,
             engine_options=engine_options,
             server=server,
             recursive=recursive,
@@ -136,16 +137,6 @@ def convert(
         )
     owns_engine = isinstance(engine, str)
     if isinstance(engine, str):
-        config = EngineConfig(
-            model=model,
-            revision=revision,
-            fork=fork,
-            mtp=mtp,
-            speculative_tokens=speculative_tokens,
-            max_tokens=max_tokens,
-            device=device,
-            dtype=dtype,
-        )
         try:
             engine = create_engine(engine, config, engine_options, server=server)
         except EngineError as exc:
