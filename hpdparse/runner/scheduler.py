@@ -26,7 +26,7 @@ from pathlib import Path
 
 from hpdparse.engines.base import Engine, EngineInfo, PageRequest, PageResult
 from hpdparse.errors import EngineError, HpdparseError
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.document_run import DocumentRun, report_input_errors
 from hpdparse.runner.events import (
     DocumentFailed,
     DocumentReady,
@@ -141,12 +141,7 @@ class Converter:
 
     def _add_documents(self, sources: list[Path], input_errors: Sequence[HpdparseError]) -> None:
         report = self._report
-        for error in input_errors:
-            source = error.path if error.path is not None else str(error)
-            doc = DocumentReport(source=source, status=STATUS_FAILED, error=str(error))
-            report.documents.append(doc)
-            self.progress.error(str(error))
-            self.progress.document_finished(doc)
+        report_input_errors(report, self.progress, input_errors)
         folders = self._store.assign_folders(sources)
         for src in sources:
             doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)

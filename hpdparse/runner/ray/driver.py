@@ -29,7 +29,7 @@ from hpdparse.engines.base import EngineConfig, EngineInfo
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine
 from hpdparse.errors import HpdparseError
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.document_run import DocumentRun, report_input_errors
 from hpdparse.runner.finish import finish_converted
 from hpdparse.runner.images import PoolCutter
 from hpdparse.runner.overlay import PoolOverlay
@@ -178,12 +178,7 @@ class RayConverter:
 
     def _add_documents(self, sources: list[Path], input_errors: Sequence[HpdparseError]) -> None:
         report = self._report
-        for error in input_errors:
-            source = error.path if error.path is not None else str(error)
-            doc_report = DocumentReport(source=source, status=STATUS_FAILED, error=str(error))
-            report.documents.append(doc_report)
-            self.progress.error(str(error))
-            self.progress.document_finished(doc_report)
+        report_input_errors(report, self.progress, input_errors)
         folders = self._store.assign_folders(sources)
         for src in sources:
             doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)
