@@ -9,6 +9,7 @@ them.
 from __future__ import annotations
 
 import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import TextIO
@@ -40,6 +41,10 @@ class Progress:
 
     def document_finished(self, doc: DocumentReport) -> None:
         pass
+
+    def actors_alive(self, alive: int, wanted: int, restarts: int) -> None:
+        """`--ray`: engine actors alive now of those wanted, and restarts so far. Called from
+        another thread than the other hooks, when a figure changes."""
 
     def info(self, message: str) -> None:
         pass
@@ -93,10 +98,13 @@ class PlainProgress(Progress):
         self._documents = 0
         self._finished = 0
         self._rates = _Rates(clock)
+        self._actors = ""
+        self._lock = threading.Lock()
 
     def _line(self, message: str) -> None:
         elapsed = self._clock() - self._started
-        print(f"[{elapsed:8.1f}s] {message}", file=self.stream, flush=True)
+        with self._lock:
+            print(f"[{elapsed:8.1f}s] {message}", file=self.stream, flush=True)
 
     def start(self, documents: int) -> None:
         self._started = self._clock()
@@ -121,11 +129,16 @@ class PlainProgress(Progress):
         pages_per_s, tokens_per_s = self._rates.per_second()
         pages = f", {doc.pages_done}/{doc.pages} pages" if doc.pages else ""
         failed = f", {doc.pages_failed} failed" if doc.pages_failed else ""
+        actors = f", {self._actors}" if self._actors else ""
         self._line(
             f"{doc.status} {doc.source}{pages}{failed} "
             f"({self._finished}/{self._documents} documents, {pages_per_s:.2f} pages/s, "
-            f"{tokens_per_s:.0f} tokens/s)"
+            f"{tokens_per_s:.0f} tokens/s{actors})"
         )
+
+    def actors_alive(self, alive: int, wanted: int, restarts: int) -> None:
+        self._actors = _actors_text(alive, wanted, restarts)
+        self._line(f"ray: {self._actors}")
 
     def info(self, message: str) -> None:
         if self.verbose:
@@ -163,6 +176,7 @@ class RichProgress(Progress):
         self._docs = self._bars.add_task("documents", total=None, rate="")
         self._pages = self._bars.add_task("pages", total=0, rate="")
         self._rates = _Rates(clock)
+        self._actors = ""
         self._bars.start()
 
     def start(self, documents: int) -> None:
@@ -179,9 +193,16 @@ class RichProgress(Progress):
 
     def pages_done(self, pages: int, output_tokens: int) -> None:
         self._rates.add(pages, output_tokens)
+        self._bars.update(self._pages, advance=pages, rate=self._rate_text())
+
+    def actors_alive(self, alive: int, wanted: int, restarts: int) -> None:
+        self._actors = _actors_text(alive, wanted, restarts)
+        self._bars.update(self._pages, rate=self._rate_text())
+
+    def _rate_text(self) -> str:
         pages_per_s, tokens_per_s = self._rates.per_second()
-        rate = f"{pages_per_s:.2f} pages/s {tokens_per_s:.0f} tok/s"
-        self._bars.update(self._pages, advance=pages, rate=rate)
+        actors = f" {self._actors}" if self._actors else ""
+        return f"{pages_per_s:.2f} pages/s {tokens_per_s:.0f} tok/s{actors}"
 
     def document_finished(self, doc: DocumentReport) -> None:
         self._bars.update(self._docs, advance=1)
@@ -202,6 +223,11 @@ class RichProgress(Progress):
 
     def close(self) -> None:
         self._bars.stop()
+
+
+def _actors_text(alive: int, wanted: int, restarts: int) -> str:
+    restarted = f", {restarts} restarted" if restarts else ""
+    return f"{alive}/{wanted} actors alive{restarted}"
 
 
 def make_progress(

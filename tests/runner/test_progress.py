@@ -50,3 +50,32 @@ def test_rich_rates_count_from_the_first_page_the_engine_takes() -> None:
     progress.pages_done(4, 80)
     progress.close()
     assert "2.00 pages/s 40 tok/s" in stream.getvalue()
+
+
+def test_plain_progress_shows_ray_actors_alive_when_they_change_and_per_document() -> None:
+    clock = FakeClock()
+    stream = io.StringIO()
+    progress = PlainProgress(stream, clock=clock)
+    progress.start(1)
+    clock.now = 3.0
+    progress.actors_alive(1, 2, 0)
+    clock.now = 4.0
+    progress.actors_alive(2, 2, 1)
+    progress.document_finished(DocumentReport(source="doc.pdf", status="converted", pages=2))
+    assert stream.getvalue().splitlines() == [
+        "[     3.0s] ray: 1/2 actors alive",
+        "[     4.0s] ray: 2/2 actors alive, 1 restarted",
+        "[     4.0s] converted doc.pdf, 0/2 pages (1/1 documents, 0.00 pages/s, 0 tokens/s, "
+        "2/2 actors alive, 1 restarted)",
+    ]
+
+
+def test_rich_progress_shows_ray_actors_alive_beside_the_rates() -> None:
+    clock = FakeClock()
+    stream = io.StringIO()
+    progress = RichProgress(stream, clock=clock)
+    progress.start(1)
+    progress.document_started("doc.pdf", 4, 4)
+    progress.actors_alive(3, 4, 0)
+    progress.close()
+    assert "3/4 actors alive" in stream.getvalue()

@@ -15,6 +15,7 @@ import gc
 import os
 import socket
 import time
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
 from hpdparse.errors import EngineError
 from hpdparse.runner.ray.engine_feed import EngineFeed, PageOutcome
+from hpdparse.runner.ray.run_book import Heartbeat
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import (
     PAGE_DECODED,
@@ -63,7 +65,7 @@ class PageDecoder:
         ray_settings: RaySettings,
         reuse_key: dict[str, Any],
         driver_cwd: str,
-        attempt_book: Any = None,
+        run_book: Any = None,
     ) -> None:
         # Relative paths the user gave (a model folder) mean on every node what they mean on
         # the driver, the file system being shared.
@@ -73,13 +75,15 @@ class PageDecoder:
 
         context = ray.get_runtime_context()
         self.actor = context.get_actor_id() or ""
-        self.restarted = bool(context.was_current_actor_reconstructed)
+        with warnings.catch_warnings():  # Ray 2.60 warns of its own use of `actor_id` here
+            warnings.simplefilter("ignore", DeprecationWarning)
+            self.restarted = bool(context.was_current_actor_reconstructed)
         self.host = socket.gethostname()
         self.node = f"{self.host}:{(context.get_node_id() or '')[:8]}"
         self.pid = os.getpid()
         self.settings = settings
         self.attempts = ray_settings.unit_attempts
-        self.book = attempt_book
+        self.book = run_book
         self._ray = ray
         self.engine = create_engine(engine_name, config, options, server=server)
         try:
@@ -106,10 +110,15 @@ class PageDecoder:
             batch_size=settings.batch_size,
             hang_seconds=ray_settings.hang_seconds,
         )
+        # Alive from now on: the engine is started and the actor takes units.
+        self.heartbeat = Heartbeat(run_book, self.actor, self.pid) if run_book else None
 
     def __del__(self) -> None:
         # Ray Data drops the actor when the run is done (Ray calls this before the process
         # exits): the rasterizer processes and the engine are ended cleanly, not killed.
+        heartbeat = getattr(self, "heartbeat", None)
+        if heartbeat is not None:
+            heartbeat.stop()
         pool = getattr(self, "pool", None)
         if pool is not None:
             pool.shutdown(cancel=True)

@@ -1,4 +1,5 @@
-"""Connecting to the Ray cluster of a `--ray` run: the one place hpdparse imports Ray."""
+"""Connecting to the Ray cluster of a `--ray` run (the one place hpdparse imports Ray), Ray Data's
+context for the run, and Ray's errors in one line."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Iterator
 from types import ModuleType
 
 from hpdparse.errors import EngineError
-from hpdparse.runner.ray.settings import RAY_AUTO, RAY_LOCAL
+from hpdparse.runner.ray.settings import RAY_AUTO, RAY_LOCAL, RaySettings
 
 RAY_REQUIREMENT = "ray[data]>=2.60,<2.61"
 
@@ -52,3 +53,55 @@ def connected(address: str, verbose: bool = False) -> Iterator[ModuleType]:
         yield ray
     finally:
         ray.shutdown()
+
+
+_RAY_DATA_CHATTER = {
+    "ray.data._internal.progress": logging.ERROR,  # "Progress bars disabled" (a warning)
+    "ray.data._internal.execution.streaming_executor": logging.WARNING,  # "execution finished"
+}
+
+
+@contextlib.contextmanager
+def ray_data_context(rs: RaySettings, verbose: bool) -> Iterator[None]:
+    """Ray Data's process-wide context as a `--ray` run needs it, restored afterwards, so that
+    a program calling `api.convert` keeps its own settings for its own datasets."""
+    from ray.data import DataContext
+
+    context = DataContext.get_current()
+    fields = {
+        "max_errored_blocks": -1,  # a unit given up is reported, it does not end the run
+        "wait_for_min_actors_s": rs.actor_start_seconds,
+        "enable_progress_bars": verbose,
+        "print_on_execution_start": verbose,
+    }
+    saved = {name: getattr(context, name) for name in fields}
+    saved_order = context.execution_options.preserve_order
+    # Without --verbose, Ray Data's notes that progress bars are off and that the dataset is
+    # done are noise beside hpdparse's own progress; its warnings (resources) still show.
+    loggers = {name: logging.getLogger(name) for name in _RAY_DATA_CHATTER}
+    levels = {name: logger.level for name, logger in loggers.items()}
+    try:
+        for name, value in fields.items():
+            setattr(context, name, value)
+        context.execution_options.preserve_order = False
+        if not verbose:
+            for name, logger in loggers.items():
+                logger.setLevel(_RAY_DATA_CHATTER[name])
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(context, name, value)
+        context.execution_options.preserve_order = saved_order
+        for name, logger in loggers.items():
+            logger.setLevel(levels[name])
+
+
+def ray_error_line(exc: BaseException) -> str:
+    """The last meaningful line of a Ray error (they carry whole remote tracebacks)."""
+    cause: BaseException = exc
+    with contextlib.suppress(Exception):
+        while getattr(cause, "cause", None) is not None and cause.cause is not cause:  # type: ignore[attr-defined]
+            cause = cause.cause  # type: ignore[attr-defined]
+    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
+    text = lines[-1] if lines else type(cause).__name__
+    return text if len(text) < 400 else text[:400] + "..."

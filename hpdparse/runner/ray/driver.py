@@ -6,6 +6,8 @@
    a single actor), `map_batches` through `PageDecoder` actors.
 3. Consume the page rows as units finish, anywhere in the cluster: progress, counters, and a
    document is finished (`finish_converted`, on the driver) as soon as all its pages are in.
+   Meanwhile `watch` threads show the actors alive (from the `run_book`'s heartbeats) and end
+   a run no row comes back to.
 4. A unit whose actor died on every attempt (Ray retries it on a restarted actor) is dropped
    by Ray Data (`max_errored_blocks=-1`) and its pages not on disk are failed pages here.
 Resume is the output folder's, as for a single-machine run: a killed driver leaves only atomic
@@ -14,11 +16,8 @@ files, and the same command plans again from what is saved.
 
 from __future__ import annotations
 
-import _thread
-import contextlib
 import dataclasses
 import os
-import threading
 import time
 import warnings
 from collections.abc import Mapping, Sequence
@@ -45,6 +44,7 @@ from hpdparse.runner.ray.units import (
     WorkUnit,
     cut_units,
 )
+from hpdparse.runner.ray.watch import ActorWatch, StallWatch
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.store.output_store import open_output_store
@@ -99,6 +99,11 @@ class RayConverter:
         self._cutter: PoolCutter | None = None
         self._overlay: PoolOverlay | None = None
         self._info: EngineInfo | None = None
+        # Wall clock (the rows come from other processes): when the first unit began, when the
+        # last row came. Decoding counts from then, as a run on this machine counts from the
+        # engine's first page, not from starting it.
+        self._first_row: float | None = None
+        self._last_row: float | None = None
 
     def run(self, sources: list[Path], input_errors: Sequence[HpdparseError] = ()) -> RunReport:
         started = time.monotonic()
@@ -108,9 +113,7 @@ class RayConverter:
         report.cluster = ClusterReport(address=self.ray_settings.address)
         self._add_documents(sources, input_errors)
         self.progress.start(len(report.documents))
-        first_row: float | None = None
-        last_row: float | None = None
-        stall: _StallWatch | None = None
+        stall: StallWatch | None = None
         try:
             self._engine.open()
             self._info = info = self._engine.info
@@ -122,26 +125,8 @@ class RayConverter:
             units = self._plan_all()
             report.cluster.units = len(units)
             if units:
-                from hpdparse.runner.ray.cluster import connected
-
-                with (
-                    connected(self.ray_settings.address, self.progress.verbose) as ray,
-                    _StallWatch(self.ray_settings.stall_seconds) as stall,
-                ):
-                    dataset = self._dataset(ray, units)
-                    self.progress.decoding_started()
-                    for row in dataset.iter_rows():
-                        stall.last = time.monotonic()
-                        page = PageRow.from_row(row)
-                        # Decoding counts from the first unit an actor began (wall clock:
-                        # the rows come from other processes), as a run on this machine
-                        # counts from the engine's first page, not from starting it.
-                        last_row = time.time()
-                        if page.unit_started and (
-                            first_row is None or page.unit_started < first_row
-                        ):
-                            first_row = page.unit_started
-                        self._on_row(page)
+                stall = StallWatch(self.ray_settings.stall_seconds)
+                self._decode(units, stall)
                 self._give_up_lost_units()
         except KeyboardInterrupt:
             if stall is not None and stall.fired:
@@ -154,7 +139,9 @@ class RayConverter:
             report.engine_error = str(exc)
             self.progress.error(str(exc))
         except Exception as exc:  # Ray's errors: the job as a whole failed
-            report.engine_error = f"--ray: the Ray job failed: {_ray_error_line(exc)}"
+            from hpdparse.runner.ray.cluster import ray_error_line
+
+            report.engine_error = f"--ray: the Ray job failed: {ray_error_line(exc)}"
             self.progress.error(report.engine_error)
         finally:
             if self._pool is not None:
@@ -169,8 +156,8 @@ class RayConverter:
         for actor in report.cluster.actors:
             processes = len(self._pids.get(actor.actor, ()))
             actor.restarts = max(processes - 1, 1 if actor.actor in self._restarted else 0)
-        if first_row is not None and last_row is not None:
-            report.engine_seconds = last_row - first_row
+        if self._first_row is not None and self._last_row is not None:
+            report.engine_seconds = self._last_row - self._first_row
         report.seconds = time.monotonic() - started
         return report
 
@@ -225,19 +212,32 @@ class RayConverter:
 
     # --- the dataset ---
 
-    def _dataset(self, ray: Any, units: list[WorkUnit]) -> Any:
-        from ray.data import ActorPoolStrategy, DataContext
+    def _decode(self, units: list[WorkUnit], stall: StallWatch) -> None:
+        """Runs the units on the cluster and takes each page row as it comes back."""
+        from hpdparse.runner.ray.cluster import connected, ray_data_context
+        from hpdparse.runner.ray.run_book import start_run_book
 
-        from hpdparse.runner.ray.actor import PageDecoder
+        with (
+            connected(self.ray_settings.address, self.progress.verbose) as ray,
+            ray_data_context(self.ray_settings, self.progress.verbose),
+        ):
+            book = start_run_book(ray)
+            dataset, actors = self._dataset(ray, units, book)
+            with stall, ActorWatch(ray, book, self.progress, actors):
+                self.progress.decoding_started()
+                for row in dataset.iter_rows():
+                    stall.last = time.monotonic()
+                    page = PageRow.from_row(row)
+                    self._last_row = time.time()
+                    if page.unit_started and (
+                        self._first_row is None or page.unit_started < self._first_row
+                    ):
+                        self._first_row = page.unit_started
+                    self._on_row(page)
 
+    def _dataset(self, ray: Any, units: list[WorkUnit], book: Any) -> tuple[Any, int]:
+        """The dataset of page rows, and how many engine actors it runs on."""
         rs = self.ray_settings
-        context = DataContext.get_current()
-        context.max_errored_blocks = -1  # a unit given up is reported, it does not end the run
-        context.wait_for_min_actors_s = rs.actor_start_seconds
-        context.execution_options.preserve_order = False
-        context.enable_progress_bars = self.progress.verbose
-        context.print_on_execution_start = self.progress.verbose
-
         resources = ray.cluster_resources()
         use_gpus = self.engine_name != "openai" and resources.get("GPU", 0) >= 1
         actors = min(
@@ -257,26 +257,20 @@ class RayConverter:
             # max_restarts and max_task_retries have no named parameter in Ray 2.60 (the pinned
             # range); the deprecation concerns Ray 2.64.
             warnings.simplefilter("ignore", DeprecationWarning)
-            return self._map(ray, dataset, PageDecoder, ActorPoolStrategy, actors, calls, use_gpus)
+            mapped = self._map(dataset, actors, calls, use_gpus, book)
+        return mapped, actors
 
-    def _map(
-        self,
-        ray: Any,
-        dataset: Any,
-        decoder: type,
-        strategy: type,
-        actors: int,
-        calls: int,
-        use_gpus: bool,
-    ) -> Any:
-        from hpdparse.runner.ray.attempts import start_attempt_book
+    def _map(self, dataset: Any, actors: int, calls: int, use_gpus: bool, book: Any) -> Any:
+        from ray.data import ActorPoolStrategy
+
+        from hpdparse.runner.ray.actor import PageDecoder
 
         assert self._info is not None
         rs = self.ray_settings
         return dataset.map_batches(
-            decoder,
+            PageDecoder,
             batch_size=1,
-            compute=strategy(
+            compute=ActorPoolStrategy(
                 size=actors,
                 max_tasks_in_flight_per_actor=calls,
                 max_concurrent_calls_per_actor=calls,
@@ -291,12 +285,12 @@ class RayConverter:
                 "ray_settings": rs,
                 "reuse_key": self._info.reuse_key(),
                 "driver_cwd": os.getcwd(),
-                "attempt_book": start_attempt_book(ray),
+                "run_book": book,
             },
             num_cpus=rs.cpus_per_actor,
             num_gpus=1 if use_gpus else None,
             # Ray retries a unit whose actor died until an actor begins it: the attempts that
-            # count are the beginnings (attempts.AttemptBook), not a restarting actor's refusals.
+            # count are the beginnings (run_book.RunBook), not a restarting actor's refusals.
             max_restarts=-1,
             max_task_retries=-1,
         )
@@ -429,40 +423,3 @@ class RayConverter:
         if status == STATUS_FAILED and not run.state:
             r.output_dir = None
         self.progress.document_finished(r)
-
-
-class _StallWatch:
-    """Interrupts the main thread when no row came for `seconds` (0: never), so that a stuck
-    cluster (no actor can start, a lost node never replaced) ends the run instead of hanging."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.last = time.monotonic()
-        self.fired = False
-        self._stop = threading.Event()
-
-    def __enter__(self) -> _StallWatch:
-        if self.seconds > 0:
-            threading.Thread(target=self._watch, name="hpdparse-stall", daemon=True).start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-
-    def _watch(self) -> None:
-        while not self._stop.wait(min(1.0, self.seconds / 4)):
-            if time.monotonic() - self.last > self.seconds:
-                self.fired = True
-                _thread.interrupt_main()
-                return
-
-
-def _ray_error_line(exc: BaseException) -> str:
-    """The last meaningful line of a Ray error (they carry whole remote tracebacks)."""
-    cause: BaseException = exc
-    with contextlib.suppress(Exception):
-        while getattr(cause, "cause", None) is not None and cause.cause is not cause:  # type: ignore[attr-defined]
-            cause = cause.cause  # type: ignore[attr-defined]
-    lines = [line.strip() for line in str(cause).splitlines() if line.strip()]
-    text = lines[-1] if lines else type(cause).__name__
-    return text if len(text) < 400 else text[:400] + "..."

@@ -3,8 +3,11 @@ the same resume, on a real local Ray cluster (tests/runner/ray/conftest.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +15,7 @@ from hpdparse import api
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.sources.rasterize import rasterize_page
+from tests.helpers.actor_figures import ActorFigures
 from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
 from tests.helpers.output_trees import tree_snapshot
 from tests.helpers.paths import CORPUS, SAMPLES, TINY
@@ -51,10 +55,14 @@ def test_torch_on_two_actors_writes_what_convert_writes(
     single = api.convert(inputs, tmp_path / "single", **common)
     assert single.exit_code == 0, [d.error for d in single.documents]
 
+    actor_figures = ActorFigures()
+    common["progress"] = actor_figures
     report = api.convert(inputs, tmp_path / "ray", ray=on_ray(ray_cluster), **common)
 
     assert report.exit_code == 0, (report.engine_error, [d.error for d in report.documents])
     assert tree_snapshot(tmp_path / "ray") == tree_snapshot(tmp_path / "single")
+    # Both actors took units: the driver showed them both alive, and no restart.
+    assert actor_figures.seen and actor_figures.seen[-1] == (2, 2, 0), actor_figures.seen
     assert report.pages_decoded == single.pages_decoded
     assert report.output_tokens == single.output_tokens
     cluster = report.cluster
@@ -89,6 +97,42 @@ def test_vllm_on_two_actors_writes_what_convert_writes(ray_cluster: str, tmp_pat
     assert sum(a.pages_decoded for a in cluster.actors) == single.pages_decoded == 3
 
 
+OWN_DATA_CONTEXT = (5, 1.0, True, True)
+
+
+def data_context_fields(context: Any) -> tuple[Any, ...]:
+    return (
+        context.max_errored_blocks,
+        context.wait_for_min_actors_s,
+        context.execution_options.preserve_order,
+        context.enable_progress_bars,
+    )
+
+
+@contextlib.contextmanager
+def own_data_context() -> Iterator[Any]:
+    """Ray Data's context with the values a program calling `api.convert` could have set (not
+    the ones a `--ray` run sets), put back as they were afterwards."""
+    from ray.data import DataContext
+
+    context = DataContext.get_current()
+    saved = data_context_fields(context)
+    fields = ("max_errored_blocks", "wait_for_min_actors_s", None, "enable_progress_bars")
+
+    def put(values: tuple[Any, ...]) -> None:
+        for name, value in zip(fields, values, strict=True):
+            if name is None:
+                context.execution_options.preserve_order = value
+            else:
+                setattr(context, name, value)
+
+    put(OWN_DATA_CONTEXT)
+    try:
+        yield context
+    finally:
+        put(saved)
+
+
 def _poison(tmp_path: Path) -> tuple[list[Path], Path]:
     damaged = tmp_path / "in" / "damaged.pdf"
     damaged.parent.mkdir(parents=True)
@@ -108,9 +152,12 @@ def test_poison_inputs_fail_alone_with_one_line_errors(
     common = {"engine": "openai", "server": srv.url, "dpi": DPI, "progress": Progress()}
     single = api.convert(inputs, tmp_path / "single", **common)
     report_path = tmp_path / "ray-report.json"
-    report = api.convert(
-        inputs, tmp_path / "ray", ray=on_ray(ray_cluster), report_path=report_path, **common
-    )
+    with own_data_context() as context:
+        report = api.convert(
+            inputs, tmp_path / "ray", ray=on_ray(ray_cluster), report_path=report_path, **common
+        )
+        # A program's own Ray Data settings are what they were before the run.
+        assert data_context_fields(context) == OWN_DATA_CONTEXT
 
     assert report.exit_code == 1 and report.engine_error is None
     outcome = {Path(d.source).name: (d.status, d.pages_failed) for d in report.documents}

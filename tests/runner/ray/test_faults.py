@@ -7,6 +7,7 @@ from __future__ import annotations
 import collections
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ from hpdparse import api
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.sources.rasterize import rasterize_page
+from tests.helpers.actor_figures import ActorFigures
 from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
 from tests.helpers.output_trees import tree_snapshot, valid_pages
 from tests.helpers.paths import REPO
@@ -62,6 +64,7 @@ def test_actor_killed_mid_unit_every_page_converted_none_decoded_more_than_twice
         os.kill(pids[0], signal.SIGKILL)
         killed.append((pids[0], saved))
 
+    actor_figures = ActorFigures()
     killer = threading.Thread(target=kill_an_actor, daemon=True)
     killer.start()
     settings = RaySettings(
@@ -75,7 +78,7 @@ def test_actor_killed_mid_unit_every_page_converted_none_decoded_more_than_twice
         dpi=DPI,
         batch_size=2,
         ray=settings,
-        progress=Progress(),
+        progress=actor_figures,
     )
     killer.join(timeout=5)
 
@@ -88,6 +91,9 @@ def test_actor_killed_mid_unit_every_page_converted_none_decoded_more_than_twice
     assert report.cluster is not None
     cluster = report.cluster
     assert any(actor.restarts >= 1 for actor in cluster.actors), cluster.to_json()
+    # The driver showed the restart while the run went on (the last look is at its end).
+    alive, wanted, restarts = actor_figures.seen[-1]
+    assert wanted == 2 and restarts >= 1 and alive >= 1, actor_figures.seen
     # Every page is accounted for once: decoded by a live actor or by the attempt that died.
     decoded = sum(actor.pages_decoded for actor in cluster.actors)
     assert decoded + cluster.pages_recovered == pages
@@ -142,11 +148,11 @@ def without_resource_tracker_noise(stderr: str) -> str:
     return "\n".join(kept)
 
 
-def _cli(pdf: Path, out: Path, url: str, address: str) -> list[str]:
+def _cli(pdf: Path, out: Path, url: str, address: str, *more: str) -> list[str]:
     return [
         sys.executable, "-m", "hpdparse", "convert", str(pdf), "-o", str(out),
         "--engine", "openai", "--server", url, "--dpi", str(DPI), "--batch-size", "2",
-        "--ray", address, "--ray-actors", "2", "--quiet",
+        "--ray", address, "--ray-actors", "2", *more,
     ]  # fmt: skip
 
 
@@ -162,7 +168,7 @@ def test_driver_killed_then_rerun_finishes_with_identical_output(
     srv.clear_log()
     srv.delay = 0.3
     driver = subprocess.Popen(
-        _cli(pdf, out, srv.url, ray_cluster),
+        _cli(pdf, out, srv.url, ray_cluster, "--quiet"),
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         start_new_session=True,
     )  # fmt: skip
@@ -193,6 +199,10 @@ def test_driver_killed_then_rerun_finishes_with_identical_output(
     )  # fmt: skip
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert "Traceback" not in without_resource_tracker_noise(rerun.stderr)
+    for chatter in ("Progress bars disabled", "execution finished", "DeprecationWarning"):
+        assert chatter not in rerun.stderr, rerun.stderr[-3000:]
+    # The log lines of a run whose stderr is not a terminal: every engine actor came up.
+    assert re.search(r"ray: (\d)/\1 actors alive", rerun.stderr), rerun.stderr[-3000:]
     sent = srv.fingerprints()
     assert len(sent) == len(set(sent))
     assert set(sent) == {prints[n] for n in range(1, pages + 1) if n not in written}

@@ -1,0 +1,16 @@
+"""A progress for `--ray` tests that keeps the "actors alive" figures the driver showed."""
+
+from __future__ import annotations
+
+from hpdparse.runner.progress import Progress
+
+
+class ActorFigures(Progress):
+    """Quiet, but keeps every (alive, wanted, restarts) the driver showed, in order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[tuple[int, int, int]] = []
+
+    def actors_alive(self, alive: int, wanted: int, restarts: int) -> None:
+        self.seen.append((alive, wanted, restarts))
