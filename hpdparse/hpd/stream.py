@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from hpdparse.hpd.labels import LABEL_ROLES, normalize_label, role_of
-from hpdparse.hpd.protocol import BLOCK, CHILD, FORK
+from hpdparse.hpd.protocol import BLOCK, CHILD, FINISH_LENGTH, FORK
 
 GRID = 1000
 
@@ -30,8 +30,6 @@ FLAG_TRUNCATED = "truncated"  # the page hit the token limit (on the page and it
 FLAG_EMPTY = "empty"  # no blocks at all
 FLAG_REPEATED_BLOCKS = "repeated_blocks"  # identical blocks repeated to the end: cut
 FLAG_PARSE_ERROR = "parse_error"  # a bug in this module; the page was kept as one text block
-
-FINISH_LENGTH = "length"
 
 # Special tokens of the chat format (`<|im_end|>`, `<|endoftext|>`...) and the image token.
 _SPECIAL = re.compile(r"<\|[A-Za-z_]{1,20}\|>|<IMG_CONTEXT>")

@@ -59,6 +59,8 @@ class DocumentFolder:
         everything else this tool wrote there."""
         self.files.delete(markdown_name(stem))
         self.files.delete(json_name(stem))
+        self.files.delete(layout_pdf_name(stem))
+        self.files.delete(review_html_name(stem))
         self.files.delete_tree(IMAGES_DIR)
         self.files.delete_tree(RAW_DIR)
 

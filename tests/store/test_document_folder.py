@@ -86,6 +86,8 @@ def test_finished_files_clear_and_remove_if_empty(tmp_path: Path) -> None:
     folder.write_json("doc", {"pages": []})
     folder.write_image("images/page-0001-figure-01.png", b"png")
     folder.write_markdown("doc", "# Title\n")
+    folder.write_layout_pdf("doc", b"%PDF-")  # --layout and `hpdparse review` outputs
+    folder.write_review_html("doc", "<html></html>")
     assert folder.has_markdown("doc")
     assert (tmp_path / "doc" / "images" / "page-0001-figure-01.png").read_bytes() == b"png"
     folder.remove_images()
