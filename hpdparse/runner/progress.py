@@ -42,9 +42,10 @@ class Progress:
     def document_finished(self, doc: DocumentReport) -> None:
         pass
 
-    def actors_alive(self, alive: int, wanted: int, restarts: int) -> None:
-        """`--ray`: engine actors alive now of those wanted, and restarts so far. Called from
-        another thread than the other hooks, when a figure changes."""
+    def actors_alive(self, alive: int, wanted: int, restarts: int = 0, done: int = 0) -> None:
+        """`--ray`: engine actors alive now of those wanted, restarts so far, and actors done
+        (let go with no work left for them). Called from another thread than the other hooks,
+        when a figure changes."""
 
     def info(self, message: str) -> None:
         pass
@@ -136,8 +137,8 @@ class PlainProgress(Progress):
             f"{tokens_per_s:.0f} tokens/s{actors})"
         )
 
-    def actors_alive(self, alive: int, wanted: int, restarts: int) -> None:
-        self._actors = _actors_text(alive, wanted, restarts)
+    def actors_alive(self, alive: int, wanted: int, restarts: int = 0, done: int = 0) -> None:
+        self._actors = _actors_text(alive, wanted, restarts, done)
         self._line(f"ray: {self._actors}")
 
     def info(self, message: str) -> None:
@@ -195,8 +196,8 @@ class RichProgress(Progress):
         self._rates.add(pages, output_tokens)
         self._bars.update(self._pages, advance=pages, rate=self._rate_text())
 
-    def actors_alive(self, alive: int, wanted: int, restarts: int) -> None:
-        self._actors = _actors_text(alive, wanted, restarts)
+    def actors_alive(self, alive: int, wanted: int, restarts: int = 0, done: int = 0) -> None:
+        self._actors = _actors_text(alive, wanted, restarts, done)
         self._bars.update(self._pages, rate=self._rate_text())
 
     def _rate_text(self) -> str:
@@ -225,9 +226,10 @@ class RichProgress(Progress):
         self._bars.stop()
 
 
-def _actors_text(alive: int, wanted: int, restarts: int) -> str:
+def _actors_text(alive: int, wanted: int, restarts: int, done: int) -> str:
     restarted = f", {restarts} restarted" if restarts else ""
-    return f"{alive}/{wanted} actors alive{restarted}"
+    finished = f", {done} done" if done else ""
+    return f"{alive}/{wanted} actors alive{restarted}{finished}"
 
 
 def make_progress(

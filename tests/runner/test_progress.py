@@ -62,11 +62,13 @@ def test_plain_progress_shows_ray_actors_alive_when_they_change_and_per_document
     clock.now = 4.0
     progress.actors_alive(2, 2, 1)
     progress.document_finished(DocumentReport(source="doc.pdf", status="converted", pages=2))
+    progress.actors_alive(1, 2, 1, done=1)
     assert stream.getvalue().splitlines() == [
         "[     3.0s] ray: 1/2 actors alive",
         "[     4.0s] ray: 2/2 actors alive, 1 restarted",
         "[     4.0s] converted doc.pdf, 0/2 pages (1/1 documents, 0.00 pages/s, 0 tokens/s, "
         "2/2 actors alive, 1 restarted)",
+        "[     4.0s] ray: 1/2 actors alive, 1 restarted, 1 done",
     ]
 
 

@@ -6,8 +6,9 @@ the run on the driver's node (losing another node does not reset it).
   means N actors died on it, and the unit is given up (`PageDecoder` reports its unsaved pages as
   failed).
 - **Heartbeats.** Every engine actor beats every `HEARTBEAT_SECONDS` once its engine is started;
-  an actor is alive while it beats. A beat from a new process of a known actor means Ray
-  restarted it. Times are the book's own clock, so the nodes' clocks need not agree.
+  an actor is alive while it beats. An actor Ray Data lets go (no work left for it) says so and
+  is done, not dead. A beat from a new process of a known actor means Ray restarted it. Times
+  are the book's own clock, so the nodes' clocks need not agree.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ Ray lost its node)."""
 
 @dataclass(frozen=True)
 class ActorCount:
-    """Engine actors alive now, and how many times Ray restarted one during the run."""
+    """Engine actors alive now, done (let go with no work left), and how many times Ray
+    restarted one during the run."""
 
     alive: int = 0
     restarts: int = 0
+    done: int = 0
 
 
 class RunBook:
@@ -40,6 +43,7 @@ class RunBook:
         self._clock = clock
         self._begun: dict[int, int] = {}
         self._beats: dict[str, tuple[int, float]] = {}  # actor -> (pid, last beat)
+        self._left: dict[str, int] = {}  # actor -> the process that said it was done
         self._restarts = 0
 
     def begin(self, unit: int) -> int:
@@ -49,15 +53,23 @@ class RunBook:
 
     def beat(self, actor: str, pid: int) -> None:
         """Actor `actor` (its process `pid`) is alive."""
-        known = self._beats.get(actor)
-        if known is not None and known[0] != pid:
+        if self._left.get(actor) == pid:  # a beat that crossed the goodbye
+            return
+        left = self._left.pop(actor, None)
+        last_pid = left if left is not None else self._beats.get(actor, (None, 0.0))[0]
+        if last_pid is not None and last_pid != pid:
             self._restarts += 1
         self._beats[actor] = (pid, self._clock())
+
+    def leave(self, actor: str, pid: int) -> None:
+        """Actor `actor` is done: Ray Data let it go."""
+        self._left[actor] = pid
+        self._beats.pop(actor, None)
 
     def actors(self) -> ActorCount:
         deadline = self._clock() - HEARTBEAT_SECONDS * MISSED_BEATS
         alive = sum(1 for _, last in self._beats.values() if last >= deadline)
-        return ActorCount(alive, self._restarts)
+        return ActorCount(alive, self._restarts, len(self._left))
 
 
 def start_run_book(ray: Any) -> Any:
@@ -90,4 +102,7 @@ class Heartbeat:
                 return
 
     def stop(self) -> None:
+        """The actor is let go: no more beats, and the book hears it is done, not dead."""
         self._stop.set()
+        with contextlib.suppress(Exception):
+            self._book.leave.remote(self._actor, self._pid)

@@ -45,7 +45,7 @@ class ActorWatch:
                 continue
             if count != shown:
                 shown = count
-                self._progress.actors_alive(count.alive, self._wanted, count.restarts)
+                self._progress.actors_alive(count.alive, self._wanted, count.restarts, count.done)
 
 
 class StallWatch:

@@ -61,8 +61,11 @@ def test_torch_on_two_actors_writes_what_convert_writes(
 
     assert report.exit_code == 0, (report.engine_error, [d.error for d in report.documents])
     assert tree_snapshot(tmp_path / "ray") == tree_snapshot(tmp_path / "single")
-    # Both actors took units: the driver showed them both alive, and no restart.
-    assert actor_figures.seen and actor_figures.seen[-1] == (2, 2, 0), actor_figures.seen
+    # The driver showed both actors alive, and at the end each alive or done; no restart.
+    seen = actor_figures.seen
+    assert any(alive == 2 for alive, *_ in seen), seen
+    alive, wanted, restarts, done = seen[-1]
+    assert (alive + done, wanted, restarts) == (2, 2, 0), seen
     assert report.pages_decoded == single.pages_decoded
     assert report.output_tokens == single.output_tokens
     cluster = report.cluster

@@ -42,3 +42,17 @@ def test_a_beat_from_a_new_process_of_an_actor_is_a_restart() -> None:
     book.beat("b", 201)  # Ray restarted actor b in a new process
     book.beat("b", 201)
     assert book.actors() == ActorCount(alive=2, restarts=1)
+
+
+def test_an_actor_let_go_is_done_not_dead_and_a_late_beat_does_not_revive_it() -> None:
+    clock = FakeClock()
+    book = RunBook(clock)
+    book.beat("a", 100)
+    book.beat("b", 200)
+    book.leave("a", 100)
+    book.beat("a", 100)  # sent by its heartbeat thread just before the goodbye
+    assert book.actors() == ActorCount(alive=1, restarts=0, done=1)
+    clock.now = 100.0  # long after: b died, a is still done
+    assert book.actors() == ActorCount(alive=0, restarts=0, done=1)
+    book.beat("a", 101)  # Ray started actor a again, in a new process
+    assert book.actors() == ActorCount(alive=1, restarts=1, done=0)
