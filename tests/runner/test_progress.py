@@ -7,14 +7,7 @@ import io
 
 from hpdparse.runner.progress import PlainProgress, RichProgress
 from hpdparse.store.report import DocumentReport
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers.clock import FakeClock
 
 
 def test_plain_rates_count_from_the_first_page_the_engine_takes() -> None:

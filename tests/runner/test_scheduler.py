@@ -10,6 +10,7 @@ from hpdparse.runner.progress import PlainProgress
 from hpdparse.runner.scheduler import Converter
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.store.report import RunReport
+from tests.helpers.clock import FakeClock
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.scripted_engine import ScriptedEngine, expected_stream
 
@@ -122,17 +123,6 @@ def test_a_rasterize_timeout_fails_the_pages_and_does_not_hang(tmp_path: Path) -
     assert all("rendering took more than" in e for e in doc.failed_pages.values())
     assert engine.pulled == [] and "start" not in engine.calls
     assert not (tmp_path / "out" / "doc").exists()  # nothing converted, nothing left behind
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
 
 
 def test_the_live_rate_counts_from_the_engines_first_page(tmp_path: Path) -> None:

@@ -4,14 +4,7 @@ class is plain Python, Ray only hosts it."""
 from __future__ import annotations
 
 from hpdparse.runner.ray.run_book import HEARTBEAT_SECONDS, MISSED_BEATS, ActorCount, RunBook
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.helpers.clock import FakeClock
 
 
 def test_attempts_are_counted_per_unit() -> None:
