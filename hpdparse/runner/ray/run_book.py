@@ -24,6 +24,7 @@ HEARTBEAT_SECONDS = 2.0
 MISSED_BEATS = 3
 """An actor that has not beaten for this many periods is counted dead (its process is gone, or
 Ray lost its node)."""
+GOODBYE_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -102,7 +103,10 @@ class Heartbeat:
                 return
 
     def stop(self) -> None:
-        """The actor is let go: no more beats, and the book hears it is done, not dead."""
+        """The actor is let go: no more beats, and the book hears it is done, not dead (waited
+        for, briefly: a call still in flight when the process exits would be lost)."""
         self._stop.set()
         with contextlib.suppress(Exception):
-            self._book.leave.remote(self._actor, self._pid)
+            import ray
+
+            ray.get(self._book.leave.remote(self._actor, self._pid), timeout=GOODBYE_SECONDS)

@@ -15,8 +15,8 @@ ASK_TIMEOUT_SECONDS = 10.0
 
 
 class ActorWatch:
-    """Asks the run book how many engine actors are alive and tells the progress when that (or
-    the restart count) changes, and once more as the run ends."""
+    """Asks the run book how many engine actors are alive (restarted, done) and tells the
+    progress when a figure changes, and once more as the run ends."""
 
     def __init__(self, ray: Any, book: Any, progress: Progress, wanted: int) -> None:
         self._ray = ray
