@@ -29,7 +29,9 @@ oldest_vllm_tests() {
         echo "error: $oldest is not installed: bash .ci/install-vllm-oldest.sh $oldest"
         return 1
     fi
-    "$oldest/bin/python" -c "import vllm; print(f'vLLM {vllm.__version__}: tests/engines/vllm')"
+    # (set -e does not hold inside a function called from ||: each step says its own failure.)
+    "$oldest/bin/python" -c "import vllm; print(f'vLLM {vllm.__version__}: tests/engines/vllm')" \
+        || return 1
     "$oldest/bin/python" -m pytest -q --basetemp="$logs/oldest-tmp" -m "not slow" tests/engines/vllm
 }
 
