@@ -27,6 +27,7 @@ from hpdparse.engines.openai.engine import encode_page_png
 from hpdparse.hpd.protocol import instruction
 from hpdparse.serve import wire
 from tests.helpers.paths import REPO, SAMPLES, TINY
+from tests.helpers.processes import stop_process
 
 START_TIMEOUT = 300.0  # a vLLM start on a loaded 2-core machine
 INPUTS = ("report.pdf", "paper.pdf", "memo.pdf", "scan.png")
@@ -101,13 +102,7 @@ def serve_process(
         transport = httpx.HTTPTransport(uds=uds) if uds else None
         yield Served(proc, url, stderr, transport)
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop_process(proc)
 
 
 def sample_pngs(keys: list[tuple[str, int]]) -> dict[tuple[str, int], bytes]:

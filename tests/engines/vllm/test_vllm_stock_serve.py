@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 
 from tests.helpers.paths import REPO, SAMPLES, TINY
+from tests.helpers.processes import stop_process
 
 try:  # only an absent vllm skips; a vllm that is installed but broken fails the tests
     import vllm  # noqa: F401
@@ -106,12 +107,7 @@ def stock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StockServ
         _wait_ready(proc, url, log)
         yield StockServer(proc, url, log)
     finally:
-        proc.terminate()
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 def _messages(png: bytes, fork: bool) -> list[dict]:
