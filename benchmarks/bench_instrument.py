@@ -32,7 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from hpdparse.engines.base import EngineConfig, PageRequest  # noqa: E402
+from bench_vllm import timed_run  # noqa: E402
+
+from hpdparse.engines.base import EngineConfig  # noqa: E402
 
 MODES = {"plain": (False, False), "fork": (True, False), "fork+pmtp": (True, True)}
 MODES |= {"plain+pmtp": (False, True)}
@@ -49,10 +51,8 @@ def page_tiles(count: int, tiles: int, tile: int = 448) -> list:
 
 
 def run_row(engine, payloads: list, batch: int, expected: str) -> dict:
-    requests = (PageRequest(i, p) for i, p in enumerate(payloads))
-    began = time.perf_counter()
-    results = list(engine.run(requests, batch))
-    seconds = time.perf_counter() - began
+    results, figures = timed_run(engine, payloads, batch)
+    seconds = figures["seconds"]
     n = len(results)
     tokens = sum(r.output_tokens for r in results)
     steps = sum(r.stats.get("decoding_steps", 0) for r in results)

@@ -142,14 +142,14 @@ def timed_run(engine: VllmEngine, payloads: list, batch: int) -> tuple[list, dic
     seconds = time.perf_counter() - began
     n = len(results)
     tokens = sum(r.output_tokens for r in results)
-    steps = sum(r.stats["decoding_steps"] for r in results)
+    steps = sum(r.stats.get("decoding_steps", 0) for r in results)  # a failed page has none
     return results, {
         "pages/s": n / seconds,
         "tokens/s": tokens / seconds,
         "steps/page": steps / n,
         "tokens/page": tokens / n,
         "tokens/step": tokens / max(1, steps),
-        "forks/page": sum(r.stats["forks"] for r in results) / n,
+        "forks/page": sum(r.stats.get("forks", 0) for r in results) / n,
         "seconds": seconds,
     }
 
