@@ -1,6 +1,6 @@
 """`python -m hpdparse` runs the command line."""
 
-from hpdparse.cli import main
+from hpdparse.commands.main import main
 
 if __name__ == "__main__":
     main()

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hpdparse.cli import main
+from hpdparse.commands.main import main
 from tests.helpers.fakeserver import FakeHPDServer
 from tests.helpers.paths import REPO, SAMPLES
 from tests.helpers.pdfs import make_pdf
@@ -93,7 +93,7 @@ def test_bad_file_in_batch_exits_1_with_one_line_error(srv: FakeHPDServer, tmp_p
 def test_missing_engine_dependency_is_one_line(tmp_path: Path) -> None:
     code = (
         "import sys; sys.modules['vllm'] = None; sys.modules['torch'] = None\n"
-        "from hpdparse.cli import main; main()"
+        "from hpdparse.commands.main import main; main()"
     )
     for engine, words in (("vllm", "needs vLLM: pip install"), ("torch", "needs PyTorch")):
         proc = subprocess.run(
@@ -285,7 +285,7 @@ def test_default_output_is_the_current_folder(
 
 
 def test_engine_that_cannot_start_still_writes_the_report(tmp_path: Path) -> None:
-    code = "import sys; sys.modules['vllm'] = None\nfrom hpdparse.cli import main; main()"
+    code = "import sys; sys.modules['vllm'] = None\nfrom hpdparse.commands.main import main; main()"
     report_file = tmp_path / "r.json"
     proc = subprocess.run(
         [sys.executable, "-c", code, "convert", str(SAMPLES / "memo.pdf"), "-o", str(tmp_path),

@@ -1,3 +1,3 @@
-"""Looking at the results: the layout overlay PDF (`convert/render --layout`) and the review pages
-(`hpdparse review`). Both read only what `convert` wrote (raw/, the .json, images/ and the source
-file recorded in raw/document.json): no model, no GPU, any earlier output folder."""
+"""Looking at the results: the review pages (`hpdparse review`; the layout overlay PDF they show
+is drawn by hpdparse.overlay). They read only what `convert` wrote (raw/, the .json, images/ and
+the source file recorded in raw/document.json): no model, no GPU, any earlier output folder."""

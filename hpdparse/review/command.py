@@ -11,7 +11,11 @@ from pathlib import Path
 from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.review.document_page import document_json, page_views
 from hpdparse.review.index import IndexRow, index_row, totals
-from hpdparse.review.outputs import (
+from hpdparse.review.page_images import DEFAULT_MAX_SIDE
+from hpdparse.review.templates import render
+from hpdparse.sources.rasterize import close_cached_documents
+from hpdparse.store.atomic import atomic_write_text
+from hpdparse.store.outputs import (
     INDEX_NAME,
     DocumentOutput,
     find_document_folders,
@@ -19,10 +23,6 @@ from hpdparse.review.outputs import (
     load_document,
     review_path,
 )
-from hpdparse.review.page_images import DEFAULT_MAX_SIDE
-from hpdparse.review.templates import render
-from hpdparse.sources.rasterize import close_cached_documents
-from hpdparse.store.atomic import atomic_write_text
 
 
 @dataclass

@@ -12,14 +12,14 @@ from markupsafe import Markup
 
 from hpdparse.errors import HpdparseError
 from hpdparse.hpd.labels import PAGE_FURNITURE
+from hpdparse.markdown.assemble import assemble_record
 from hpdparse.markdown.render import RenderOptions, render_document
+from hpdparse.overlay.layout_pdf import page_status
+from hpdparse.overlay.roles import css_class, is_container, role_name
 from hpdparse.review.blocks import block_html, make_markdown
-from hpdparse.review.outputs import DocumentOutput, checked_source
-from hpdparse.review.overlay import page_status
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE, page_image
-from hpdparse.review.roles import css_class, is_container, role_name
-from hpdparse.runner.finish import assemble_record
 from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.outputs import DocumentOutput, checked_source
 
 MAX_RAW_CHARS = 200_000
 PLACEHOLDER_SIZE = (1000, 1414)  # a page whose size is unknown (failed, no source)

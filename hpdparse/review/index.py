@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from hpdparse.review.outputs import DocumentOutput, json_path, layout_path, markdown_path
-from hpdparse.review.overlay import page_status
+from hpdparse.overlay.layout_pdf import page_status
+from hpdparse.store.outputs import DocumentOutput, json_path, layout_path, markdown_path
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from hpdparse.review.roles import role_css
+from hpdparse.overlay.roles import role_css
 
 ASSETS = Path(__file__).with_name("assets")
 

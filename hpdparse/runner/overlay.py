@@ -1,6 +1,6 @@
 """The --layout overlay of a finished document (`<stem>.layout.pdf`, drawn by
-hpdparse.review.overlay from the rendered JSON and the source file). An `OverlayWriter` writes it
-for one document and returns one-line problems; as for image crops, there is one per place the
+hpdparse.overlay.layout_pdf from the rendered JSON and the source file). An `OverlayWriter` writes
+it for one document and returns one-line problems; as for image crops, there is one per place the
 work can run."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class PoolOverlay:
     def __call__(
         self, folder: DocumentFolder, state: DocumentState, document: dict[str, Any]
     ) -> list[str]:
-        from hpdparse.review.overlay import layout_job
+        from hpdparse.overlay.layout_pdf import layout_job
 
         try:
             return self.pool.submit(
@@ -47,6 +47,6 @@ class InProcessOverlay:
     def __call__(
         self, folder: DocumentFolder, state: DocumentState, document: dict[str, Any]
     ) -> list[str]:
-        from hpdparse.review.overlay import layout_job
+        from hpdparse.overlay.layout_pdf import layout_job
 
         return layout_job(folder.location, state, document, self.password)

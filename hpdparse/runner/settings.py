@@ -42,7 +42,7 @@ class ConvertSettings:
     overwrite: bool = False
     rasterize_timeout: float = DEFAULT_RASTERIZE_TIMEOUT
     render_options: RenderOptions = field(default_factory=RenderOptions)
-    layout: bool = False  # also write <stem>.layout.pdf (hpdparse.review.overlay)
+    layout: bool = False  # also write <stem>.layout.pdf (hpdparse.overlay.layout_pdf)
 
     def worker_count(self) -> int:
         if self.workers > 0:

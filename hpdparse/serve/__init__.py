@@ -2,7 +2,7 @@
 
 A request flows through these modules in this order:
 
-    wire.py        the OpenAI chat-completions JSON shapes (shared with --engine openai)
+    hpdparse.wire  the OpenAI chat-completions JSON shapes (shared with --engine openai)
     auth.py        API keys (Bearer, constant-time), before anything else
     app.py         the HTTP app: routes, size limit, a place in the queue, errors
     pages.py       what this server decodes for a request; the page image out of it
@@ -13,6 +13,6 @@ A request flows through these modules in this order:
     settings.py    the options and their defaults
     server.py      the lifecycle: socket, uvicorn thread, engine thread, drain at a signal
 
-Importing this package, or wire.py, is cheap: the HTTP stack and the engines load only in
-server.py and app.py.
+The command (`hpdparse serve`) is hpdparse.commands.serve. Importing this package is cheap: the
+HTTP stack and the engines load only in server.py and app.py.
 """

@@ -15,11 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from hpdparse import wire
 from hpdparse.engines.base import CANCELLED, FINISH_ERROR, PageResult
-from hpdparse.serve import wire
 from hpdparse.serve.detokenize import IncrementalText
 from hpdparse.serve.metrics import CLIENT_CLOSED, ServeMetrics
-from hpdparse.serve.wire import WireError
+from hpdparse.wire import WireError
 
 log = logging.getLogger(__name__)
 

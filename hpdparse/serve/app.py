@@ -25,7 +25,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from hpdparse.serve import wire
+from hpdparse import wire
 from hpdparse.serve.answers import (
     PageStream,
     PageTicket,
@@ -39,7 +39,7 @@ from hpdparse.serve.metrics import CLIENT_CLOSED, CONTENT_TYPE, ServeMetrics
 from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_image, describe
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue, QueueClosed
 from hpdparse.serve.settings import ServeSettings
-from hpdparse.serve.wire import WireError
+from hpdparse.wire import WireError
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ import json
 import secrets
 from typing import Any
 
-from hpdparse.serve.wire import error_body
+from hpdparse.wire import error_body
 
 OPEN_PATHS = frozenset({"/health", "/metrics"})
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from PIL import Image
 
 from hpdparse.hpd.protocol import instruction
-from hpdparse.serve.wire import ChatRequest, WireError, data_url_bytes
+from hpdparse.wire import ChatRequest, WireError, data_url_bytes
 
 _OBJECT_REPR = re.compile(r"\s*<[\w.]+ object at 0x[0-9a-fA-F]+>")
 

@@ -148,7 +148,7 @@ class DocumentFolder:
         return self.files.is_file(json_name(stem))
 
     def has_layout_pdf(self, stem: str) -> bool:
-        """True when the --layout overlay (hpdparse.review.overlay) exists."""
+        """True when the --layout overlay (hpdparse.overlay.layout_pdf) exists."""
         return self.files.is_file(layout_pdf_name(stem))
 
     def write_layout_pdf(self, stem: str, pdf: bytes) -> None:

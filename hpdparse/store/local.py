@@ -12,7 +12,7 @@ from hpdparse.errors import OutputError
 from hpdparse.store.atomic import TMP_SUFFIX, atomic_write_bytes
 from hpdparse.store.backend import FolderBackend
 from hpdparse.store.document_folder import DocumentFolder
-from hpdparse.store.output_store import OutputStore
+from hpdparse.store.output_root import OutputStore
 
 
 class LocalFolder(FolderBackend):

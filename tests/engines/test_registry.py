@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from hpdparse import api
-from hpdparse.cli import main
+from hpdparse.commands.main import main
 from hpdparse.engines import registry
 from hpdparse.engines.base import Engine, EngineConfig
 from hpdparse.engines.openai.options import OpenAIOptions

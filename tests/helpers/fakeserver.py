@@ -2,7 +2,7 @@
 OpenAI chat-completions protocol and answers raw HPD page streams, like the vendor's vLLM image.
 
 It stands in for a network peer, so the only part of hpdparse it imports is the wire format
-(`hpdparse.serve.wire`: request, completion and error shapes), which the official `openai` client
+(`hpdparse.wire`: request, completion and error shapes), which the official `openai` client
 checks independently in tests/serve.
 
     from tests.helpers.fakeserver import FakeHPDServer
@@ -88,7 +88,7 @@ from pathlib import Path
 import pymupdf
 from PIL import Image, ImageSequence
 
-from hpdparse.serve import wire
+from hpdparse import wire
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLES_DIR = REPO / "samples"

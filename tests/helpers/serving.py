@@ -23,9 +23,9 @@ from pathlib import Path
 
 import httpx
 
+from hpdparse import wire
 from hpdparse.engines.openai.engine import encode_page_png
 from hpdparse.hpd.protocol import instruction
-from hpdparse.serve import wire
 from tests.helpers.paths import REPO, SAMPLES, TINY
 from tests.helpers.processes import stop_process
 

@@ -14,8 +14,8 @@ import pytest
 from PIL import Image, ImageChops
 
 from hpdparse import api
-from hpdparse.review.overlay import layout_pdf
-from hpdparse.review.roles import is_container, rgb
+from hpdparse.overlay.layout_pdf import layout_pdf
+from hpdparse.overlay.roles import is_container, rgb
 from hpdparse.runner.progress import Progress
 from hpdparse.sources.rasterize import rasterize_page
 from tests.helpers.paths import REPO, SAMPLES

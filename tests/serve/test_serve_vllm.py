@@ -28,7 +28,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 import httpx
 import openai
 
-from hpdparse.cli import main
+from hpdparse.commands.main import main
 from tests.helpers.paths import FIXTURES, SAMPLES, TINY
 from tests.helpers.serving import (
     INPUTS,

@@ -49,6 +49,7 @@ from typing import Any
 import httpx
 from PIL import Image
 
+from hpdparse import wire
 from hpdparse.engines.base import (
     FINISH_ERROR,
     FINISH_LENGTH,
@@ -65,7 +66,6 @@ from hpdparse.engines.openai.page_png import encode_page_png
 from hpdparse.engines.options import EngineOptions
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MODEL, ENDOFTEXT, IM_END, instruction
-from hpdparse.serve import wire
 
 log = logging.getLogger(__name__)
 

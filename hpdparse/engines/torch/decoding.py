@@ -12,10 +12,11 @@ Schedules (same text by construction, tested):
 - `serial`: one branch of a page at a time; a child runs to its end right after its fork.
 - `concurrent`: every live branch of every page advances in one batched forward pass per step.
 
-Branch caches: a branch keeps a list of segments; a child refers to its parent's segments up to
-the fork position (no copy: positions below a branch's length are never rewritten) plus its own.
-transformers' attention needs one dense key/value tensor per layer, so each step gathers the
-batch's caches into a padded tensor (a copy per step; fine for a reference implementation).
+Branch caches (`branch_cache`): a branch keeps a list of segments; a child refers to its
+parent's segments up to the fork position (no copy: positions below a branch's length are never
+rewritten) plus its own. transformers' attention needs one dense key/value tensor per layer, so
+each step gathers the batch's caches into a padded tensor (a copy per step; fine for a reference
+implementation).
 
 P-MTP: after each forward pass a branch has the hidden state `h` that produced its next token `t`;
 the draft head proposes k tokens from (h, embed(t)) recurrently; the next pass feeds
@@ -33,9 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-from transformers.cache_utils import DynamicCache
 
 from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP
+from hpdparse.engines.torch.branch_cache import Segment, StepCache
 from hpdparse.hpd.fork_tree import Branch, ForkTree
 
 SCHEDULES = ("serial", "concurrent")
@@ -78,41 +79,14 @@ class PageDecode:
     stats: dict[str, int] = field(default_factory=dict)
 
 
-class _Segment:
-    """A growable run of cache positions: keys/values per layer, (kv_heads, capacity, head_dim)."""
-
-    def __init__(self, like: list[torch.Tensor], capacity: int) -> None:
-        self.k = [
-            torch.empty(t.shape[0], capacity, t.shape[2], dtype=t.dtype, device=t.device)
-            for t in like
-        ]
-        self.v = [torch.empty_like(t) for t in self.k]
-        self.n = 0
-
-    def append(self, ks: list[torch.Tensor], vs: list[torch.Tensor]) -> None:
-        t = ks[0].shape[1]
-        cap = self.k[0].shape[1]
-        if self.n + t > cap:
-            new_cap = max(2 * cap, self.n + t)
-            for lst in (self.k, self.v):
-                for i, old in enumerate(lst):
-                    grown = old.new_empty(old.shape[0], new_cap, old.shape[2])
-                    grown[:, : self.n] = old[:, : self.n]
-                    lst[i] = grown
-        for i in range(len(ks)):
-            self.k[i][:, self.n : self.n + t] = ks[i]
-            self.v[i][:, self.n : self.n + t] = vs[i]
-        self.n += t
-
-
 class _Branch:
     """A branch's cache and decoding state; its tokens are its fork-tree `node`'s."""
 
-    def __init__(self, page: _Page, node: Branch, prefix: list[tuple[_Segment, int]]) -> None:
+    def __init__(self, page: _Page, node: Branch, prefix: list[tuple[Segment, int]]) -> None:
         self.page = page
         self.node = node
         self.prefix = prefix  # shared (segment, used length) pairs, read only
-        self.own: _Segment | None = None
+        self.own: Segment | None = None
         self.length = sum(n for _, n in prefix)  # cache length = position of the next input
         self.pending: int | None = None  # produced, not yet fed
         self.hidden: torch.Tensor | None = None  # hidden state that produced `pending`
@@ -126,11 +100,11 @@ class _Branch:
     def done(self) -> bool:
         return self.node.finished
 
-    def segments(self) -> list[tuple[_Segment, int]]:
+    def segments(self) -> list[tuple[Segment, int]]:
         own = [(self.own, self.own.n)] if self.own is not None and self.own.n else []
         return self.prefix + own
 
-    def prefix_until(self, position: int) -> list[tuple[_Segment, int]]:
+    def prefix_until(self, position: int) -> list[tuple[Segment, int]]:
         """The cache of positions [0, position), as shared segments."""
         out, left = [], position
         for seg, n in self.segments():
@@ -163,23 +137,6 @@ class _Page:
     @property
     def done(self) -> bool:
         return self.tree.done
-
-
-class _StepCache(DynamicCache):
-    """Hands transformers' attention the batch's padded past keys/values and keeps the new ones."""
-
-    def __init__(self, past_k: list[torch.Tensor], past_v: list[torch.Tensor]) -> None:
-        super().__init__()
-        self.past_k, self.past_v = past_k, past_v
-        self.new_k: list[torch.Tensor | None] = [None] * len(past_k)
-        self.new_v: list[torch.Tensor | None] = [None] * len(past_k)
-
-    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
-        self.new_k[layer_idx], self.new_v[layer_idx] = key_states, value_states
-        return (
-            torch.cat([self.past_k[layer_idx], key_states], dim=2),
-            torch.cat([self.past_v[layer_idx], value_states], dim=2),
-        )
 
 
 class HpdDecoder:
@@ -366,7 +323,7 @@ class HpdDecoder:
         ks = [k[:, :n] for k in b._new_k]
         vs = [v[:, :n] for v in b._new_v]
         if b.own is None:
-            b.own = _Segment(ks, capacity=max(64, 2 * n))
+            b.own = Segment(ks, capacity=max(64, 2 * n))
         b.own.append(ks, vs)
         b.length += n
         del b._new_k, b._new_v
@@ -405,7 +362,7 @@ class HpdDecoder:
             allowed[i, :n, lmax + n :] = False
         mask = torch.zeros(allowed.shape, dtype=dt, device=dev)
         mask.masked_fill_(~allowed, torch.finfo(dt).min)
-        cache = _StepCache(past_k, past_v)
+        cache = StepCache(past_k, past_v)
         out = self.model.decoder(
             inputs_embeds=x,
             attention_mask={"full_attention": mask[:, None]},

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from hpdparse.cli import main
+from hpdparse.commands.main import main
 from hpdparse.engines.vllm.options import DEFAULT_MAX_WAITING, VllmOptions
 from hpdparse.errors import EngineError
 from tests.helpers.paths import SAMPLES

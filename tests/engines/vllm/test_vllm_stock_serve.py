@@ -32,7 +32,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import httpx
 
-from hpdparse.cli import main
+from hpdparse.commands.main import main
 from hpdparse.engines.openai.engine import encode_page_png
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
 from hpdparse.hpd.checkpoint import open_checkpoint

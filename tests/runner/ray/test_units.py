@@ -52,7 +52,7 @@ def test_bad_settings_are_one_line_errors(bad: dict) -> None:
 
 def test_plain_convert_never_imports_ray() -> None:
     code = (
-        "import sys, hpdparse.cli, hpdparse.api;"
+        "import sys, hpdparse.commands.main, hpdparse.api;"
         "loaded = [m for m in sys.modules if m == 'ray' or m.startswith('ray.')];"
         "assert not loaded, loaded"
     )
@@ -63,7 +63,7 @@ def test_ray_missing_is_a_one_line_error(tmp_path: Path) -> None:
     # A Ray that cannot be imported, as without the [ray] extra (None in sys.modules).
     code = (
         "import sys; sys.modules['ray'] = None\n"
-        "from hpdparse.cli import main\n"
+        "from hpdparse.commands.main import main\n"
         f"main(['convert', {str(SAMPLES / 'memo.pdf')!r}, '-o', {str(tmp_path / 'out')!r}, "
         "'--engine', 'openai', '--ray', 'local'])\n"
     )

@@ -12,13 +12,14 @@ from typing import Any
 import click
 
 from hpdparse import __version__, api
-from hpdparse.cli_options import decode_options, fail
+from hpdparse.commands.options import decode_options, fail
+from hpdparse.commands.review import review_command
+from hpdparse.commands.serve import serve_command
 from hpdparse.engines import registry
 from hpdparse.engines.openai.options import DEFAULT_SERVER
 from hpdparse.errors import HpdparseError
 from hpdparse.hpd.protocol import DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.review.cli import review_command
 from hpdparse.runner.progress import make_progress
 from hpdparse.runner.settings import (
     AUTO_WORKERS,
@@ -26,7 +27,6 @@ from hpdparse.runner.settings import (
     DEFAULT_DPI,
     MAX_AUTO_WORKERS,
 )
-from hpdparse.serve.cli import serve_command
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.report import EXIT_INTERRUPTED, RunReport, print_summary
 

@@ -16,8 +16,7 @@ from typing import Any
 import pymupdf
 
 from hpdparse.errors import HpdparseError, OutputError
-from hpdparse.review.outputs import checked_source, layout_path
-from hpdparse.review.overlay_draw import (
+from hpdparse.overlay.draw import (
     Metrics,
     draw_band,
     draw_blocks,
@@ -25,11 +24,12 @@ from hpdparse.review.overlay_draw import (
     legend_layout,
     mark_page,
 )
-from hpdparse.review.roles import roles_in
+from hpdparse.overlay.roles import roles_in
 from hpdparse.sources.document import SourceDocument
 from hpdparse.sources.open import open_source
 from hpdparse.sources.pdf import PdfDocument
 from hpdparse.store.output_store import open_document_folder
+from hpdparse.store.outputs import checked_source, layout_path
 from hpdparse.store.state import DocumentState
 
 IMAGE_POINTS_PER_PIXEL = 72 / 150  # an image input's page is sized as if scanned at 150 dpi

@@ -9,7 +9,7 @@ from typing import Any
 
 import pymupdf
 
-from hpdparse.review.roles import is_container, rgb, role_name
+from hpdparse.overlay.roles import is_container, rgb, role_name
 
 FONT = "helv"
 WHITE = (1.0, 1.0, 1.0)

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from hpdparse.cli_options import decode_options, fail
+from hpdparse.commands.options import decode_options, fail
 from hpdparse.engines import registry
 from hpdparse.engines.base import EngineConfig
 from hpdparse.errors import HpdparseError
