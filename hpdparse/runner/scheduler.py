@@ -8,7 +8,8 @@
   `engine.run` through a lazy iterator, so the engine holds at most `batch_size` pages and the
   host at most `read_ahead` more, however long the documents are;
 - store a raw page (`runner.save_page`): results come back in completion order and each page's
-  raw text is saved at once; the scheduler keeps only counters and failed pages per document;
+  raw text is saved at once; the run's `DocumentBook` keeps counters and failed pages per
+  document, and closes each document as it ends;
 - finish (`runner.finish`): when a document's last page is in, it is rebuilt from its raw pages
   and written, its .md last.
 Planning and rasterizing run inside the engine's pull of the next request, so they only record
@@ -25,46 +26,20 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hpdparse.engines.base import Engine, EngineInfo, PageRequest, PageResult
+from hpdparse.engines.registry import dependency_error
 from hpdparse.errors import EngineError, HpdparseError
-from hpdparse.runner.document_run import DocumentRun, report_input_errors
-from hpdparse.runner.events import (
-    DocumentFailed,
-    DocumentReady,
-    DocumentSkipped,
-    DocumentStarted,
-    Event,
-    PageFailed,
-)
-from hpdparse.runner.finish import finish_converted
+from hpdparse.runner.document_book import DocumentBook
+from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.events import Event, PageFailed
 from hpdparse.runner.images import PoolCutter
 from hpdparse.runner.overlay import PoolOverlay
-from hpdparse.runner.plan import plan_document
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import PageJob, ReadAhead
 from hpdparse.runner.save_page import save_page
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import PreparedPage, WorkerPool
 from hpdparse.store.output_store import open_output_store
-from hpdparse.store.report import DocumentReport, RunReport
-from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SKIPPED
-
-_EXTRAS = {
-    "vllm": ("vLLM", "pip install 'hpdparse[vllm]'"),
-    "torch": ("PyTorch", "pip install 'hpdparse[torch]'"),
-}
-
-
-def dependency_error(engine_name: str, exc: ImportError) -> EngineError:
-    """The one-line error for an engine whose optional dependency cannot be imported."""
-    module = exc.name or ""
-    if module.startswith("hpdparse."):
-        return EngineError(
-            f"--engine {engine_name} is not available in this version of hpdparse "
-            f"(use --engine openai with an HPD server)"
-        )
-    what, how = _EXTRAS.get(engine_name, (module or "a dependency", "pip install hpdparse"))
-    missing = f" (cannot import {module})" if module else f" ({' '.join(str(exc).split())})"
-    return EngineError(f"--engine {engine_name} needs {what}: {how}{missing}")
+from hpdparse.store.report import RunReport
 
 
 class Converter:
@@ -85,12 +60,9 @@ class Converter:
         self._store = open_output_store(settings.output_dir)
         self._info: EngineInfo | None = None  # set in run(), after engine.open()
         self._events: deque[Event] = deque()
-        self._inflight: dict[tuple[int, int], PreparedPage] = {}
+        self._inflight: dict[tuple[int, int], tuple[DocumentRun, PreparedPage]] = {}
         self._pool: WorkerPool | None = None
-        self._cut_images: PoolCutter | None = None
-        self._overlay: PoolOverlay | None = None
-        self._docs: list[DocumentRun] = []
-        self._by_id: dict[int, DocumentRun] = {}
+        self._book = DocumentBook(settings, self.progress)  # a new one for each run()
         self._first_sent: float | None = None
         self._last_result: float | None = None
 
@@ -98,28 +70,23 @@ class Converter:
         """Convert `sources`; `input_errors` (inputs that could not be found) are reported as
         failed documents. Returns the run report."""
         started = time.monotonic()
-        report = self._report = RunReport(
-            command="convert", output_dir=str(self.settings.output_dir)
-        )
-        self._add_documents(sources, input_errors)
-        self.progress.start(len(report.documents))
+        book = self._book = DocumentBook(self.settings, self.progress)
+        book.add(self._store, sources, input_errors)
         try:
             # open() first: the engine resolves its checkpoint (and revision) there, and the reuse
             # key of saved pages must carry that revision.
             self.engine.open()
             self._pool = WorkerPool(self.settings.worker_count(), self.engine.preparer())
-            self._cut_images = PoolCutter(self._pool, self.settings.password)
+            overlay = None
             if self.settings.layout:
-                self._overlay = PoolOverlay(self._pool, self.settings.password)
+                overlay = PoolOverlay(self._pool, self.settings.password)
             self._info = self.engine.info
-            report.engine = self._info.engine
-            report.model = self._info.model
-            report.revision = self._info.revision
+            book.engine_opened(self._info, PoolCutter(self._pool, self.settings.password), overlay)
             self._run_pages()
         except KeyboardInterrupt:
-            report.interrupted = True
+            book.report.interrupted = True
         except EngineError as exc:
-            report.engine_error = str(exc)
+            book.report.engine_error = str(exc)
             self.progress.error(f"engine {self.engine.name}: {exc}")
         finally:
             if self._pool is not None:
@@ -128,27 +95,7 @@ class Converter:
                 with contextlib.suppress(Exception):
                     self.engine.close()
         self._drain_events()
-        for doc in self._docs:
-            if not doc.done:
-                if report.interrupted:
-                    self._close_doc(doc, STATUS_INTERRUPTED, "interrupted")
-                else:
-                    self._close_doc(doc, STATUS_FAILED, report.engine_error or "not converted")
-        if self._first_sent is not None and self._last_result is not None:
-            report.engine_seconds = self._last_result - self._first_sent
-        report.seconds = time.monotonic() - started
-        return report
-
-    def _add_documents(self, sources: list[Path], input_errors: Sequence[HpdparseError]) -> None:
-        report = self._report
-        report_input_errors(report, self.progress, input_errors)
-        folders = self._store.assign_folders(sources)
-        for src in sources:
-            doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)
-            doc = DocumentRun(Path(src).absolute(), folders[src], doc_report)
-            self._docs.append(doc)
-            self._by_id[id(doc)] = doc
-            report.documents.append(doc_report)
+        return book.end(started, self._first_sent, self._last_result)
 
     def _run_pages(self) -> None:
         requests = self._requests()
@@ -200,57 +147,36 @@ class Converter:
             if doc.done:
                 continue
             key = (id(doc), job.number)
-            self._inflight[key] = prepared
+            self._inflight[key] = (doc, prepared)
             yield PageRequest(key=key, payload=prepared.payload)
             prepared.payload = None  # the engine holds it now; do not keep a second reference
 
     def _page_jobs(self) -> Iterator[PageJob[DocumentRun]]:
         """Every page to decode, planning documents lazily, one after the other."""
-        for doc in self._docs:
-            for number in self._plan(doc):
+        assert self._info is not None
+        for doc in self._book.docs:
+            to_decode, events = self._book.plan(doc, self._info)
+            self._events.extend(events)
+            for number in to_decode:
                 if doc.done:
                     break
                 yield PageJob(doc, str(doc.source), number)
 
-    def _plan(self, doc: DocumentRun) -> list[int]:
-        """Plan a document (`plan_document`) and return the pages to decode."""
-        doc.started = time.monotonic()
-        assert self._info is not None
-        try:
-            plan = plan_document(doc.folder, doc.source, self.settings, self._info)
-        except HpdparseError as exc:
-            self._events.append(DocumentFailed(doc, str(exc)))
-            return []
-        doc.state = plan.state
-        if plan.skip:
-            self._events.append(DocumentSkipped(doc))
-            return []
-        doc.report.pages = len(plan.state.selected)
-        doc.report.pages_reused = plan.reused
-        doc.pending = len(plan.to_decode)
-        self._events.append(DocumentStarted(doc, len(plan.to_decode)))
-        if not plan.to_decode:
-            self._events.append(DocumentReady(doc))
-        return plan.to_decode
-
     # --- results and events (main thread) ---
 
     def _on_result(self, result: PageResult) -> None:
-        doc_id, number = result.key
-        prepared = self._inflight.pop((doc_id, number))
-        doc = self._by_id[doc_id]
-        if not doc.done:
-            if result.ok:
-                self._store_page(doc, number, result, prepared)
-            else:
-                error = " ".join((result.error or "the engine gave no text").split())
-                self._page_failed(doc, number, f"{doc.source}: page {number}: {error}")
-        self.progress.pages_done(1, result.output_tokens if result.ok else 0)
-        doc.pending -= 1
-        if doc.pending == 0 and not doc.done:
-            self._finish_doc(doc)
+        number = result.key[1]
+        doc, prepared = self._inflight.pop(result.key)
+        if not result.ok:
+            error = " ".join((result.error or "the engine gave no text").split())
+            self._book.page_failed(doc, number, f"{doc.source}: page {number}: {error}")
+        else:
+            if not doc.done:
+                self._save(doc, number, result, prepared)
+            self._book.page_decoded(doc, result.prompt_tokens, result.output_tokens, result.stats)
+        self._book.complete(doc)
 
-    def _store_page(
+    def _save(
         self, doc: DocumentRun, number: int, result: PageResult, prepared: PreparedPage
     ) -> None:
         assert self._info is not None
@@ -258,77 +184,11 @@ class Converter:
             save_page(doc.folder, number, result, prepared, self._info, self.settings.dpi)
         except OSError as exc:
             location = doc.folder.location
-            self._fail_doc(doc, f"{location}: cannot write the output folder: {exc.strerror}")
-            return
-        r = doc.report
-        r.pages_decoded += 1
-        r.prompt_tokens += result.prompt_tokens
-        r.output_tokens += result.output_tokens
-        self._report.add_stats(result.stats)
-
-    def _page_failed(self, doc: DocumentRun, number: int, message: str) -> None:
-        assert doc.state is not None
-        doc.state.failed_pages[number] = message
-        self.progress.error(message)
+            self._book.fail(doc, f"{location}: cannot write the output folder: {exc.strerror}")
 
     def _drain_events(self) -> None:
         while self._events:
-            self._handle(self._events.popleft())
-
-    def _handle(self, event: Event) -> None:
-        match event:
-            case DocumentFailed(doc, message):
-                self._fail_doc(doc, message)
-            case DocumentSkipped(doc):
-                assert doc.state is not None
-                selected = len(doc.state.selected)
-                doc.report.pages = doc.report.pages_done = doc.report.pages_reused = selected
-                self._close_doc(doc, STATUS_SKIPPED, None)
-            case DocumentStarted(doc, to_decode):
-                assert doc.state is not None
-                self.progress.document_started(str(doc.source), len(doc.state.selected), to_decode)
-            case DocumentReady(doc):
-                if not doc.done:
-                    self._finish_doc(doc)
-            case PageFailed(doc, number, message):
-                if not doc.done:
-                    self._page_failed(doc, number, message)
-                    self.progress.pages_done(1, 0)
-                    doc.pending -= 1
-                    if doc.pending == 0:
-                        self._finish_doc(doc)
-
-    def _fail_doc(self, doc: DocumentRun, message: str) -> None:
-        if doc.done:
-            return
-        self.progress.error(message)
-        self._close_doc(doc, STATUS_FAILED, message)
-
-    def _close_doc(self, doc: DocumentRun, status: str, error: str | None) -> None:
-        doc.done = True
-        r = doc.report
-        r.status = status
-        r.error = error
-        if doc.started:
-            r.seconds = time.monotonic() - doc.started
-        if status == STATUS_FAILED and not doc.state:
-            r.output_dir = None
-        self.progress.document_finished(r)
-
-    def _finish_doc(self, doc: DocumentRun) -> None:
-        """All pages are in: rebuild the document from its folder and write it."""
-        assert doc.state is not None and self._cut_images is not None
-        finished = finish_converted(
-            doc.folder,
-            doc.state,
-            self.settings.render_options,
-            self._cut_images,
-            doc.report,
-            self._overlay,
-        )
-        for message in finished.warnings:
-            self.progress.error(message)
-        self._close_doc(doc, finished.status, finished.error)
+            self._book.handle(self._events.popleft())
 
 
-__all__ = ["Converter", "dependency_error"]
+__all__ = ["Converter"]

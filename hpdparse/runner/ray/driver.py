@@ -16,7 +16,6 @@ files, and the same command plans again from what is saved.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import time
 import warnings
@@ -28,11 +27,10 @@ from hpdparse.engines.base import EngineConfig, EngineInfo
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine
 from hpdparse.errors import HpdparseError
-from hpdparse.runner.document_run import DocumentRun, report_input_errors
-from hpdparse.runner.finish import finish_converted
+from hpdparse.runner.document_book import DocumentBook
+from hpdparse.runner.document_run import DocumentRun
 from hpdparse.runner.images import PoolCutter
 from hpdparse.runner.overlay import PoolOverlay
-from hpdparse.runner.plan import plan_document
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import (
@@ -48,16 +46,9 @@ from hpdparse.runner.ray.watch import ActorWatch, StallWatch
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.store.output_store import open_output_store
-from hpdparse.store.report import ActorReport, ClusterReport, DocumentReport, RunReport
-from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SKIPPED
+from hpdparse.store.report import ActorReport, ClusterReport, RunReport
 
 DRIVER_RASTERIZERS = 2  # the driver only cuts figure images and draws --layout overlays
-
-
-@dataclasses.dataclass(eq=False)
-class _Doc:
-    run: DocumentRun
-    units_left: int = 0
 
 
 class RayConverter:
@@ -88,7 +79,7 @@ class RayConverter:
         # prepares nothing. Unknown options fail now, before the cluster is touched.
         self._engine = create_engine(engine, config, options, server=server)
         self._store = open_output_store(settings.output_dir)
-        self._docs: list[_Doc] = []
+        self._book = DocumentBook(settings, self.progress)  # a new one for each run()
         self._units: dict[int, WorkUnit] = {}
         self._rows: dict[int, dict[int, PageRow]] = {}  # unit -> page -> row
         self._actors: dict[str, ActorReport] = {}
@@ -96,8 +87,6 @@ class RayConverter:
         self._restarted: set[str] = set()
         self._given_up: set[int] = set()
         self._pool: WorkerPool | None = None
-        self._cutter: PoolCutter | None = None
-        self._overlay: PoolOverlay | None = None
         self._info: EngineInfo | None = None
         # Wall clock (the rows come from other processes): when the first unit began, when the
         # last row came. Decoding counts from then, as a run on this machine counts from the
@@ -107,21 +96,19 @@ class RayConverter:
 
     def run(self, sources: list[Path], input_errors: Sequence[HpdparseError] = ()) -> RunReport:
         started = time.monotonic()
-        report = self._report = RunReport(
-            command="convert", output_dir=str(self.settings.output_dir)
-        )
+        book = self._book = DocumentBook(self.settings, self.progress)
+        report = self._report = book.report
         report.cluster = ClusterReport(address=self.ray_settings.address)
-        self._add_documents(sources, input_errors)
-        self.progress.start(len(report.documents))
+        book.add(self._store, sources, input_errors)
         stall: StallWatch | None = None
         try:
             self._engine.open()
-            self._info = info = self._engine.info
-            report.engine, report.model, report.revision = info.engine, info.model, info.revision
+            self._info = self._engine.info
             self._pool = WorkerPool(DRIVER_RASTERIZERS, self._engine.preparer())
-            self._cutter = PoolCutter(self._pool, self.settings.password)
+            overlay = None
             if self.settings.layout:
-                self._overlay = PoolOverlay(self._pool, self.settings.password)
+                overlay = PoolOverlay(self._pool, self.settings.password)
+            book.engine_opened(self._info, PoolCutter(self._pool, self.settings.password), overlay)
             units = self._plan_all()
             report.cluster.units = len(units)
             if units:
@@ -131,82 +118,48 @@ class RayConverter:
         except KeyboardInterrupt:
             if stall is not None and stall.fired:
                 seconds = self.ray_settings.stall_seconds
-                report.engine_error = f"--ray: no page came back for {seconds:g} s"
-                self.progress.error(report.engine_error)
+                self._engine_failed(f"--ray: no page came back for {seconds:g} s")
             else:
                 report.interrupted = True
         except HpdparseError as exc:
-            report.engine_error = str(exc)
-            self.progress.error(str(exc))
+            self._engine_failed(str(exc))
         except Exception as exc:  # Ray's errors: the job as a whole failed
             from hpdparse.runner.ray.cluster import ray_error_line
 
-            report.engine_error = f"--ray: the Ray job failed: {ray_error_line(exc)}"
-            self.progress.error(report.engine_error)
+            self._engine_failed(f"--ray: the Ray job failed: {ray_error_line(exc)}")
         finally:
             if self._pool is not None:
                 self._pool.shutdown(cancel=True)
-        for doc in self._docs:
-            if not doc.run.done:
-                if report.interrupted:
-                    self._close(doc.run, STATUS_INTERRUPTED, "interrupted")
-                else:
-                    self._close(doc.run, STATUS_FAILED, report.engine_error or "not converted")
         report.cluster.actors = sorted(self._actors.values(), key=lambda a: (a.node, a.actor))
         for actor in report.cluster.actors:
             processes = len(self._pids.get(actor.actor, ()))
             actor.restarts = max(processes - 1, 1 if actor.actor in self._restarted else 0)
-        if self._first_row is not None and self._last_row is not None:
-            report.engine_seconds = self._last_row - self._first_row
-        report.seconds = time.monotonic() - started
-        return report
+        return book.end(started, self._first_row, self._last_row)
+
+    def _engine_failed(self, message: str) -> None:
+        self._report.engine_error = message
+        self.progress.error(message)
 
     # --- planning ---
-
-    def _add_documents(self, sources: list[Path], input_errors: Sequence[HpdparseError]) -> None:
-        report = self._report
-        report_input_errors(report, self.progress, input_errors)
-        folders = self._store.assign_folders(sources)
-        for src in sources:
-            doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)
-            self._docs.append(_Doc(DocumentRun(Path(src).absolute(), folders[src], doc_report)))
-            report.documents.append(doc_report)
 
     def _plan_all(self) -> list[WorkUnit]:
         assert self._info is not None
         units: list[WorkUnit] = []
-        for index, doc in enumerate(self._docs):
-            run = doc.run
-            run.started = time.monotonic()
-            try:
-                plan = plan_document(run.folder, run.source, self.settings, self._info)
-            except HpdparseError as exc:
-                self._fail(run, str(exc))
+        for index, doc in enumerate(self._book.docs):
+            to_decode, events = self._book.plan(doc, self._info)
+            for event in events:
+                self._book.handle(event)
+            if not to_decode:
                 continue
-            run.state = plan.state
-            selected = len(plan.state.selected)
-            if plan.skip:
-                run.report.pages = run.report.pages_done = run.report.pages_reused = selected
-                self._close(run, STATUS_SKIPPED, None)
-                continue
-            run.report.pages = selected
-            run.report.pages_reused = plan.reused
-            run.pending = len(plan.to_decode)
-            self.progress.document_started(str(run.source), selected, len(plan.to_decode))
-            if not plan.to_decode:
-                self._finish(run)
-                continue
-            folder = str(Path(run.folder.location).absolute())
-            doc_units = cut_units(
+            folder = str(Path(doc.folder.location).absolute())
+            units += cut_units(
                 len(units),
                 index,
-                str(run.source),
+                str(doc.source),
                 folder,
-                plan.to_decode,
+                to_decode,
                 self.ray_settings.unit_pages,
             )
-            doc.units_left = len(doc_units)
-            units += doc_units
         self._units = {u.unit: u for u in units}
         return units
 
@@ -309,14 +262,14 @@ class RayConverter:
             self._given_up.add(row.unit)
             self._report.cluster.units_given_up += 1
         self._count_actor(row, first_of_unit=len(rows) == 1)
-        doc = self._docs[row.doc]
+        doc = self._book.docs[row.doc]
         self._page_in(doc, row)
         if len(rows) == len(unit.pages):
             self.progress.info(
                 f"unit {row.unit} ({len(unit.pages)} pages of {unit.source}) done by actor "
                 f"{row.actor[:8]} on {row.node}"
             )
-            self._unit_done(doc)
+            self._book.complete(doc)
 
     def _count_actor(self, row: PageRow, first_of_unit: bool) -> None:
         actor = self._actors.setdefault(row.actor, ActorReport(actor=row.actor, node=row.node))
@@ -335,29 +288,11 @@ class RayConverter:
             actor.output_tokens += row.output_tokens
             actor.engine_seconds += row.seconds
 
-    def _page_in(self, doc: _Doc, row: PageRow) -> None:
-        run = doc.run
-        if run.done:
-            return
-        assert run.state is not None
+    def _page_in(self, doc: DocumentRun, row: PageRow) -> None:
         if row.status in (PAGE_FAILED, PAGE_GIVEN_UP):
-            run.state.failed_pages[row.page] = row.error
-            self.progress.error(row.error)
-            self.progress.pages_done(1, 0)
-        else:
-            # A page saved by an earlier attempt of this run's unit was decoded in this run too.
-            r = run.report
-            r.pages_decoded += 1
-            r.prompt_tokens += row.prompt_tokens
-            r.output_tokens += row.output_tokens
-            self._report.add_stats(row.stats)
-            self.progress.pages_done(1, row.output_tokens)
-        run.pending -= 1
-
-    def _unit_done(self, doc: _Doc) -> None:
-        doc.units_left -= 1
-        if doc.units_left == 0 and not doc.run.done:
-            self._finish(doc.run)
+            self._book.page_failed(doc, row.page, row.error)
+        else:  # a page saved by an earlier attempt of this run's unit was decoded in this run too
+            self._book.page_decoded(doc, row.prompt_tokens, row.output_tokens, row.stats)
 
     def _give_up_lost_units(self) -> None:
         """Units whose rows never came (Ray Data dropped them after an error of its own): the
@@ -370,9 +305,9 @@ class RayConverter:
             if not missing:
                 continue
             self._report.cluster.units_given_up += 1
-            doc = self._docs[unit.doc]
+            doc = self._book.docs[unit.doc]
             for number in missing:
-                saved = doc.run.folder.read_raw_page(number)
+                saved = doc.folder.read_raw_page(number)
                 if saved is not None and saved.reusable(self._info.reuse_key(), self.settings.dpi):
                     meta = saved.meta
                     row = PageRow(
@@ -391,35 +326,4 @@ class RayConverter:
                     row = PageRow(unit.unit, unit.doc, number, PAGE_FAILED, error=error)
                 rows[number] = row
                 self._page_in(doc, row)
-            self._unit_done(doc)
-
-    # --- documents ---
-
-    def _finish(self, run: DocumentRun) -> None:
-        assert run.state is not None and self._cutter is not None
-        finished = finish_converted(
-            run.folder,
-            run.state,
-            self.settings.render_options,
-            self._cutter,
-            run.report,
-            self._overlay,
-        )
-        for message in finished.warnings:
-            self.progress.error(message)
-        self._close(run, finished.status, finished.error)
-
-    def _fail(self, run: DocumentRun, message: str) -> None:
-        self.progress.error(message)
-        self._close(run, STATUS_FAILED, message)
-
-    def _close(self, run: DocumentRun, status: str, error: str | None) -> None:
-        run.done = True
-        r = run.report
-        r.status = status
-        r.error = error
-        if run.started:
-            r.seconds = time.monotonic() - run.started
-        if status == STATUS_FAILED and not run.state:
-            r.output_dir = None
-        self.progress.document_finished(r)
+            self._book.complete(doc)

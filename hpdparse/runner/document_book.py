@@ -1,0 +1,203 @@
+"""`DocumentBook`: the documents of one conversion run, whatever carries their pages to an engine
+(this machine's scheduler, a Ray driver). It owns the documents, their reports and what the
+progress display is told, from the moment a document is added to the moment it is closed:
+
+    add(sources, input_errors)   every input gets its report (inputs not found: failed at once)
+    plan(doc, info)              plan_document; returns the pages to decode and the events it
+                                 causes, which `handle` acts on (a runner that plans inside the
+                                 engine's pull hands them to its main loop first)
+    handle(event)                document failed / skipped / started / ready, page failed
+    page_decoded, page_failed    a page came back; `complete(doc)` once none is still out
+    finish(doc)                  every page is in: write the document (finish_converted)
+    fail(doc, message)           the document cannot go on
+    end(...)                     close what is still open (interrupted, or failed) and time the run
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from hpdparse.engines.base import EngineInfo
+from hpdparse.errors import HpdparseError
+from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.events import (
+    DocumentFailed,
+    DocumentReady,
+    DocumentSkipped,
+    DocumentStarted,
+    Event,
+    PageFailed,
+)
+from hpdparse.runner.finish import finish_converted
+from hpdparse.runner.images import ImageCutter
+from hpdparse.runner.overlay import OverlayWriter
+from hpdparse.runner.plan import plan_document
+from hpdparse.runner.progress import Progress
+from hpdparse.runner.settings import ConvertSettings
+from hpdparse.store.output_root import OutputStore
+from hpdparse.store.report import DocumentReport, RunReport
+from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SKIPPED
+
+
+class DocumentBook:
+    """The documents of a run and its report (`report`), shown on `progress`."""
+
+    def __init__(self, settings: ConvertSettings, progress: Progress) -> None:
+        self.settings = settings
+        self.progress = progress
+        self.report = RunReport(command="convert", output_dir=str(settings.output_dir))
+        self.docs: list[DocumentRun] = []
+        self._cut_images: ImageCutter | None = None
+        self._overlay: OverlayWriter | None = None
+
+    def add(
+        self, store: OutputStore, sources: list[Path], input_errors: Sequence[HpdparseError]
+    ) -> None:
+        """Every source gets its folder in `store` and its report; inputs that could not even be
+        found or opened are failed documents at once. Then the display starts."""
+        for error in input_errors:
+            source = error.path if error.path is not None else str(error)
+            doc = DocumentReport(source=source, status=STATUS_FAILED, error=str(error))
+            self.report.documents.append(doc)
+            self.progress.error(str(error))
+            self.progress.document_finished(doc)
+        folders = store.assign_folders(sources)
+        for src in sources:
+            doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)
+            self.docs.append(DocumentRun(Path(src).absolute(), folders[src], doc_report))
+            self.report.documents.append(doc_report)
+        self.progress.start(len(self.report.documents))
+
+    def engine_opened(
+        self, info: EngineInfo, cut_images: ImageCutter, overlay: OverlayWriter | None
+    ) -> None:
+        """The engine is open (its identity goes into the report) and documents can be written
+        (figure images cut by `cut_images`, the --layout overlay drawn by `overlay`)."""
+        self.report.engine, self.report.model = info.engine, info.model
+        self.report.revision = info.revision
+        self._cut_images, self._overlay = cut_images, overlay
+
+    # --- planning ---
+
+    def plan(self, doc: DocumentRun, info: EngineInfo) -> tuple[list[int], list[Event]]:
+        """Plan `doc`: the pages to decode, and what happened, for `handle`. Shows nothing."""
+        doc.started = time.monotonic()
+        try:
+            plan = plan_document(doc.folder, doc.source, self.settings, info)
+        except HpdparseError as exc:
+            return [], [DocumentFailed(doc, str(exc))]
+        doc.state = plan.state
+        if plan.skip:
+            return [], [DocumentSkipped(doc)]
+        doc.report.pages = len(plan.state.selected)
+        doc.report.pages_reused = plan.reused
+        doc.pending = len(plan.to_decode)
+        events: list[Event] = [DocumentStarted(doc, len(plan.to_decode))]
+        if not plan.to_decode:
+            events.append(DocumentReady(doc))
+        return plan.to_decode, events
+
+    def handle(self, event: Event) -> None:
+        match event:
+            case DocumentFailed(doc, message):
+                self.fail(doc, message)
+            case DocumentSkipped(doc):
+                assert doc.state is not None
+                selected = len(doc.state.selected)
+                doc.report.pages = doc.report.pages_done = doc.report.pages_reused = selected
+                self.close(doc, STATUS_SKIPPED, None)
+            case DocumentStarted(doc, to_decode):
+                assert doc.state is not None
+                self.progress.document_started(str(doc.source), len(doc.state.selected), to_decode)
+            case DocumentReady(doc):
+                self.finish(doc)
+            case PageFailed(doc, number, message):
+                self.page_failed(doc, number, message)
+                self.complete(doc)
+
+    # --- pages ---
+
+    def page_decoded(
+        self,
+        doc: DocumentRun,
+        prompt_tokens: int,
+        output_tokens: int,
+        stats: dict[str, int | float],
+    ) -> None:
+        """A page of `doc` was decoded and saved."""
+        if not doc.done:
+            r = doc.report
+            r.pages_decoded += 1
+            r.prompt_tokens += prompt_tokens
+            r.output_tokens += output_tokens
+            self.report.add_stats(stats)
+        self.progress.pages_done(1, output_tokens)
+        doc.pending -= 1
+
+    def page_failed(self, doc: DocumentRun, number: int, message: str) -> None:
+        """A page of `doc` failed (`message`: its one-line error)."""
+        if not doc.done:
+            assert doc.state is not None
+            doc.state.failed_pages[number] = message
+            self.progress.error(message)
+        self.progress.pages_done(1, 0)
+        doc.pending -= 1
+
+    def complete(self, doc: DocumentRun) -> None:
+        """Finish `doc` if none of its pages is still out."""
+        if doc.pending == 0:
+            self.finish(doc)
+
+    # --- documents ---
+
+    def finish(self, doc: DocumentRun) -> None:
+        """All pages of `doc` are in: rebuild it from its folder and write it."""
+        if doc.done:
+            return
+        assert doc.state is not None and self._cut_images is not None
+        finished = finish_converted(
+            doc.folder,
+            doc.state,
+            self.settings.render_options,
+            self._cut_images,
+            doc.report,
+            self._overlay,
+        )
+        for message in finished.warnings:
+            self.progress.error(message)
+        self.close(doc, finished.status, finished.error)
+
+    def fail(self, doc: DocumentRun, message: str) -> None:
+        if doc.done:
+            return
+        self.progress.error(message)
+        self.close(doc, STATUS_FAILED, message)
+
+    def close(self, doc: DocumentRun, status: str, error: str | None) -> None:
+        doc.done = True
+        r = doc.report
+        r.status = status
+        r.error = error
+        if doc.started:
+            r.seconds = time.monotonic() - doc.started
+        if status == STATUS_FAILED and not doc.state:
+            r.output_dir = None
+        self.progress.document_finished(r)
+
+    def end(self, started: float, first_page: float | None, last_page: float | None) -> RunReport:
+        """Close the documents still open (interrupted, or failed with the engine's error) and
+        time the run: from `started` (time.monotonic), decoding from the first page sent to the
+        last result (on any one clock)."""
+        report = self.report
+        for doc in self.docs:
+            if not doc.done:
+                if report.interrupted:
+                    self.close(doc, STATUS_INTERRUPTED, "interrupted")
+                else:
+                    self.close(doc, STATUS_FAILED, report.engine_error or "not converted")
+        if first_page is not None and last_page is not None:
+            report.engine_seconds = last_page - first_page
+        report.seconds = time.monotonic() - started
+        return report
