@@ -11,21 +11,22 @@ SCHEMA_VERSION = 1
 
 
 def page_json(page: PageRecord, flags: list[str], blocks: list[dict[str, Any]]) -> dict[str, Any]:
+    geometry, decode = page.geometry, page.decode
     return {
         "number": page.number,
-        "label": page.label,
+        "label": geometry.label,
         "status": page.status,
         "error": page.error,
-        "finish_reason": page.finish_reason,
-        "width_px": page.width_px,
-        "height_px": page.height_px,
-        "width_pt": page.width_pt,
-        "height_pt": page.height_pt,
-        "dpi": page.dpi,
-        "prompt_tokens": page.prompt_tokens,
-        "output_tokens": page.output_tokens,
-        "seconds": page.seconds,
-        "stats": dict(page.stats),
+        "finish_reason": decode.finish_reason,
+        "width_px": geometry.width_px,
+        "height_px": geometry.height_px,
+        "width_pt": geometry.width_pt,
+        "height_pt": geometry.height_pt,
+        "dpi": geometry.dpi,
+        "prompt_tokens": decode.prompt_tokens,
+        "output_tokens": decode.output_tokens,
+        "seconds": decode.seconds,
+        "stats": dict(decode.stats),
         "flags": list(flags),
         "blocks": blocks,
     }

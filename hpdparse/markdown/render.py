@@ -96,13 +96,13 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
         if options.page_markers:
             units.append(Unit(COMMENT, page.number, None, text=_marker(page)))
         if page.status == PAGE_FAILED:
-            reason = page.error or page.finish_reason or "unknown error"
+            reason = page.error or page.decode.finish_reason or "unknown error"
             units.append(
                 Unit(BARRIER, page.number, None, text=f"page {page.number} failed: {reason}")
             )
             pages_json.append(page_json(page, [], []))
             continue
-        parsed = parse_page(page.raw or "", page.finish_reason)
+        parsed = parse_page(page.raw or "", page.decode.finish_reason)
         builder = PageBuilder(page, parsed, options.images, dollar)
         try:
             builder.build()
@@ -228,6 +228,7 @@ def comment(text: str) -> str:
 
 
 def _marker(page: PageRecord) -> str:
-    if page.label and page.label != str(page.number):
-        return f"page {page.number} (label {page.label})"
+    label = page.geometry.label
+    if label and label != str(page.number):
+        return f"page {page.number} (label {label})"
     return f"page {page.number}"
