@@ -241,3 +241,37 @@ def test_a_request_the_cluster_cannot_hold_fails_at_once_in_one_line(
     )
     assert [d.status for d in report.documents] == ["failed"] * 3
     assert srv.chat_count == 0
+
+
+def test_actors_that_cannot_start_end_the_run_in_one_line_without_traceback(
+    ray_cluster: str, srv: FakeHPDServer, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import ray
+
+    class CpuHolder:
+        """Holds its CPUs while it lives."""
+
+    # Another job holds every CPU of the cluster: the request fits, but no actor can start.
+    hog = ray.remote(num_cpus=ray.cluster_resources()["CPU"])(CpuHolder).remote()
+    try:
+        ray.get(hog.__ray_ready__.remote())
+        capfd.readouterr()
+        report = api.convert(
+            [make_pdf(tmp_path / "in" / "doc.pdf", 2, "busy")],
+            tmp_path / "out",
+            engine="openai",
+            server=srv.url,
+            ray=on_ray(ray_cluster, actors=1, cpus_per_actor=1.0, actor_start_seconds=5.0),
+            progress=Progress(),
+        )
+    finally:
+        ray.kill(hog)
+    stderr = capfd.readouterr().err
+
+    assert report.exit_code == 1
+    assert report.engine_error == (
+        "--ray: the Ray job failed: Timed out while starting actors. This may mean that the "
+        "cluster does not have enough resources for the requested actor pool."
+    )
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert report.documents[0].status == "failed" and srv.chat_count == 0
