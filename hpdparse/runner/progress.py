@@ -53,6 +53,10 @@ class Progress:
     def error(self, message: str) -> None:
         print(f"error: {message}", file=self.stream, flush=True)
 
+    def warning(self, message: str) -> None:
+        """Something the run changed or works around, shown even with --quiet."""
+        print(f"warning: {message}", file=self.stream, flush=True)
+
     def close(self) -> None:
         pass
 
@@ -221,6 +225,11 @@ class RichProgress(Progress):
         from rich.text import Text
 
         self.console.print(Text.assemble(("error:", "red"), " ", message), soft_wrap=True)
+
+    def warning(self, message: str) -> None:
+        from rich.text import Text
+
+        self.console.print(Text.assemble(("warning:", "yellow"), " ", message), soft_wrap=True)
 
     def close(self) -> None:
         self._bars.stop()

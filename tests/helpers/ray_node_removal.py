@@ -21,6 +21,7 @@ from hpdparse import api
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.ray.settings import RaySettings
 from tests.helpers.output_trees import valid_pages
+from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.ray_processes import decoder_actor_pids
 
 RESULT_MARK = "node-removal result: "
@@ -59,7 +60,7 @@ def main() -> None:
         removed: list[int] = []
 
         def remove_a_node() -> None:
-            deadline = time.monotonic() + 120
+            deadline = time.monotonic() + PATIENCE_SECONDS
             while len(valid_pages(out / "doc", pages)) < 3 and time.monotonic() < deadline:
                 time.sleep(0.05)
             node = _node_of_an_actor(workers)
@@ -69,7 +70,7 @@ def main() -> None:
         threading.Thread(target=remove_a_node, daemon=True).start()
         settings = RaySettings(
             address=cluster.address, actors=1, cpus_per_actor=2.0, unit_pages=2,
-            stall_seconds=180.0,
+            stall_seconds=PATIENCE_SECONDS,  # only so that a broken run ends
         )  # fmt: skip
         report = api.convert(
             [pdf], out, engine="openai", server=server, dpi=72, batch_size=2, ray=settings,

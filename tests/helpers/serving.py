@@ -27,9 +27,10 @@ from hpdparse import wire
 from hpdparse.engines.openai.engine import encode_page_png
 from hpdparse.hpd.protocol import instruction
 from tests.helpers.paths import REPO, SAMPLES, TINY
+from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.processes import stop_process
 
-START_TIMEOUT = 300.0  # a vLLM start on a loaded 2-core machine
+START_TIMEOUT = PATIENCE_SECONDS  # a vLLM start on a busy 2-core machine
 INPUTS = ("report.pdf", "paper.pdf", "memo.pdf", "scan.png")
 
 MetricKey = tuple[str, tuple[tuple[str, str], ...]]

@@ -17,6 +17,7 @@ pytest.importorskip("transformers")
 from hpdparse.engines.torch.loading import load_model
 from hpdparse.errors import EngineError
 from hpdparse.hpd.checkpoint import open_checkpoint
+from tests.helpers.patience import PATIENCE_SECONDS
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "fixtures" / "tiny-hpd"
@@ -195,7 +196,11 @@ def test_unreachable_hub_id_fails_clearly(tmp_path: Path) -> None:
         "    print(e)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE_SECONDS,
     )
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 1, out.stdout + out.stderr
@@ -216,7 +221,11 @@ def test_hub_id_found_in_local_cache(tmp_path: Path) -> None:
         "print(c.revision, c.config.fork_token_id)\n"
     )
     out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE_SECONDS,
     )
     assert out.returncode == 0, out.stderr
     fork = json.loads((TINY / "config.json").read_text())["fork_token_id"]

@@ -16,6 +16,7 @@ from hpdparse.runner.progress import Progress
 from hpdparse.sources.rasterize import rasterize_page
 from tests.helpers.fakeserver import FakeHPDServer
 from tests.helpers.paths import FIXTURES, SAMPLES
+from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.pdfs import make_pdf
 
 STREAMS = FIXTURES / "streams"
@@ -170,7 +171,11 @@ def test_api_works_from_a_script_read_on_stdin(srv: FakeHPDServer, tmp_path: Pat
         "raise SystemExit(r.exit_code)\n"
     )
     proc = subprocess.run(
-        [sys.executable, "-"], input=script, capture_output=True, text=True, timeout=120
+        [sys.executable, "-"],
+        input=script,
+        capture_output=True,
+        text=True,
+        timeout=PATIENCE_SECONDS,
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "memo" / "memo.md").is_file()

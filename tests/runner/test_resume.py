@@ -20,6 +20,7 @@ from hpdparse.sources.rasterize import rasterize_page
 from hpdparse.store.output_store import open_document_folder
 from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
 from tests.helpers.paths import REPO
+from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.pdfs import make_pdf
 
 DPI = 72
@@ -146,7 +147,7 @@ def _run_until(cmd: list[str], doc_dir: Path, pages: int, at_least: int, sig: in
         cwd=REPO,
         start_new_session=True,
     )
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + PATIENCE_SECONDS
     try:
         while len(_valid_pages(doc_dir, pages)) < at_least:
             assert proc.poll() is None, proc.communicate()
@@ -156,7 +157,7 @@ def _run_until(cmd: list[str], doc_dir: Path, pages: int, at_least: int, sig: in
             os.killpg(proc.pid, signal.SIGKILL)  # the whole process group, workers included
         else:
             proc.send_signal(sig)
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=PATIENCE_SECONDS)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -195,7 +196,7 @@ def test_kill_9_and_ctrl_c_then_rerun_match_an_uninterrupted_run(
     srv.clear_log()
     srv.delay = 0.0
     final = subprocess.run(
-        _cli(out, pdf, srv.url), capture_output=True, text=True, cwd=REPO, timeout=120
+        _cli(out, pdf, srv.url), capture_output=True, text=True, cwd=REPO, timeout=PATIENCE_SECONDS
     )
     assert final.returncode == 0, final.stderr
     assert "Traceback" not in final.stderr
@@ -225,7 +226,7 @@ def test_sigterm_stops_cleanly_and_kill_9_leaves_no_worker_behind(
         start_new_session=True,
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + PATIENCE_SECONDS
         while len(_valid_pages(tmp_path / "out2" / "doc", 12)) < 1:
             assert time.monotonic() < deadline and proc.poll() is None
             time.sleep(0.02)
@@ -233,7 +234,7 @@ def test_sigterm_stops_cleanly_and_kill_9_leaves_no_worker_behind(
         assert children  # the forkserver and the rasterizer
         proc.kill()
         proc.wait()
-        gone, alive = psutil.wait_procs(children, timeout=10)
+        gone, alive = psutil.wait_procs(children, timeout=PATIENCE_SECONDS)
         assert not alive, alive
     finally:
         with contextlib.suppress(ProcessLookupError):

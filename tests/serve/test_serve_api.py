@@ -26,6 +26,7 @@ import openai
 from PIL import Image
 
 from tests.helpers.paths import FIXTURES, TINY
+from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.serving import (
     Served,
     page_body,
@@ -149,7 +150,7 @@ def test_keys_are_needed_except_for_health_and_metrics(served: Served, truth, pn
         stranger.models.list()
     first = openai.OpenAI(base_url=served.url, api_key=KEYS[0], max_retries=0, timeout=300)
     assert first.models.list().data[0].id == str(TINY)
-    with served.client(timeout=10) as raw:
+    with served.client(timeout=60) as raw:
         assert raw.get(f"{served.base}/health").status_code == 200
         assert raw.get(f"{served.base}/metrics").status_code == 200
         keyless = raw.post(f"{served.url}/chat/completions", json=page_body(png))
@@ -324,7 +325,7 @@ def test_unix_socket_health_while_starting_and_a_drain_at_sigterm(
     watcher.start()
     args = ["--engine", "torch", "--device", "cpu", "--uds", path, "--shutdown-timeout", "120"]
     with serve_process(args, tmp_path / "stderr.txt", uds=path) as served:
-        seen.wait(60)
+        seen.wait(PATIENCE_SECONDS)
         assert health and health[0] == 503 and health[-1] == 200, health
         key = max(truth, key=lambda k: len(truth[k]))
         with httpx.Client(transport=transport, timeout=300) as http:
@@ -337,7 +338,7 @@ def test_unix_socket_health_while_starting_and_a_drain_at_sigterm(
             assert late.status_code == 503 and "shutting down" in late.json()["error"]["message"]
             pieces += [c.choices[0].delta.content or "" for c in stream]
         assert "".join(pieces) == truth[key]
-        assert served.proc.wait(120) == 0, served.stderr.read_text()
+        assert served.proc.wait(PATIENCE_SECONDS) == 0, served.stderr.read_text()
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
     assert not Path(path).exists()
 
@@ -346,7 +347,7 @@ def _status(http: httpx.Client, method: str, url: str) -> int:
     return http.request(method, url).status_code
 
 
-def _wait_for(condition, timeout: float = 60) -> None:
+def _wait_for(condition, timeout: float = PATIENCE_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"

@@ -30,6 +30,7 @@ import openai
 
 from hpdparse.commands.main import main
 from tests.helpers.paths import FIXTURES, SAMPLES, TINY
+from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.serving import (
     INPUTS,
     Served,
@@ -87,7 +88,7 @@ def _grew(before: dict, after: dict, name: str, **labels: str) -> float:
     return after.get(key, 0.0) - before.get(key, 0.0)
 
 
-def _wait_for(condition, timeout: float = 120) -> None:
+def _wait_for(condition, timeout: float = PATIENCE_SECONDS) -> None:
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"

@@ -44,6 +44,15 @@ from hpdparse.store.output_store import open_document_folder
 
 SHARED_FS_HINT = "--ray needs inputs and output on a file system every node sees"
 
+ACTOR_RUNTIME_ENV = {"env_vars": {"RAY_kill_child_processes_on_worker_exit": "false"}}
+"""The engine actors' runtime environment. An exiting Ray worker SIGKILLs its direct child
+processes before it calls `__ray_shutdown__` (`PageDecoder.__del__`), so it killed the rasterizer
+pool's forkserver and multiprocessing's resource tracker while the pool was still open; closing
+the pool then relaunched the tracker, which printed a `KeyError` traceback for each semaphore it
+was told to forget. The actor ends its own processes (`__del__`), and each of them also ends by
+itself when the actor process dies (the tracker and the forkserver on their pipe's end of file,
+the rasterizers by `workers._exit_when_orphaned`, a vLLM engine runs in the actor's process)."""
+
 
 def rasterizer_count(settings: ConvertSettings, cpus: float) -> int:
     """--workers, or one rasterizer process per CPU the actor reserved (at most the usual cap)."""
@@ -115,7 +124,8 @@ class PageDecoder:
 
     def __del__(self) -> None:
         # Ray Data drops the actor when the run is done (Ray calls this before the process
-        # exits): the rasterizer processes and the engine are ended cleanly, not killed.
+        # exits): the rasterizer processes and the engine are ended cleanly, not killed (see
+        # ACTOR_RUNTIME_ENV).
         heartbeat = getattr(self, "heartbeat", None)
         if heartbeat is not None:
             heartbeat.stop()

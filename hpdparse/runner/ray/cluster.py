@@ -58,6 +58,9 @@ def connected(address: str, verbose: bool = False) -> Iterator[ModuleType]:
 _RAY_DATA_CHATTER = {
     "ray.data._internal.progress": logging.ERROR,  # "Progress bars disabled" (a warning)
     "ray.data._internal.execution.streaming_executor": logging.WARNING,  # "execution finished"
+    # The stack trace of an error that ends the job (actors that could not start in time), which
+    # the driver reports in one line (--verbose shows it).
+    "ray.data.exceptions": logging.CRITICAL,
 }
 
 

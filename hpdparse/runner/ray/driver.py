@@ -190,13 +190,16 @@ class RayConverter:
 
     def _dataset(self, ray: Any, units: list[WorkUnit], book: Any) -> tuple[Any, int]:
         """The dataset of page rows, and how many engine actors it runs on."""
-        rs = self.ray_settings
         resources = ray.cluster_resources()
         use_gpus = self.engine_name != "openai" and resources.get("GPU", 0) >= 1
-        actors = min(
-            len(units),
-            rs.actor_count(resources.get("GPU", 0), resources.get("CPU", 1), use_gpus),
+        # What the cluster cannot hold is fitted (--ray local) or refused now, in one line.
+        rs, note = self.ray_settings.fitted(
+            len(units), resources.get("CPU", 0), resources.get("GPU", 0), use_gpus
         )
+        if note:
+            self.progress.warning(note)
+        self.ray_settings = rs
+        actors = rs.actors
         calls = rs.calls_per_actor(self.settings.batch_size)
         assert self._report.cluster is not None
         self._report.cluster.actors_requested = actors
@@ -216,7 +219,7 @@ class RayConverter:
     def _map(self, dataset: Any, actors: int, calls: int, use_gpus: bool, book: Any) -> Any:
         from ray.data import ActorPoolStrategy
 
-        from hpdparse.runner.ray.actor import PageDecoder
+        from hpdparse.runner.ray.actor import ACTOR_RUNTIME_ENV, PageDecoder
 
         assert self._info is not None
         rs = self.ray_settings
@@ -242,6 +245,7 @@ class RayConverter:
             },
             num_cpus=rs.cpus_per_actor,
             num_gpus=1 if use_gpus else None,
+            runtime_env=ACTOR_RUNTIME_ENV,
             # Ray retries a unit whose actor died until an actor begins it: the attempts that
             # count are the beginnings (run_book.RunBook), not a restarting actor's refusals.
             max_restarts=-1,

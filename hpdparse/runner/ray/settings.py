@@ -3,7 +3,10 @@ work is cut and spread. No Ray import here."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+
+from hpdparse.errors import EngineError
 
 RAY_LOCAL = "local"
 """Start a Ray cluster on this machine for the run (every GPU of this machine)."""
@@ -67,3 +70,48 @@ class RaySettings:
         if use_gpus and cluster_gpus >= 1:
             return int(cluster_gpus)
         return max(1, int(cluster_cpus // self.cpus_per_actor))
+
+    def fitted(
+        self, units: int, cluster_cpus: float, cluster_gpus: float, use_gpus: bool
+    ) -> tuple[RaySettings, str | None]:
+        """These settings with the actor count resolved (at most one per unit) and checked
+        against what the cluster holds, and a note when they were changed to fit. A `--ray
+        local` cluster is this machine: what does not fit is fitted (as many actors as asked,
+        at most one per GPU, sharing the CPUs). On another cluster a request that cannot fit is
+        a one-line EngineError naming what would, rather than actors Ray waits for in vain."""
+        actors = min(units, self.actor_count(cluster_gpus, cluster_cpus, use_gpus))
+        cpus = self.cpus_per_actor
+        fit_actors = min(actors, int(cluster_gpus)) if use_gpus else actors
+        fit_cpus = min(cpus, _cpu_share(cluster_cpus, fit_actors))
+        if (fit_actors, fit_cpus) == (actors, cpus):
+            return dataclasses.replace(self, actors=actors), None
+        gpus = " and 1 GPU" if use_gpus else ""
+        asked = f"{_many(actors, 'engine actor')} × {_many(cpus, 'CPU')}{gpus}"
+        verb = "does" if actors == 1 else "do"
+        has = _many(cluster_cpus, "CPU") + (
+            f" and {_many(cluster_gpus, 'GPU')}" if use_gpus else ""
+        )
+        if self.address != RAY_LOCAL:
+            fewer = fit_actors if use_gpus else int(cluster_cpus // cpus)
+            hints = [f"--ray-actors {fewer}"] if 0 < fewer < actors else []
+            if fit_cpus < cpus and fit_cpus > 0:
+                hints.append(f"--ray-cpus-per-actor {fit_cpus:g}")
+            raise EngineError(
+                f"--ray: {asked} {verb} not fit a cluster of {has}"
+                + (f": use {' or '.join(hints)}" if hints else "")
+            )
+        note = (
+            f"--ray local: {asked} {verb} not fit this machine's {has}: running "
+            f"{_many(fit_actors, 'engine actor')} of {_many(fit_cpus, 'CPU')}"
+        )
+        return dataclasses.replace(self, actors=fit_actors, cpus_per_actor=fit_cpus), note
+
+
+def _many(count: float, noun: str) -> str:
+    return f"{count:g} {noun}{'' if count == 1 else 's'}"
+
+
+def _cpu_share(cpus: float, actors: int) -> float:
+    """CPUs each of `actors` can reserve out of `cpus` (Ray takes whole CPUs above one)."""
+    share = cpus / max(1, actors)
+    return float(int(share)) if share >= 1 else int(share * 100) / 100

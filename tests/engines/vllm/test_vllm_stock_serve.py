@@ -40,10 +40,11 @@ from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
 from hpdparse.hpd.protocol import instruction
 from hpdparse.hpd.tiling import TilingConfig, tile_image
 from hpdparse.sources.rasterize import rasterize_page
+from tests.helpers.patience import PATIENCE_SECONDS
 
 pytestmark = pytest.mark.vllm
 
-START_TIMEOUT = 300.0
+START_TIMEOUT = PATIENCE_SECONDS
 INPUTS = ["report.pdf", "scan.png"]
 NO_SPECIAL_TOKEN_STRIPPING = json.dumps({"skip_special_tokens": False})
 MAX_TOKENS = "2048"  # the tiny checkpoint's max_model_len is 4,096

@@ -19,6 +19,7 @@ from tests.helpers.actor_figures import ActorFigures
 from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
 from tests.helpers.output_trees import tree_snapshot
 from tests.helpers.paths import CORPUS, SAMPLES, TINY
+from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.pdfs import make_pdf
 
 pytestmark = pytest.mark.ray
@@ -29,8 +30,14 @@ DPI = 72
 
 
 def on_ray(address: str, **changes: object) -> RaySettings:
-    # Units of 2 pages, so that a 3-page sample is split between the two actors.
-    settings = {"actors": 2, "cpus_per_actor": 2.0, "unit_pages": 2, "stall_seconds": 240.0}
+    # Units of 2 pages, so that a 3-page sample is split between the two actors. The stall
+    # watch only ends a broken run (a busy machine starves Ray's workers, which run at nice 15).
+    settings = {
+        "actors": 2,
+        "cpus_per_actor": 2.0,
+        "unit_pages": 2,
+        "stall_seconds": PATIENCE_SECONDS,
+    }
     settings.update(changes)
     return RaySettings(address=address, **settings)  # type: ignore[arg-type]
 
@@ -44,14 +51,13 @@ def corpus_inputs() -> list[Path]:
     return [CORPUS / name for name in SMALL_CORPUS_FILES if (CORPUS / name).is_file()]
 
 
-@pytest.mark.parametrize("fork", [True, False], ids=["fork", "plain"])
-def test_torch_on_two_actors_writes_what_convert_writes(
-    ray_cluster: str, fork: bool, tmp_path: Path
-) -> None:
+def test_torch_on_two_actors_writes_what_convert_writes(ray_cluster: str, tmp_path: Path) -> None:
+    """Plain mode, not the default, so that the engine's settings are seen to reach the actors
+    (the vllm test below runs fork mode, the default, in them)."""
     if importlib.util.find_spec("torch") is None:
         pytest.skip("torch is not installed")
     inputs = [SAMPLES / name for name in SAMPLE_INPUTS] + corpus_inputs()
-    common = {"engine": "torch", "model": str(TINY), "fork": fork, "progress": Progress()}
+    common = {"engine": "torch", "model": str(TINY), "fork": False, "progress": Progress()}
     single = api.convert(inputs, tmp_path / "single", **common)
     assert single.exit_code == 0, [d.error for d in single.documents]
 
@@ -212,3 +218,60 @@ def test_resume_across_runners_decodes_nothing_twice(
         doc = rest.documents[0]
         assert (doc.pages_reused, doc.pages_decoded) == (4, 4)
         assert tree_snapshot(out) == tree_snapshot(tmp_path / "reference")
+
+
+def test_a_request_the_cluster_cannot_hold_fails_at_once_in_one_line(
+    ray_cluster: str, srv: FakeHPDServer, tmp_path: Path
+) -> None:
+    inputs = [make_pdf(tmp_path / "in" / f"doc{n}.pdf", 2, f"big{n}") for n in (1, 2, 3)]
+    # The session cluster has 8 CPUs: 3 actors of 4 CPUs do not fit; no actor is started.
+    report = api.convert(
+        inputs,
+        tmp_path / "out",
+        engine="openai",
+        server=srv.url,
+        ray=on_ray(ray_cluster, actors=3, cpus_per_actor=4.0),
+        progress=Progress(),
+    )
+
+    assert report.exit_code == 1
+    assert report.engine_error == (
+        "--ray: 3 engine actors × 4 CPUs do not fit a cluster of 8 CPUs: "
+        "use --ray-actors 2 or --ray-cpus-per-actor 2"
+    )
+    assert [d.status for d in report.documents] == ["failed"] * 3
+    assert srv.chat_count == 0
+
+
+def test_actors_that_cannot_start_end_the_run_in_one_line_without_traceback(
+    ray_cluster: str, srv: FakeHPDServer, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import ray
+
+    class CpuHolder:
+        """Holds its CPUs while it lives."""
+
+    # Another job holds every CPU of the cluster: the request fits, but no actor can start.
+    hog = ray.remote(num_cpus=ray.cluster_resources()["CPU"])(CpuHolder).remote()
+    try:
+        ray.get(hog.__ray_ready__.remote())
+        capfd.readouterr()
+        report = api.convert(
+            [make_pdf(tmp_path / "in" / "doc.pdf", 2, "busy")],
+            tmp_path / "out",
+            engine="openai",
+            server=srv.url,
+            ray=on_ray(ray_cluster, actors=1, cpus_per_actor=1.0, actor_start_seconds=5.0),
+            progress=Progress(),
+        )
+    finally:
+        ray.kill(hog)
+    stderr = capfd.readouterr().err
+
+    assert report.exit_code == 1
+    assert report.engine_error == (
+        "--ray: the Ray job failed: Timed out while starting actors. This may mean that the "
+        "cluster does not have enough resources for the requested actor pool."
+    )
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert report.documents[0].status == "failed" and srv.chat_count == 0

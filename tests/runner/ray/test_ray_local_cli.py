@@ -1,0 +1,57 @@
+"""`hpdparse convert --ray local` as a user runs it: a new process that starts its own Ray cluster
+with Ray's own CPU count (not the session cluster's logical CPUs, tests/runner/ray/conftest.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hpdparse import api
+from tests.helpers.fakeserver import FakeHPDServer
+from tests.helpers.output_trees import tree_snapshot
+from tests.helpers.paths import REPO
+from tests.helpers.pdfs import make_pdf
+
+pytestmark = pytest.mark.ray
+
+FITTED = re.compile(
+    r"^warning: --ray local: 2 engine actors × 1000 CPUs do not fit this machine's "
+    r"(?P<cpus>[\d.]+) CPUs?: running 2 engine actors of (?P<share>[\d.]+) CPUs?$",
+    re.MULTILINE,
+)
+
+
+def test_a_request_this_machine_cannot_hold_is_fitted_at_once_and_the_run_prints_no_traceback(
+    srv: FakeHPDServer, tmp_path: Path
+) -> None:
+    pytest.importorskip("ray.data")
+    inputs = [make_pdf(tmp_path / "in" / f"doc{n}.pdf", 2, f"cli{n}") for n in (1, 2)]
+    reference = api.convert(inputs, tmp_path / "single", engine="openai", server=srv.url, dpi=72)
+    assert reference.exit_code == 0
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    # Two documents are two work units, one per actor; 2 × 1000 CPUs fit no machine.
+    run = subprocess.run(
+        [
+            sys.executable, "-m", "hpdparse", "convert", *map(str, inputs),
+            "-o", str(tmp_path / "ray"), "--engine", "openai", "--server", srv.url,
+            "--dpi", "72", "--ray", "local", "--ray-actors", "2", "--ray-cpus-per-actor", "1000",
+        ],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
+    )  # fmt: skip
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    fitted = FITTED.search(run.stderr)
+    assert fitted, run.stderr[-3000:]
+    cpus, share = float(fitted["cpus"]), float(fitted["share"])
+    assert 0 < share * 2 <= cpus, fitted.group(0)
+    assert re.search(r"ray: 2/2 actors alive", run.stderr), run.stderr[-3000:]
+    # A clean run prints no traceback: not Ray's, not the actors' resource trackers'.
+    for noise in ("Traceback", "KeyError", "resource_tracker"):
+        assert noise not in run.stderr, run.stderr[-3000:]
+    assert tree_snapshot(tmp_path / "ray") == tree_snapshot(tmp_path / "single")
