@@ -238,9 +238,18 @@ class VllmEngine(LocalEngine):
             raise EngineError("vllm engine: not started")
         max_waiting = self._max_waiting()
         waiting = self._waiting_counter() if max_waiting is not None else None
+        prompt = PagePrompt(
+            self._prompt_ids,
+            self._token_ids,
+            self._stop_ids,
+            forks=self.config.fork,
+            max_tokens=self.config.max_tokens,
+        )
         scheduler = PageScheduler(
-            self,
-            PagePrompt(self._prompt_ids, self._token_ids, self._stop_ids),
+            self.llm_engine,
+            prompt,
+            detokenize=self.detokenize,
+            engine_started=lambda: self.started,
             max_model_len=self._max_model_len(),
             max_in_flight=max_in_flight,
             admission=Admission(max_waiting, waiting),

@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
@@ -39,18 +39,18 @@ from hpdparse.engines.vllm.mtp import spec_decode_counts
 from hpdparse.errors import EngineError
 from hpdparse.hpd.fork_tree import Branch, ForkTokenIds, ForkTree
 
-if TYPE_CHECKING:
-    from hpdparse.engines.vllm.engine import VllmEngine
-
 
 @dataclass(frozen=True)
 class PagePrompt:
     """What every page of a run starts from: the prompt's token ids (one ``<IMG_CONTEXT>``,
-    widened by vLLM to the page's image tokens), the protocol's token ids and the stop ids."""
+    widened by vLLM to the page's image tokens), the protocol's token ids and the stop ids; how
+    many forks a page may make (`EngineConfig.fork`) and its default token limit per branch."""
 
     prompt_ids: list[int]
     token_ids: ForkTokenIds
     stop_ids: list[int]
+    forks: bool
+    max_tokens: int
 
 
 @dataclass(frozen=True)
@@ -111,17 +111,19 @@ class PageScheduler:
 
     def __init__(
         self,
-        engine: VllmEngine,
+        llm: Any,
         prompt: PagePrompt,
         *,
+        detokenize: Callable[[list[int]], str],
+        engine_started: Callable[[], bool],
         max_model_len: int,
         max_in_flight: int,
         admission: Admission,
         page_numbers: count,
     ) -> None:
-        self._engine = engine
-        self._llm = engine.llm_engine
-        self._config = engine.config  # fork and max_tokens
+        self._llm = llm  # a started vLLM LLMEngine
+        self._detokenize = detokenize
+        self._engine_started = engine_started  # False once the engine was closed
         self._prompt = prompt
         self._max_model_len = max_model_len
         self._max_in_flight = max(1, int(max_in_flight))
@@ -214,7 +216,7 @@ class PageScheduler:
             )
         tree = ForkTree(
             self._prompt.token_ids,
-            forks=self._config.fork,
+            forks=self._prompt.forks,
             prompt_len=len(prompt_ids),
             max_model_len=self._max_model_len,
         )
@@ -227,7 +229,7 @@ class PageScheduler:
             rendered,
             tree,
             request.on_tokens,
-            page_token_limit(request, self._config.max_tokens),
+            page_token_limit(request, self._prompt.max_tokens),
             request.cancel,
         )
         parent = _Request(page, tree.parent, f"page{number}")
@@ -364,7 +366,7 @@ class PageScheduler:
         }
         return PageResult(
             key=page.key,
-            text=self._engine.detokenize(spliced),
+            text=self._detokenize(spliced),
             finish_reason=tree.finish_reason,
             prompt_tokens=len(page.prompt_ids),
             output_tokens=len(spliced),  # stop tokens not counted, as in the torch engine
@@ -375,7 +377,7 @@ class PageScheduler:
     def _abort_unfinished(self) -> None:
         """A run closed early (or failed): abort its requests left in vLLM, unless the engine
         was closed first (its requests went with it)."""
-        if self._requests and self._engine.started:
+        if self._requests and self._engine_started():
             self._llm.abort_request(list(self._requests))
 
 
