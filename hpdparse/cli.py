@@ -16,6 +16,7 @@ from hpdparse.cli_options import decode_options, fail
 from hpdparse.engines import registry
 from hpdparse.engines.openai.options import DEFAULT_SERVER
 from hpdparse.errors import HpdparseError
+from hpdparse.export.cli import export_options, export_settings
 from hpdparse.hpd.protocol import DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.review.cli import review_command
@@ -70,6 +71,7 @@ def _render_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--no-merge-tables", is_flag=True, help="Do not join tables split across pages."
         ),
+        *export_options(),
     ]
     for option in reversed(options):
         f = option(f)
@@ -112,6 +114,7 @@ def _make_render_options(kw: dict[str, Any]) -> RenderOptions:
         page_markers=kw.pop("page_markers"),
         merge_paragraphs=not kw.pop("no_merge_paragraphs"),
         merge_tables=not kw.pop("no_merge_tables"),
+        **export_settings(kw),
     )
 
 

@@ -48,6 +48,10 @@ class RenderOptions:
     page_markers: bool = False  # <!-- page 3 --> before each page
     merge_paragraphs: bool = True  # join a paragraph cut by a page break
     merge_tables: bool = True  # join a table continued on the next page
+    docling: bool = False  # also write <stem>.docling.json (hpdparse.export.docling)
+    chunks: bool = False  # also write <stem>.chunks.jsonl (hpdparse.export.chunks)
+    chunk_tokens: int = 512  # the most tokens in a chunk (one larger block stays whole)
+    chunk_tokenizer: str | None = None  # Hugging Face id or folder; None: the offline default
 
 
 @dataclass
@@ -64,6 +68,7 @@ class RenderedDocument:
     markdown: str
     json: dict[str, Any]
     images: list[ImageCrop] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)  # what the Markdown was built from (export/)
 
 
 def render_document(doc: DocumentRecord, options: RenderOptions | None = None) -> RenderedDocument:
@@ -139,7 +144,8 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
     markdown = "\n\n".join(p for p in parts if p)
     markdown = markdown + "\n" if markdown else ""
     data = document_json(doc, options_dict(options), pages_json, merges)
-    return RenderedDocument(markdown=markdown, json=data, images=crops if options.images else [])
+    images = crops if options.images else []
+    return RenderedDocument(markdown=markdown, json=data, images=images, units=units)
 
 
 def options_dict(options: RenderOptions) -> dict[str, Any]:
