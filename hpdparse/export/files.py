@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 
 from hpdparse.export.extra import require_docling
-from hpdparse.markdown.render import RenderedDocument, RenderOptions
+from hpdparse.markdown.render import RenderedDocument, RenderOptions, gc_paused
 
 
 @dataclass
@@ -34,6 +34,11 @@ def build_exports(rendered: RenderedDocument, options: RenderOptions) -> Exports
     """The export files `options` ask for (none: no docling-core import)."""
     if not (options.docling or options.chunks):
         return Exports()
+    with gc_paused():  # thousands of small acyclic objects (see gc_paused)
+        return _build(rendered, options)
+
+
+def _build(rendered: RenderedDocument, options: RenderOptions) -> Exports:
     from hpdparse.export.chunks import chunk_records, chunks_jsonl, make_chunker
     from hpdparse.export.docling import to_docling
 
@@ -41,7 +46,8 @@ def build_exports(rendered: RenderedDocument, options: RenderOptions) -> Exports
     exports = Exports()
     if options.docling:
         data = export.document.export_to_dict()
-        exports.docling = json.dumps(data, ensure_ascii=False, indent=1).encode("utf-8")
+        # Compact: an indent would take json's pure-Python encoder, several times slower.
+        exports.docling = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
     if options.chunks:
         chunker = make_chunker(options.chunk_tokens, options.chunk_tokenizer)
         records = chunk_records(export, rendered.json, chunker)

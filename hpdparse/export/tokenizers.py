@@ -32,7 +32,7 @@ class TekkenTokenizer(BaseTokenizer):
     max_tokens: int
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tekken.encode(text, bos=False, eos=False))
+        return _tekken_count(text)
 
     def get_max_tokens(self) -> int:
         return self.max_tokens
@@ -48,6 +48,12 @@ def _tekken() -> Any:
     data = resources.files("mistral_common") / "data" / _TEKKEN_FILE
     with resources.as_file(data) as path:
         return Tekkenizer.from_file(path)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _tekken_count(text: str) -> int:
+    # HybridChunker counts the same texts again and again (each block, then windows of blocks).
+    return len(_tekken().encode(text, bos=False, eos=False))
 
 
 @functools.cache

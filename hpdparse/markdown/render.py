@@ -73,12 +73,12 @@ class RenderedDocument:
 
 def render_document(doc: DocumentRecord, options: RenderOptions | None = None) -> RenderedDocument:
     """Render every page of `doc`. Never raises on model output, however malformed."""
-    with _gc_paused():
+    with gc_paused():
         return _render(doc, options or RenderOptions())
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     # Rendering allocates many small acyclic objects; the cyclic collector's passes over them made
     # long documents render superlinearly (2,000 pages: 1.5-2x slower). Nothing here forms cycles.
     was_enabled = gc.isenabled()
