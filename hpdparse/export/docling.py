@@ -226,8 +226,10 @@ class _Builder:
 
 def _docling_box(page: PageGeometry, grid: list[float]) -> BoundingBox:
     left, top, right, bottom = page.box(grid)
-    box = BoundingBox(l=left, t=top, r=right, b=bottom, coord_origin=CoordOrigin.TOPLEFT)
-    return box.to_bottom_left_origin(page_height=page.height)
+    height = page.height  # docling's convention for PDF pages: y grows upwards
+    return BoundingBox(
+        l=left, t=height - top, r=right, b=height - bottom, coord_origin=CoordOrigin.BOTTOMLEFT
+    )
 
 
 def _spans(text: str, later_lengths: list[int]) -> list[tuple[int, int]]:
