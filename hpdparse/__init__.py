@@ -11,7 +11,8 @@ those inside functions included, and that no modules import each other in a cycl
                            page's decode record and the reuse key
     4. store               output folders, raw pages, resume state, the run report
     5. markdown            HPD blocks -> Markdown and JSON; a document's record from its folder
-    6. overlay             the --layout overlay PDF: block roles, colours, drawing
+    6. overlay, export     the --layout overlay PDF: block roles, colours, drawing; the
+                           DoclingDocument and the retrieval chunks (docling-core)
     7. runner              a conversion run: plan, rasterize, decode, save, finish (runner.ray)
     8. serve, review       `hpdparse serve` (an OpenAI-compatible server); the review pages
     9. api                 the Python API (`hpdparse.api`)

@@ -17,6 +17,7 @@ from hpdparse.engines.openai.options import DEFAULT_SERVER
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import DEFAULT_ENGINE, create_engine
 from hpdparse.errors import EngineError
+from hpdparse.export.files import check_export_options
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
@@ -97,6 +98,7 @@ def convert(
     if batch_size < 1:
         raise ValueError(f"batch size must be at least 1, not {batch_size}")
     ranges = parse_page_ranges(pages)
+    check_export_options(render_options or RenderOptions())
     settings = ConvertSettings(
         output_dir=Path(output_dir),
         pages=ranges,
@@ -226,6 +228,7 @@ def render(
     pages and their source file (path recorded in `raw/document.json`), without a model;
     `layout` also writes `<stem>.layout.pdf`."""
     options = render_options or RenderOptions()
+    check_export_options(options)
     folders = [Path(d) for d in doc_dirs]
     report = render_folders(folders, options, password, progress, layout=layout)
     if report_path is not None:

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from hpdparse import __version__, api
+from hpdparse.commands.export_options import export_options, export_settings
 from hpdparse.commands.options import decode_options, fail
 from hpdparse.commands.review import review_command
 from hpdparse.commands.serve import serve_command
@@ -70,6 +71,7 @@ def _render_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--no-merge-tables", is_flag=True, help="Do not join tables split across pages."
         ),
+        *export_options(),
     ]
     for option in reversed(options):
         f = option(f)
@@ -112,6 +114,7 @@ def _make_render_options(kw: dict[str, Any]) -> RenderOptions:
         page_markers=kw.pop("page_markers"),
         merge_paragraphs=not kw.pop("no_merge_paragraphs"),
         merge_tables=not kw.pop("no_merge_tables"),
+        **export_settings(kw),
     )
 
 

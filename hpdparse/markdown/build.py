@@ -83,7 +83,8 @@ class PageBuilder:
                 continue
             if i in bullet_runs:
                 texts = [join_lines(blocks[j].content or "") for j in bullet_runs[i]]
-                self._add(LIST, block, items=texts, role=ROLE_LIST)
+                unit = self._add(LIST, block, items=texts, role=ROLE_LIST)
+                unit.extra["item_blocks"] = bullet_runs[i]
             elif block.role == ROLE_LIST:
                 self._list(block, [blocks[j] for j in list_items.get(i, [])])
             elif block.role == ROLE_FIGURE:
@@ -204,15 +205,17 @@ class PageBuilder:
 
     def _list(self, block: Block, items: list[Block]) -> None:
         if block.content:
-            texts = split_items(block.content)
+            pairs = [(text, block.index) for text in split_items(block.content)]
         else:
-            texts = [join_lines(item.content or "") for item in items]
+            pairs = [(join_lines(item.content or ""), item.index) for item in items]
             for item in items:
                 self.blocks_json[item.index]["list"] = block.index
             self.blocks_json[block.index]["items"] = [item.index for item in items]
-        texts = [t for t in texts if t and not is_sentinel(t)]
-        if texts:
-            self._add(LIST, block, items=texts, ordered=is_ordered(texts))
+        pairs = [(t, i) for t, i in pairs if t and not is_sentinel(t)]
+        if pairs:
+            texts = [t for t, _ in pairs]
+            unit = self._add(LIST, block, items=texts, ordered=is_ordered(texts))
+            unit.extra["item_blocks"] = [i for _, i in pairs]  # the block of each item
 
     def _figure(self, block: Block, caption: Block | None) -> None:
         caption_text = join_lines(caption.content or "") if caption is not None else ""

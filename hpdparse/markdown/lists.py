@@ -37,18 +37,27 @@ def is_ordered(items: list[str]) -> bool:
     return bool(items) and all(_NUMBERED.match(item) for item in items)
 
 
+def item_parts(item: str, ordered: bool) -> tuple[str, str]:
+    """(marker, text) of a list item as the Markdown writes it: "3." and the text after its number
+    in an ordered list, "-" and the text without its bullet otherwise."""
+    if ordered:
+        match = _NUMBERED.match(item)
+        if match is None:
+            return "1.", item
+        return f"{int(match.group(1))}.", item[match.end() :]
+    return "-", BULLET.sub("", item, count=1)
+
+
 def render_list(items: list[str], ordered: bool, dollar: bool) -> str:
     lines = []
     for item in items:
+        marker, text = item_parts(item, ordered)
         if ordered:
-            match = _NUMBERED.match(item)
-            number = match.group(1) if match else "1"
-            body = item[match.end() :] if match else item
-            lines.append(f"{int(number)}. {escape_block_start(render_inline(body, dollar))}")
+            lines.append(f"{marker} {escape_block_start(render_inline(text, dollar))}")
         else:
-            body = render_inline(BULLET.sub("", item, count=1), dollar)
+            body = render_inline(text, dollar)
             # "- 1. x" would open a nested ordered list: escape the number's dot.
             body = _ORDERED_LOOKALIKE.sub(r"\1\\\2\3", body, count=1)
             body = "\\" + body if body.startswith("- ") else escape_block_start(body)
-            lines.append(f"- {body}")
+            lines.append(f"{marker} {body}")
     return "\n".join(lines)

@@ -48,6 +48,10 @@ class RenderOptions:
     page_markers: bool = False  # <!-- page 3 --> before each page
     merge_paragraphs: bool = True  # join a paragraph cut by a page break
     merge_tables: bool = True  # join a table continued on the next page
+    docling: bool = False  # also write <stem>.docling.json (hpdparse.export.docling)
+    chunks: bool = False  # also write <stem>.chunks.jsonl (hpdparse.export.chunks)
+    chunk_tokens: int = 512  # the most tokens in a chunk (one larger block stays whole)
+    chunk_tokenizer: str | None = None  # Hugging Face id or folder; None: the offline default
 
 
 @dataclass
@@ -64,16 +68,17 @@ class RenderedDocument:
     markdown: str
     json: dict[str, Any]
     images: list[ImageCrop] = field(default_factory=list)
+    units: list[Unit] = field(default_factory=list)  # what the Markdown was built from (export/)
 
 
 def render_document(doc: DocumentRecord, options: RenderOptions | None = None) -> RenderedDocument:
     """Render every page of `doc`. Never raises on model output, however malformed."""
-    with _gc_paused():
+    with gc_paused():
         return _render(doc, options or RenderOptions())
 
 
 @contextmanager
-def _gc_paused() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     # Rendering allocates many small acyclic objects; the cyclic collector's passes over them made
     # long documents render superlinearly (2,000 pages: 1.5-2x slower). Nothing here forms cycles.
     was_enabled = gc.isenabled()
@@ -139,7 +144,8 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
     markdown = "\n\n".join(p for p in parts if p)
     markdown = markdown + "\n" if markdown else ""
     data = document_json(doc, options_dict(options), pages_json, merges)
-    return RenderedDocument(markdown=markdown, json=data, images=crops if options.images else [])
+    images = crops if options.images else []
+    return RenderedDocument(markdown=markdown, json=data, images=images, units=units)
 
 
 def options_dict(options: RenderOptions) -> dict[str, Any]:

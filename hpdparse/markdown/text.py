@@ -52,6 +52,7 @@ _NEEDS_WORK = re.compile(r"[\\<>$|\n&\t\r\f\v\u00a0]|  ")
 MODE_MD = "md"  # a Markdown paragraph
 MODE_GFM = "gfm"  # a GFM table cell: pipes escaped, breaks as <br>
 MODE_HTML = "html"  # an HTML table cell: everything HTML-escaped, breaks as <br>
+MODE_PLAIN = "plain"  # plain text (hpdparse.export): lines joined, math as $...$, nothing escaped
 
 
 def render_inline(text: str, dollar: bool, mode: str = MODE_MD) -> str:
@@ -59,7 +60,7 @@ def render_inline(text: str, dollar: bool, mode: str = MODE_MD) -> str:
     `dollar`; plain text is escaped so that it cannot open an HTML tag or start math."""
     if not _NEEDS_WORK.search(text):
         return text.strip()
-    if mode == MODE_MD:
+    if mode in (MODE_MD, MODE_PLAIN):
         text = join_lines(text)
     out: list[str] = []
     pos = 0
@@ -78,13 +79,13 @@ def render_inline(text: str, dollar: bool, mode: str = MODE_MD) -> str:
             pos = match.end()
     out.append(_plain(text[pos:], dollar, mode))
     result = "".join(out)
-    if mode != MODE_MD:
+    if mode not in (MODE_MD, MODE_PLAIN):
         result = result.strip().replace("\n", "<br>")
     return result
 
 
 def _plain(text: str, dollar: bool, mode: str) -> str:
-    if not text:
+    if not text or mode == MODE_PLAIN:
         return text
     if mode == MODE_HTML:
         return html.escape(text, quote=False)
@@ -101,6 +102,8 @@ def _math(latex: str, dollar: bool, mode: str, display: bool) -> str:
     if mode == MODE_HTML:
         body = html.escape(math_for_markdown(latex, dollar), quote=False)
         return f"${body}$" if dollar else f"\\({body}\\)"
+    if mode == MODE_PLAIN:
+        return inline_math(" ".join(latex.split()), dollar=True)
     if mode == MODE_GFM:
         latex = " ".join(latex.split()).replace("|", "\\|")
         return inline_math(latex, dollar)

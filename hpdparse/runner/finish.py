@@ -15,6 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hpdparse.export.files import build_exports
 from hpdparse.markdown.assemble import assemble_record, failed_numbers
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
 from hpdparse.runner.images import ImageCutter, group_crops
@@ -60,7 +61,9 @@ def finish_document(
         first = failed[min(failed)] if failed else f"{state.source.path}: no page converted"
         return FinishedDocument(written=False, status=STATUS_FAILED, error=first)
     rendered = render_document(record, options)
+    exports = build_exports(rendered, options)
     folder.remove_markdown(state.stem)
+    folder.remove_exports(state.stem)
     folder.remove_images()
     crop_errors: list[str] = []
     if rendered.images and options.images:
@@ -69,6 +72,7 @@ def finish_document(
         crop_errors += overlay(folder, state, rendered.json)
     state.failed_pages = failed
     state.render_options = dataclasses.asdict(options)
+    folder.write_exports(state.stem, exports.docling, exports.chunks)
     write_document(folder, state, rendered, crop_errors)
     source = Path(state.source.path)
     warnings = [f"{source}: {message}" for message in crop_errors]

@@ -14,6 +14,8 @@ from hpdparse.store.layout import (
     IMAGES_DIR,
     RAW_DIR,
     STATE_NAME,
+    chunks_name,
+    docling_name,
     json_name,
     layout_pdf_name,
     markdown_name,
@@ -61,6 +63,7 @@ class DocumentFolder:
         self.files.delete(json_name(stem))
         self.files.delete(layout_pdf_name(stem))
         self.files.delete(review_html_name(stem))
+        self.remove_exports(stem)
         self.files.delete_tree(IMAGES_DIR)
         self.files.delete_tree(RAW_DIR)
 
@@ -166,6 +169,18 @@ class DocumentFolder:
 
     def write_json(self, stem: str, data: Any) -> None:
         self.files.write_bytes(json_name(stem), json_bytes(data))
+
+    def remove_exports(self, stem: str) -> None:
+        """Drop <stem>.docling.json and <stem>.chunks.jsonl (a render without --docling or
+        --chunks must not leave ones that no longer match the Markdown)."""
+        self.files.delete(docling_name(stem))
+        self.files.delete(chunks_name(stem))
+
+    def write_exports(self, stem: str, docling: bytes | None, chunks: bytes | None) -> None:
+        if docling is not None:
+            self.files.write_bytes(docling_name(stem), docling)
+        if chunks is not None:
+            self.files.write_bytes(chunks_name(stem), chunks)
 
     def remove_images(self) -> None:
         self.files.delete_tree(IMAGES_DIR)

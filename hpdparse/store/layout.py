@@ -40,6 +40,16 @@ def json_name(stem: str) -> str:
     return f"{stem}.json"
 
 
+def docling_name(stem: str) -> str:
+    """--docling: the DoclingDocument (hpdparse.export.docling)."""
+    return f"{stem}.docling.json"
+
+
+def chunks_name(stem: str) -> str:
+    """--chunks: one chunk a line (hpdparse.export.chunks)."""
+    return f"{stem}.chunks.jsonl"
+
+
 def raw_meta_number(filename: str) -> int | None:
     """The page number of a raw metadata file name ("page-0003.json" -> 3), else None."""
     match = _RAW_PAGE_NAME.match(filename)

@@ -1,0 +1,117 @@
+"""Chunks for retrieval, written as `<stem>.chunks.jsonl`: docling-core's HybridChunker over the
+exported DoclingDocument, with each chunk's provenance mapped back to our blocks.
+
+HybridChunker follows the structure (never across a heading, a table whole with its captions, a
+figure with its caption, peers merged up to the token limit) and splits a section at block
+boundaries. What it would do beyond that, cutting one block's text in the middle, is turned off
+(`_WholeBlocks`): a block larger than the limit becomes a chunk of its own, over the limit and
+marked `oversize`, so that every block is in exactly one chunk and a citation is never half a
+paragraph."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from docling_core.transforms.chunker import DocChunk, HybridChunker
+from docling_core.transforms.chunker.hierarchical_chunker import (
+    ChunkingDocSerializer,
+    ChunkingSerializerProvider,
+)
+from docling_core.transforms.serializer.base import BaseDocSerializer
+from docling_core.transforms.serializer.markdown import MarkdownTableSerializer
+from docling_core.types.doc import DocItemLabel, DoclingDocument
+
+from hpdparse.export.docling import DoclingExport
+from hpdparse.export.pages import BlockRef, blocks_by_ref, page_geometries
+from hpdparse.export.tokenizers import load_tokenizer
+
+
+class _MarkdownTables(ChunkingSerializerProvider):
+    """Chunk text as Markdown, tables included (docling's default writes tables as triplets)."""
+
+    def get_serializer(self, doc: DoclingDocument) -> BaseDocSerializer:
+        return ChunkingDocSerializer(doc=doc, table_serializer=MarkdownTableSerializer())
+
+
+class _WholeBlocks(HybridChunker):
+    def _split_using_plain_text(
+        self, doc_chunk: DocChunk, doc_serializer: BaseDocSerializer
+    ) -> list[DocChunk]:
+        # Called once a chunk holds a single item: never cut it.
+        return [doc_chunk]
+
+
+def make_chunker(max_tokens: int, tokenizer: str | None) -> HybridChunker:
+    return _WholeBlocks(
+        tokenizer=load_tokenizer(tokenizer, max_tokens),
+        serializer_provider=_MarkdownTables(),
+        delim="\n\n",  # blocks stay Markdown blocks (a table after a paragraph needs it)
+    )
+
+
+def chunk_records(
+    export: DoclingExport, document_json: dict[str, Any], chunker: HybridChunker
+) -> list[dict[str, Any]]:
+    """The chunks of one document, as the JSON objects of `<stem>.chunks.jsonl`."""
+    stem = document_json["stem"]
+    pages = page_geometries(document_json)
+    blocks = blocks_by_ref(document_json)
+    records = []
+    for index, chunk in enumerate(chunker.chunk(export.document)):
+        assert isinstance(chunk, DocChunk)
+        items = _owned_items(chunk)
+        refs: list[BlockRef] = []
+        for ref in items:
+            refs.extend(r for r in export.refs.get(ref, []) if r not in refs)
+        tokens = chunker.tokenizer.count_tokens(chunker.contextualize(chunk))
+        block_entries = []
+        for ref in refs:
+            grid = blocks.get(ref, {}).get("bbox")
+            page = pages.get(ref.page)
+            box = page.box(grid) if grid and page is not None else None
+            block_entries.append(
+                {
+                    "page": ref.page,
+                    "block": ref.block,
+                    "bbox": grid,
+                    "box": [round(v, 2) for v in box] if box else None,
+                    "unit": None if page is None else ("pt" if page.in_points else "px"),
+                    "confidence": None,  # filled once the run records block confidences
+                }
+            )
+        records.append(
+            {
+                "id": f"{stem}:{index}",
+                "text": chunk.text.strip(),
+                "headings": chunk.meta.headings or [],
+                "tokens": tokens,
+                "oversize": tokens > chunker.max_tokens,
+                "pages": sorted({ref.page for ref in refs}),
+                "blocks": block_entries,
+                "docling_refs": items,
+            }
+        )
+    return records
+
+
+def _owned_items(chunk: DocChunk) -> list[str]:
+    """The items a chunk's text comes from. A table brings its captions (HybridChunker may list
+    one alone, with no text, in the chunk before its table: not that chunk's); a picture, which
+    has no text of its own, comes with its caption."""
+    owned: list[str] = []
+    for item in chunk.meta.doc_items:
+        parent = item.parent.cref if item.parent is not None else ""
+        if item.label == DocItemLabel.CAPTION and parent.startswith("#/tables/"):
+            continue
+        is_picture_caption = item.label == DocItemLabel.CAPTION and parent.startswith("#/pictures/")
+        if is_picture_caption and parent not in owned:
+            owned.append(parent)
+        owned.append(item.self_ref)
+        if item.label == DocItemLabel.TABLE:
+            owned.extend(caption.cref for caption in getattr(item, "captions", []))
+    return owned
+
+
+def chunks_jsonl(records: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

@@ -1,0 +1,326 @@
+"""A rendered document -> a DoclingDocument (docling-core), written as `<stem>.docling.json`.
+
+Every Markdown unit becomes the matching item, in reading order, with provenance (page, box in
+page coordinates with docling's bottom-left origin, character span); a paragraph or table merged
+across pages is one item with one provenance entry per page. Page headers and footers go to the
+furniture layer. `refs` maps every item to the blocks of `<stem>.json` it was made from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from docling_core.types.doc import (
+    BoundingBox,
+    CodeLanguageLabel,
+    ContentLayer,
+    CoordOrigin,
+    DocItem,
+    DocItemLabel,
+    DoclingDocument,
+    ImageRef,
+    NodeItem,
+    ProvenanceItem,
+    Size,
+    TableCell,
+    TableData,
+)
+
+from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
+from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
+from hpdparse.markdown.formulas import with_tag
+from hpdparse.markdown.lists import item_parts
+from hpdparse.markdown.render import RenderedDocument
+from hpdparse.markdown.tables import Table, occupancy
+from hpdparse.markdown.text import MODE_PLAIN, render_inline
+from hpdparse.markdown.units import (
+    CODE,
+    FIGURE,
+    FORMULA,
+    FURNITURE,
+    HEADING,
+    LIST,
+    PARAGRAPH,
+    TABLE,
+    Unit,
+)
+
+_TEXT_LABELS = {
+    ROLE_CAPTION: DocItemLabel.CAPTION,
+    "footnote": DocItemLabel.FOOTNOTE,
+    "reference": DocItemLabel.REFERENCE,
+}
+_FURNITURE_LABELS = {
+    ROLE_HEADER: DocItemLabel.PAGE_HEADER,
+    ROLE_FOOTER: DocItemLabel.PAGE_FOOTER,
+    ROLE_PAGE_NUMBER: DocItemLabel.PAGE_FOOTER,
+}
+_LANGUAGES = {label.value.lower(): label for label in CodeLanguageLabel}
+
+
+@dataclass
+class DoclingExport:
+    document: DoclingDocument
+    refs: dict[str, list[BlockRef]] = field(default_factory=dict)  # item self_ref -> blocks
+
+
+def plain(text: str) -> str:
+    """Our paragraph text as docling items hold it: lines joined, inline math as $...$."""
+    return render_inline(text, dollar=True, mode=MODE_PLAIN)
+
+
+def to_docling(rendered: RenderedDocument) -> DoclingExport:
+    """Build the DoclingDocument of a rendered document."""
+    return _Builder(rendered).build()
+
+
+class _Builder:
+    def __init__(self, rendered: RenderedDocument) -> None:
+        data = rendered.json
+        self.units = rendered.units
+        self.pages = page_geometries(data)
+        self.blocks = blocks_by_ref(data)
+        self.continuations = _continuations(data, self.units)
+        self.doc = DoclingDocument(name=data["stem"])
+        self.export = DoclingExport(self.doc)
+        self.table_captions = _table_captions(self.units)  # table unit index -> caption units
+
+    def build(self) -> DoclingExport:
+        for number, page in self.pages.items():
+            self.doc.add_page(page_no=number, size=Size(width=page.width, height=page.height))
+        captions = {i for owned in self.table_captions.values() for i in owned}
+        for i, unit in enumerate(self.units):
+            if not unit.removed and unit.block is not None and i not in captions:
+                self._add(unit, i)
+        return self.export
+
+    def _add(self, unit: Unit, index: int) -> None:
+        kind = unit.kind
+        if kind == HEADING:
+            self._heading(unit)
+        elif kind == PARAGRAPH:
+            self._paragraph(unit)
+        elif kind == LIST:
+            self._list(unit)
+        elif kind == TABLE:
+            self._table(unit, index)
+        elif kind == FORMULA:
+            self._formula(unit)
+        elif kind == FIGURE:
+            self._figure(unit)
+        elif kind == CODE:
+            language = _LANGUAGES.get(str(unit.extra.get("language", "")).lower())
+            prov = self._provenance(unit, unit.text)
+            item = self.doc.add_code(text=unit.text, code_language=language, prov=prov[0])
+            self._link(item, unit, prov)
+        elif kind == FURNITURE:
+            text = plain(unit.text)
+            label = _FURNITURE_LABELS.get(unit.role, DocItemLabel.TEXT)
+            prov = self._provenance(unit, text)
+            item = self.doc.add_text(
+                label=label, text=text, prov=prov[0], content_layer=ContentLayer.FURNITURE
+            )
+            self._link(item, unit, prov)
+
+    # --- one method per kind -------------------------------------------------------------------
+
+    def _heading(self, unit: Unit) -> None:
+        text = plain(unit.text)
+        prov = self._provenance(unit, text)
+        if unit.level == 0:
+            item = self.doc.add_title(text=text, prov=prov[0])
+        else:
+            item = self.doc.add_heading(text=text, level=min(unit.level, 100), prov=prov[0])
+        self._link(item, unit, prov)
+
+    def _paragraph(self, unit: Unit) -> None:
+        label = _TEXT_LABELS.get(unit.role, DocItemLabel.TEXT)
+        text = plain(unit.text)
+        prov = self._provenance(unit, text)
+        item = self.doc.add_text(label=label, text=text, prov=prov[0])
+        self._link(item, unit, prov)
+
+    def _caption(self, unit: Unit, owner: DocItem) -> None:
+        text = plain(unit.text)
+        prov = self._provenance(unit, text)
+        caption = self.doc.add_text(
+            label=DocItemLabel.CAPTION, text=text, prov=prov[0], parent=owner
+        )
+        owner.captions.append(caption.get_ref())
+        self._link(caption, unit, prov)
+
+    def _list(self, unit: Unit) -> None:
+        group = self.doc.add_list_group()
+        item_blocks = unit.extra.get("item_blocks") or [unit.block] * len(unit.items)
+        for text, block in zip(unit.items, item_blocks, strict=False):
+            marker, body = item_parts(text, unit.ordered)
+            body = plain(body)
+            ref = BlockRef(unit.page, block)
+            prov = self._block_provenance(ref, (0, len(body)))
+            item = self.doc.add_list_item(
+                text=body, enumerated=unit.ordered, marker=marker, parent=group, prov=prov
+            )
+            self.export.refs[item.self_ref] = [ref]
+
+    def _table(self, unit: Unit, index: int) -> None:
+        if unit.table is None:
+            return
+        prov = self._provenance(unit, "")
+        item = self.doc.add_table(data=_table_data(unit.table), prov=prov[0])
+        self._link(item, unit, prov)
+        for caption in self.table_captions.get(index, []):
+            self._caption(self.units[caption], item)
+
+    def _formula(self, unit: Unit) -> None:
+        last = len(unit.formulas) - 1
+        for i, latex in enumerate(unit.formulas):
+            text = with_tag(latex, unit.tag if i == last else None)
+            prov = self._provenance(unit, text)
+            item = self.doc.add_formula(text=text, prov=prov[0])
+            self._link(item, unit, prov)
+
+    def _figure(self, unit: Unit) -> None:
+        ref = BlockRef(unit.page, unit.block or 0)
+        prov = self._block_provenance(ref, (0, 0))
+        picture = self.doc.add_picture(image=self._image(unit, ref), prov=prov)
+        self.export.refs[picture.self_ref] = [ref]
+        if unit.text:
+            self._caption(unit, picture)
+
+    # --- provenance ----------------------------------------------------------------------------
+
+    def _provenance(self, unit: Unit, text: str) -> list[ProvenanceItem | None]:
+        """One entry per block the unit was made from (several when merged across pages); the
+        character spans split `text` where the continuation's own text starts."""
+        first = BlockRef(unit.page, unit.block or 0)
+        later = self.continuations.get((unit.kind, first), [])
+        spans = _spans(text, [len(plain(t)) for _, t in later])
+        refs = [first] + [ref for ref, _ in later]
+        entries = [self._block_provenance(ref, span) for ref, span in zip(refs, spans, strict=True)]
+        return entries if entries[0] is not None else [None]
+
+    def _link(self, item: NodeItem, unit: Unit, prov: list[ProvenanceItem | None]) -> None:
+        first = BlockRef(unit.page, unit.block or 0)
+        later = self.continuations.get((unit.kind, first), [])
+        self.export.refs[item.self_ref] = [first] + [ref for ref, _ in later]
+        if isinstance(item, DocItem):
+            item.prov.extend(p for p in prov[1:] if p is not None)
+
+    def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> ProvenanceItem | None:
+        page = self.pages.get(ref.page)
+        grid = self.blocks.get(ref, {}).get("bbox")
+        if page is None or not grid:
+            return None
+        return ProvenanceItem(page_no=ref.page, bbox=_docling_box(page, grid), charspan=span)
+
+    def _image(self, unit: Unit, ref: BlockRef) -> ImageRef | None:
+        box = self.blocks.get(ref, {}).get("bbox_px")
+        if not unit.image or not box:
+            return None
+        page = self.pages.get(ref.page)
+        dpi = page.dpi if page is not None else 72
+        size = Size(width=max(box[2] - box[0], 1), height=max(box[3] - box[1], 1))
+        return ImageRef(mimetype="image/png", dpi=dpi, size=size, uri=Path(unit.image))
+
+
+def _docling_box(page: PageGeometry, grid: list[float]) -> BoundingBox:
+    left, top, right, bottom = page.box(grid)
+    height = page.height  # docling's convention for PDF pages: y grows upwards
+    return BoundingBox(
+        l=left, t=height - top, r=right, b=height - bottom, coord_origin=CoordOrigin.BOTTOMLEFT
+    )
+
+
+def _spans(text: str, later_lengths: list[int]) -> list[tuple[int, int]]:
+    """Character spans of a text made of a first part and continuations of the given lengths
+    (joined by at most one character)."""
+    end = len(text)
+    spans: list[tuple[int, int]] = []
+    for length in reversed(later_lengths):
+        start = max(end - length, 0)
+        spans.append((start, end))
+        end = max(start - 1, 0) if start > 0 and text[start - 1 : start] == " " else start
+    spans.append((0, end))
+    return spans[::-1]
+
+
+def _table_captions(units: list[Unit]) -> dict[int, list[int]]:
+    """table unit index -> the caption paragraphs that belong to it: those right before it, else
+    right after it (a table block's own text before and after `<table>` is its caption too)."""
+    owned: dict[int, list[int]] = {}
+    taken: set[int] = set()
+    for i, unit in enumerate(units):
+        if unit.kind != TABLE or unit.removed:
+            continue
+        before = []
+        j = i - 1
+        while j >= 0 and j not in taken and _is_caption(units[j], unit.page):
+            before.insert(0, j)
+            j -= 1
+        after = []
+        j = i + 1
+        while j < len(units) and _is_caption(units[j], unit.page) and _owns_after(units, j, unit):
+            after.append(j)
+            j += 1
+        owned[i] = before + after
+        taken.update(owned[i])
+    return owned
+
+
+def _is_caption(unit: Unit, page: int) -> bool:
+    return (
+        unit.kind == PARAGRAPH
+        and unit.role == ROLE_CAPTION
+        and not unit.removed
+        and (unit.page == page)
+    )
+
+
+def _owns_after(units: list[Unit], j: int, table: Unit) -> bool:
+    """A caption after a table is the table's unless it opens the next table (its own block's
+    text after `</table>` always is)."""
+    if units[j].block == table.block:
+        return True
+    k = j
+    while k < len(units) and _is_caption(units[k], table.page):
+        k += 1
+    return not (k < len(units) and units[k].kind == TABLE)
+
+
+def _continuations(
+    data: dict[str, Any], units: list[Unit]
+) -> dict[tuple[str, BlockRef], list[tuple[BlockRef, str]]]:
+    """(kind, first block) -> the blocks merged into it, with their own text, in order."""
+    removed = {(u.kind, BlockRef(u.page, u.block or 0)): u for u in units if u.removed}
+    found: dict[tuple[str, BlockRef], list[tuple[BlockRef, str]]] = {}
+    for merge in data["merges"]:
+        kind = PARAGRAPH if merge["kind"] == "paragraph" else TABLE
+        first = BlockRef(merge["first"]["page"], merge["first"]["block"])
+        second = BlockRef(merge["second"]["page"], merge["second"]["block"])
+        unit = removed.get((kind, second))
+        found.setdefault((kind, first), []).append((second, unit.text if unit else ""))
+    return found
+
+
+def _table_data(table: Table) -> TableData:
+    grid = occupancy(table.rows)
+    width = max((len(line) for line in grid), default=0)
+    cells = []
+    for r, line in enumerate(grid):
+        for c, cell in enumerate(line):
+            if cell is None:
+                continue
+            cells.append(
+                TableCell(
+                    text=plain(cell.text),
+                    row_span=cell.rowspan,
+                    col_span=cell.colspan,
+                    start_row_offset_idx=r,
+                    end_row_offset_idx=min(r + cell.rowspan, len(grid)),
+                    start_col_offset_idx=c,
+                    end_col_offset_idx=min(c + cell.colspan, width),
+                    column_header=cell.header,
+                )
+            )
+    return TableData(table_cells=cells, num_rows=len(grid), num_cols=width)

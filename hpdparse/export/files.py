@@ -1,0 +1,55 @@
+"""What `--docling` and `--chunks` add to a document folder: the bytes of `<stem>.docling.json`
+and `<stem>.chunks.jsonl`, built from a rendered document (the runners write them)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from hpdparse.export.extra import require_docling
+from hpdparse.markdown.render import RenderedDocument, RenderOptions, gc_paused
+
+
+@dataclass
+class Exports:
+    docling: bytes | None = None  # <stem>.docling.json, with --docling
+    chunks: bytes | None = None  # <stem>.chunks.jsonl, with --chunks
+
+
+def check_export_options(options: RenderOptions) -> None:
+    """Before any work: the extra is installed and the chunk tokenizer loads (one-line
+    DoclingMissing / TokenizerError), the token limit is positive (ValueError)."""
+    if not (options.docling or options.chunks):
+        return
+    require_docling(chunks=options.chunks)
+    if options.chunks:
+        if options.chunk_tokens < 1:
+            raise ValueError(f"--chunk-tokens must be at least 1, not {options.chunk_tokens}")
+        from hpdparse.export.tokenizers import load_tokenizer
+
+        load_tokenizer(options.chunk_tokenizer, options.chunk_tokens)
+
+
+def build_exports(rendered: RenderedDocument, options: RenderOptions) -> Exports:
+    """The export files `options` ask for (none: no docling-core import)."""
+    if not (options.docling or options.chunks):
+        return Exports()
+    with gc_paused():  # thousands of small acyclic objects (see gc_paused)
+        return _build(rendered, options)
+
+
+def _build(rendered: RenderedDocument, options: RenderOptions) -> Exports:
+    from hpdparse.export.chunks import chunk_records, chunks_jsonl, make_chunker
+    from hpdparse.export.docling import to_docling
+
+    export = to_docling(rendered)
+    exports = Exports()
+    if options.docling:
+        data = export.document.export_to_dict()
+        # Compact: an indent would take json's pure-Python encoder, several times slower.
+        exports.docling = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+    if options.chunks:
+        chunker = make_chunker(options.chunk_tokens, options.chunk_tokenizer)
+        records = chunk_records(export, rendered.json, chunker)
+        exports.chunks = chunks_jsonl(records).encode("utf-8")
+    return exports
