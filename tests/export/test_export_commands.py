@@ -120,7 +120,7 @@ def test_overwrite_removes_the_exports(server: FakeHPDServer, tmp_path: Path) ->
 def test_a_missing_extra_is_a_usage_error(tmp_path: Path) -> None:
     # docling_core made unimportable in the child only, as when the extra is not installed.
     code = (
-        "import sys; sys.modules['docling_core'] = None; from hpdparse.cli import main; "
+        "import sys; sys.modules['docling_core'] = None; from hpdparse.commands.main import main; "
         f"sys.argv = ['hpdparse', 'render', {str(tmp_path)!r}, '--docling']; main()"
     )
     proc = subprocess.run(
