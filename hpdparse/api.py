@@ -19,6 +19,7 @@ from hpdparse.engines.registry import DEFAULT_ENGINE, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
+from hpdparse.remote import output_location
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.render_folders import render_folders
@@ -98,7 +99,7 @@ def convert(
         raise ValueError(f"batch size must be at least 1, not {batch_size}")
     ranges = parse_page_ranges(pages)
     settings = ConvertSettings(
-        output_dir=Path(output_dir),
+        output_dir=output_location(output_dir),
         pages=ranges,
         dpi=dpi,
         password=password,
@@ -147,7 +148,7 @@ def convert(
     converter = Converter(engine, settings, progress, start_engine=owns_engine)
     report = converter.run(sources, errors)
     if report_path is not None:
-        report.write(Path(report_path))
+        report.write(report_path)
     return report
 
 
@@ -197,7 +198,7 @@ def _convert_on_ray(
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     report = converter.run(sources, errors)
     if report_path is not None:
-        report.write(Path(report_path))
+        report.write(report_path)
     return report
 
 
@@ -226,10 +227,10 @@ def render(
     pages and their source file (path recorded in `raw/document.json`), without a model;
     `layout` also writes `<stem>.layout.pdf`."""
     options = render_options or RenderOptions()
-    folders = [Path(d) for d in doc_dirs]
+    folders = [output_location(d) for d in doc_dirs]
     report = render_folders(folders, options, password, progress, layout=layout)
     if report_path is not None:
-        report.write(Path(report_path))
+        report.write(report_path)
     return report
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hpdparse.errors import HpdparseError
 from hpdparse.runner.progress import Progress
+from hpdparse.sources.location import UrlSource
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.report import STATUS_FAILED, DocumentReport, RunReport
 from hpdparse.store.state import DocumentState
@@ -18,7 +19,7 @@ class DocumentRun:
     """One input document in a run: where it goes, its report, its resume state once planned, and
     how many of its pages are still out (sent to the engine, or about to be)."""
 
-    source: Path  # absolute
+    source: Path | UrlSource  # absolute
     folder: DocumentFolder
     report: DocumentReport
     state: DocumentState | None = None  # set by planning

@@ -72,7 +72,7 @@ def finish_document(
     state.failed_pages = failed
     state.render_options = dataclasses.asdict(options)
     write_document(folder, state, rendered, crop_errors)
-    source = Path(state.source.path)
+    source = state.source.path
     warnings = [f"{source}: {message}" for message in crop_errors]
     if state.status == STATUS_CONVERTED:
         return FinishedDocument(written=True, status=STATUS_CONVERTED, warnings=warnings)
@@ -190,6 +190,6 @@ def failed_numbers(record: DocumentRecord) -> dict[int, str]:
     return {p.number: p.error or "failed" for p in record.pages if p.status == PAGE_FAILED}
 
 
-def without_source_prefix(message: str, source: Path) -> str:
+def without_source_prefix(message: str, source: str | Path) -> str:
     prefix = f"{source}: "
     return message[len(prefix) :] if message.startswith(prefix) else message

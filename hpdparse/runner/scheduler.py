@@ -145,7 +145,7 @@ class Converter:
         folders = self._store.assign_folders(sources)
         for src in sources:
             doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)
-            doc = DocumentRun(Path(src).absolute(), folders[src], doc_report)
+            doc = DocumentRun(src.absolute(), folders[src], doc_report)
             self._docs.append(doc)
             self._by_id[id(doc)] = doc
             report.documents.append(doc_report)

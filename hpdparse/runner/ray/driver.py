@@ -169,7 +169,7 @@ class RayConverter:
         folders = self._store.assign_folders(sources)
         for src in sources:
             doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)
-            self._docs.append(_Doc(DocumentRun(Path(src).absolute(), folders[src], doc_report)))
+            self._docs.append(_Doc(DocumentRun(src.absolute(), folders[src], doc_report)))
             report.documents.append(doc_report)
 
     def _plan_all(self) -> list[WorkUnit]:
