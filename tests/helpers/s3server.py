@@ -118,10 +118,8 @@ class Gate:
     def close(self) -> None:
         server, self._server = self._server, None
         if server is not None:
-            try:
-                server.shutdown(socket.SHUT_RDWR)  # wakes the thread blocked in accept()
-            except OSError:
-                pass
+            with contextlib.suppress(OSError):  # shutdown wakes the thread blocked in accept()
+                server.shutdown(socket.SHUT_RDWR)
             server.close()
         with self._lock:
             conns, self._conns = self._conns, []
