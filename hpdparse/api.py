@@ -19,7 +19,7 @@ from hpdparse.engines.registry import DEFAULT_ENGINE, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.remote import output_location
+from hpdparse.remote import is_url, output_location
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.render_folders import render_folders
@@ -240,15 +240,27 @@ def review(
     password: str | None = None,
     image_size: int = DEFAULT_MAX_SIDE,
     open_browser: bool = False,
+    output_dir: str | Path | None = None,
 ) -> ReviewResult:
     """Write a self-contained HTML review page per document folder of the run in `out`
     (`OUT/<stem>/<stem>.review.html`: page images with boxes beside the rendered blocks) and an
     index (`OUT/review.html`); `out` may also be one document folder. Needs no model: reads
     what `convert` wrote and the source files (`password` for encrypted ones). `image_size` is
     the longest side of the embedded page images. Problems (a source moved away...) are in
-    `result.problems`, one line each; OutputError when `out` holds no output folder."""
+    `result.problems`, one line each; OutputError when `out` holds no output folder.
+
+    `out` may be a URL (s3://bucket/prefix/): its document folders (their .md, .json, images/
+    and raw/) are then copied into the local folder `output_dir` (required), where the review
+    pages are written."""
     from hpdparse.review.command import review as write_review_pages
 
+    if is_url(str(out)):
+        if output_dir is None:
+            raise ValueError(f"{out}: reviewing a URL needs a local output folder (-o)")
+        from hpdparse.store.fsspec_folder import copy_tree
+
+        copy_tree(str(out), Path(output_dir))
+        out = Path(output_dir)
     result = write_review_pages(Path(out), password=password, max_side=image_size)
     if open_browser:
         import webbrowser

@@ -20,9 +20,11 @@ from __future__ import annotations
 import contextlib
 import errno
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from hpdparse.remote import filesystem, join, redact, storage_reason
+from hpdparse.store.atomic import atomic_write_bytes
 from hpdparse.store.backend import FolderBackend
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.output_store import OutputStore
@@ -157,3 +159,19 @@ def write_object(url: str, data: bytes) -> None:
     """Write one object at `url` in one PUT (StorageError, FileNotFoundError: one line)."""
     fs, path = filesystem(url)
     storage_call(url, lambda: fs.pipe_file(path, data))
+
+
+def copy_tree(url: str, target: Path) -> None:
+    """Copy every object under `url` into the local folder `target` (created), keys as relative
+    paths, each file written atomically. StorageError or FileNotFoundError (one line)."""
+    fs, root = filesystem(url)
+    root = root.rstrip("/")
+    names = storage_call(url, lambda: fs.find(root))
+    if not names:
+        raise FileNotFoundError(errno.ENOENT, "no such folder (no object under it)", redact(url))
+    for name in names:
+        relative = name[len(root) :].lstrip("/")
+        data = storage_call(join(url, relative), lambda name=name: fs.cat_file(name))
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(destination, data)
