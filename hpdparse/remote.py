@@ -8,10 +8,12 @@ Ray cluster), in the environment variable `STORAGE_OPTIONS_ENV`: never in a file
 message. Credentials otherwise come from each cloud's own chain (AWS environment variables and
 profiles, `AWS_ENDPOINT_URL` for S3-compatible stores, GCP application-default credentials...).
 
-Retries: s3:// requests are retried by botocore ("standard" mode, `S3_MAX_ATTEMPTS` attempts in
-all, exponential backoff with jitter, for connection errors, timeouts, throttling and 5xx) and
-again by s3fs around each call (its `retries`, 5 by default, backoff 1.7^n x 0.1 s); other
-schemes have their own library's retries.
+Retries: s3:// requests are retried by botocore alone ("standard" mode: `S3_MAX_ATTEMPTS`
+attempts in all, exponential backoff with jitter up to 20 s, for connection errors, timeouts,
+throttling and 5xx answers); s3fs's own retry loop around each call is set to one attempt, so
+that a store that is down fails a request in about 15 s rather than minutes. Both can be changed
+with --storage-option (`config_kwargs={"retries": {...}}`, `retries=N`). Other schemes have
+their own library's retries.
 """
 
 from __future__ import annotations
@@ -120,6 +122,7 @@ def _scheme_defaults(scheme: str) -> dict[str, Any]:
             "use_listings_cache": False,
             # A whole-object read is one GET (more would first ask the size: one HEAD more).
             "max_concurrency": 1,
+            "retries": 1,  # s3fs's loop; botocore retries (below)
             "config_kwargs": {
                 "retries": {"max_attempts": S3_MAX_ATTEMPTS, "mode": "standard"},
                 "connect_timeout": S3_CONNECT_TIMEOUT_S,
@@ -157,8 +160,9 @@ def filesystem(url: str) -> tuple[Any, str]:
     if "config_kwargs" in user and "config_kwargs" in options:
         user["config_kwargs"] = {**options["config_kwargs"], **user["config_kwargs"]}
     options.update(user)
+    retries = options.pop("retries", None)  # an attribute of s3fs's file system, not an argument
     try:
-        return url_to_fs(url, **options)
+        fs, path = url_to_fs(url, **options)
     except ImportError as exc:
         extra = _EXTRAS.get(scheme, scheme)
         raise StorageUsageError(
@@ -166,6 +170,9 @@ def filesystem(url: str) -> tuple[Any, str]:
             f" ({exc.__class__.__name__})",
             path=redact(url),
         ) from None
+    if retries is not None and hasattr(fs, "retries"):
+        fs.retries = int(retries)
+    return fs, path
 
 
 def join(url: str, *names: str) -> str:
@@ -208,7 +215,7 @@ def storage_reason(exc: BaseException) -> str:
     name = exc.__class__.__name__
     text = " ".join(str(exc).split())
     if isinstance(exc, FileNotFoundError):
-        detail = exc.strerror or ""
+        detail = exc.strerror or text
         return "bucket not found" if "bucket does not exist" in detail.lower() else "not found"
     if isinstance(exc, PermissionError):
         return f"access denied ({text})" if text else "access denied"

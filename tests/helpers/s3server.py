@@ -91,11 +91,25 @@ def request_kind(method: str, path: str, query: str) -> str:
     return method
 
 
+_503_BODY = (
+    b"<Error><Code>ServiceUnavailable</Code><Message>Please reduce your request rate.</Message>"
+    b"</Error>"
+)
+_503 = (
+    b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/xml\r\n"
+    b"Connection: close\r\nContent-Length: %d\r\n\r\n%s" % (len(_503_BODY), _503_BODY)
+)
+
+
 class Gate:
     """A TCP forwarder from a port of 127.0.0.1 to `target_port`: `close()` drops every
-    connection and stops listening (connection refused), `open()` listens again."""
+    connection and stops listening (connection refused), `open()` listens again. While
+    `faults` > 0, each new connection takes one and gets `fault` instead of the server: "503"
+    (an S3 error answer to its first request, then closed) or "hang" (no answer at all)."""
 
     def __init__(self, target_port: int) -> None:
+        self.fault = "503"
+        self.faults = 0
         self.target_port = target_port
         self.port = free_port()
         self._server: socket.socket | None = None
@@ -134,6 +148,14 @@ class Gate:
                 client, _ = server.accept()
             except OSError:
                 return
+            with self._lock:
+                faulty = self.faults > 0
+                self.faults -= 1 if faulty else 0
+                if faulty:
+                    self._conns.append(client)
+            if faulty:
+                threading.Thread(target=_misbehave, args=(client, self.fault), daemon=True).start()
+                continue
             try:
                 upstream = socket.create_connection(("127.0.0.1", self.target_port))
             except OSError:
@@ -143,6 +165,19 @@ class Gate:
                 self._conns += [client, upstream]
             for a, b in ((client, upstream), (upstream, client)):
                 threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+
+
+def _misbehave(client: socket.socket, fault: str) -> None:
+    try:
+        if fault == "503":
+            client.recv(65536)
+            client.sendall(_503)
+            client.shutdown(socket.SHUT_RDWR)
+        else:  # "hang": hold the connection without a word until the gate closes it
+            while client.recv(65536):
+                pass
+    except OSError:
+        pass
 
 
 def _pump(source: socket.socket, sink: socket.socket) -> None:
