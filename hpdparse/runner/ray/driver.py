@@ -28,6 +28,7 @@ from hpdparse.engines.base import EngineConfig, EngineInfo
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine
 from hpdparse.errors import HpdparseError
+from hpdparse.remote import is_url
 from hpdparse.runner.document_run import DocumentRun, report_input_errors
 from hpdparse.runner.finish import finish_converted
 from hpdparse.runner.images import PoolCutter
@@ -196,7 +197,8 @@ class RayConverter:
             if not plan.to_decode:
                 self._finish(run)
                 continue
-            folder = str(Path(run.folder.location).absolute())
+            location = run.folder.location
+            folder = location if is_url(location) else str(Path(location).absolute())
             doc_units = cut_units(
                 len(units),
                 index,
