@@ -19,7 +19,7 @@ from hpdparse.engines.registry import DEFAULT_ENGINE, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.remote import is_url, output_location
+from hpdparse.remote import is_url, output_location, set_storage_options
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.render_folders import render_folders
@@ -68,6 +68,7 @@ def convert(
     ray: str | RaySettings | None = None,
     ray_actors: int = 0,
     ray_cpus_per_actor: float | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> RunReport:
     """Convert PDF and image files (files, folders, glob patterns) into `output_dir/<stem>/`.
 
@@ -86,13 +87,19 @@ def convert(
     machine for the run, ``"auto"``: the running one, or an address such as
     ``"ray://head:10001"``, or a `RaySettings` for every knob), with `ray_actors` engine actors
     (0: one per GPU, or one per `ray_cpus_per_actor` CPUs) and `batch_size` pages in flight in
-    each; `engine` must then be a name, and inputs and `output_dir` on a file system every node
-    sees. The output, resume and report are those of a run on this machine (plus the report's
+    each; `engine` must then be a name, and inputs and `output_dir` URLs or on a file system
+    every node sees. The output, resume and report are those of a run on this machine (plus the report's
     per-actor figures).
+
+    Inputs, `output_dir` and `report_path` may be URLs (s3://bucket/prefix/, gs://, az://,
+    https://) with the matching extra installed; `storage_options` go to their fsspec file
+    systems (credentials, endpoint_url...) and are never written anywhere.
 
     Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
     """
+    if storage_options is not None:
+        set_storage_options(dict(storage_options))
     if dpi < 1:
         raise ValueError(f"dpi must be positive, not {dpi}")
     if batch_size < 1:
