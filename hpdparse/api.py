@@ -88,8 +88,8 @@ def convert(
     ``"ray://head:10001"``, or a `RaySettings` for every knob), with `ray_actors` engine actors
     (0: one per GPU, or one per `ray_cpus_per_actor` CPUs) and `batch_size` pages in flight in
     each; `engine` must then be a name, and inputs and `output_dir` URLs or on a file system
-    every node sees. The output, resume and report are those of a run on this machine (plus the report's
-    per-actor figures).
+    every node sees. The output, resume and report are those of a run on this machine (plus
+    the report's per-actor figures).
 
     Inputs, `output_dir` and `report_path` may be URLs (s3://bucket/prefix/, gs://, az://,
     https://) with the matching extra installed; `storage_options` go to their fsspec file
