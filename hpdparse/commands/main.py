@@ -13,7 +13,13 @@ import click
 
 from hpdparse import __version__, api
 from hpdparse.commands.export_options import export_options, export_settings
-from hpdparse.commands.options import decode_options, fail
+from hpdparse.commands.options import (
+    LOCATION,
+    decode_options,
+    fail,
+    storage_options_option,
+    use_storage,
+)
 from hpdparse.commands.review import review_command
 from hpdparse.commands.serve import serve_command
 from hpdparse.engines import registry
@@ -98,7 +104,7 @@ def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..
         return click.option(
             "--report",
             "report_path",
-            type=click.Path(dir_okay=False, path_type=Path),
+            type=LOCATION,
             help=report_help,
         )(f)
 
@@ -143,11 +149,11 @@ def main() -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=LOCATION,
     default=Path("."),
     show_default=True,
-    help="Output folder; each document goes to OUTPUT/<stem>/<stem>.md (a second file with the "
-    "same stem gets <stem>-<hash of its path>).",
+    help="Output folder or URL (s3://bucket/prefix/); each document goes to "
+    "OUTPUT/<stem>/<stem>.md (a second file with the same stem gets <stem>-<hash of its path>).",
 )
 @click.option("-r", "--recursive", is_flag=True, help="Look for inputs in subfolders too.")
 @click.option(
@@ -214,8 +220,8 @@ def main() -> None:
     callback=_check_ray_address,
     help="Run on a Ray cluster through Ray Data: local (start one on this machine: one engine "
     "actor per GPU), auto (the running cluster: RAY_ADDRESS or `ray start`), or an address "
-    "(ray://head:10001). Inputs and -o must be on a file system every node sees. Needs "
-    "pip install 'hpdparse[ray]'.",
+    "(ray://head:10001). Inputs and -o must be URLs (s3://...) or on a file system every node "
+    "sees. Needs pip install 'hpdparse[ray]'.",
 )
 @click.option(
     "--ray-actors",
@@ -231,6 +237,7 @@ def main() -> None:
     help="With --ray: CPUs each engine actor reserves, for its engine and its rasterizer "
     "processes. Default: 2.",
 )
+@storage_options_option
 @_run_options("Write a JSON report: status, pages and errors per input file, totals, throughput.")
 def convert(**kw: Any) -> None:
     """Convert PDF and image files (PNG, JPEG, TIFF), folders and glob patterns to Markdown.
@@ -247,6 +254,7 @@ def convert(**kw: Any) -> None:
         raise click.UsageError("--quiet and --verbose exclude each other")
     if kw["ray_address"] is None and (kw["ray_actors"] or kw["ray_cpus_per_actor"] is not None):
         raise click.UsageError("--ray-actors and --ray-cpus-per-actor need --ray")
+    use_storage(kw["storage_options"], [*kw["inputs"], kw["output"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
     previous = _stop_cleanly_on_sigterm()
     try:
@@ -300,17 +308,19 @@ def convert(**kw: Any) -> None:
     nargs=-1,
     required=True,
     metavar="DOC_OUTPUT_DIR...",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=LOCATION,
 )
 @click.option("--password", help="Password of encrypted sources (to cut figure images).")
 @_render_options
 @_layout_option
+@storage_options_option
 @_run_options("Write a JSON report of this run.")
 def render(**kw: Any) -> None:
     """Rebuild .md, .json and images/ of converted documents from their raw/ pages, without a
     model (the source file, recorded in raw/document.json, is needed for images)."""
     options = _make_render_options(kw)
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
+    use_storage(kw["storage_options"], [*kw["doc_dirs"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
     try:
         report = api.render(

@@ -7,13 +7,21 @@ import json
 import sys
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import click
 
 from hpdparse.engines import registry
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS
-from hpdparse.store.report import EXIT_FAILED
+from hpdparse.remote import (
+    StorageUsageError,
+    filesystem,
+    is_url,
+    parse_storage_options,
+    set_storage_options,
+)
+from hpdparse.store.report import EXIT_FAILED, EXIT_USAGE
 
 
 def parse_engine_options(
@@ -83,3 +91,42 @@ def fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:
         message = f"internal error: {type(exc).__name__}: {message} (rerun with -v for details)"
     click.echo(f"error: {message}", err=True)
     sys.exit(EXIT_FAILED)
+
+
+class Location(click.ParamType):
+    """A local path (a `Path`) or a URL such as s3://bucket/prefix (kept as text)."""
+
+    name = "path_or_url"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str) and is_url(value):
+            return value
+        return Path(value)
+
+
+LOCATION = Location()
+
+
+def storage_options_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--storage-option KEY=VALUE (repeatable), for commands that take URLs."""
+    return click.option(
+        "--storage-option",
+        "storage_options",
+        multiple=True,
+        metavar="KEY=VALUE",
+        help="Setting of the fsspec file system of s3://, gs://, az://... URLs (credentials, "
+        "endpoint_url, anon...), repeatable; VALUE is read as JSON when it parses, else as text.",
+    )(f)
+
+
+def use_storage(options: tuple[str, ...], locations: list[Any]) -> None:
+    """Take the run's --storage-option pairs and check every URL among `locations` can be used:
+    an unknown scheme or a missing extra is a one-line usage error (exit 2)."""
+    try:
+        set_storage_options(parse_storage_options(options))
+        for location in locations:
+            if location is not None and is_url(str(location)):
+                filesystem(str(location))
+    except (StorageUsageError, ValueError) as exc:
+        click.echo(f"error: {' '.join(str(exc).split())}", err=True)
+        sys.exit(EXIT_USAGE)

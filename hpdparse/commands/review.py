@@ -9,12 +9,21 @@ from typing import Any
 import click
 
 from hpdparse import api
+from hpdparse.commands.options import LOCATION, storage_options_option, use_storage
 from hpdparse.errors import HpdparseError
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 
 
 @click.command(epilog="Exit codes: 0 all pages written; 1 some problem (each one is printed).")
-@click.argument("out", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("out", type=LOCATION)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="For an OUT that is a URL (s3://bucket/prefix/): the local folder its document folders "
+    "are copied into and the review pages written to.",
+)
+@storage_options_option
 @click.option("--password", help="Password of encrypted sources (for the page images).")
 @click.option(
     "--image-size",
@@ -40,12 +49,19 @@ def review_command(**kw: Any) -> None:
     its block and the other way round. OUT/review.html lists the documents with status, pages
     and failures. No model is needed: it reads what convert wrote and the source files.
     """
+    out = kw["out"]
+    if isinstance(out, Path) and not out.is_dir():
+        raise click.BadParameter(f"{out}: no such folder", param_hint="OUT")
+    if isinstance(out, str) and kw["output"] is None:
+        raise click.UsageError(f"{out}: a URL is reviewed into a local folder: give -o FOLDER")
+    use_storage(kw["storage_options"], [out])
     try:
         result = api.review(
-            kw["out"],
+            out,
             password=kw["password"],
             image_size=kw["image_size"],
             open_browser=kw["open_browser"],
+            output_dir=kw["output"],
         )
     except (HpdparseError, OSError) as exc:
         if isinstance(exc, OSError):

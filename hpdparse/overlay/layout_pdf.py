@@ -25,11 +25,13 @@ from hpdparse.overlay.draw import (
     mark_page,
 )
 from hpdparse.overlay.roles import roles_in
+from hpdparse.remote import output_location
 from hpdparse.sources.document import SourceDocument
+from hpdparse.sources.location import UrlSource
 from hpdparse.sources.open import open_source
 from hpdparse.sources.pdf import PdfDocument
 from hpdparse.store.output_store import open_document_folder
-from hpdparse.store.outputs import checked_source, layout_path
+from hpdparse.store.outputs import checked_source
 from hpdparse.store.state import DocumentState
 
 IMAGE_POINTS_PER_PIXEL = 72 / 150  # an image input's page is sized as if scanned at 150 dpi
@@ -131,7 +133,9 @@ def _overlay_page(
         draw_legend(target, height + m.band_height, legend)
 
 
-def layout_pdf(document: dict[str, Any], source: Path, password: str | None = None) -> bytes:
+def layout_pdf(
+    document: dict[str, Any], source: Path | UrlSource, password: str | None = None
+) -> bytes:
     """The overlay PDF of a document (its JSON as `convert` wrote it) over its source file."""
     pages = [p for p in document.get("pages") or [] if isinstance(p, dict)]
     if not pages:
@@ -157,13 +161,13 @@ def layout_pdf(document: dict[str, Any], source: Path, password: str | None = No
 
 
 def write_layout(
-    doc_dir: Path, state: DocumentState, document: dict[str, Any], password: str | None
-) -> Path:
-    """Write OUT/<stem>/<stem>.layout.pdf (atomically); InputError when the source is gone."""
+    doc_dir: Path | str, state: DocumentState, document: dict[str, Any], password: str | None
+) -> None:
+    """Write OUT/<stem>/<stem>.layout.pdf (atomically) into the document folder `doc_dir` (a
+    path or a URL); InputError when the source is gone."""
     source = checked_source(state, doc_dir)
     pdf = layout_pdf(document, source, password)
     open_document_folder(doc_dir).write_layout_pdf(state.stem, pdf)
-    return layout_path(doc_dir, state.stem)
 
 
 def layout_job(
@@ -171,7 +175,7 @@ def layout_job(
 ) -> list[str]:
     """`write_layout` for a worker process: problems come back as one-line messages."""
     try:
-        write_layout(Path(doc_dir), state, document, password)
+        write_layout(output_location(doc_dir), state, document, password)
     except HpdparseError as exc:
         return [f"layout overlay not written: {exc}"]
     except OSError as exc:

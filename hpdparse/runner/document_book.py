@@ -36,6 +36,7 @@ from hpdparse.runner.overlay import OverlayWriter
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.settings import ConvertSettings
+from hpdparse.sources.location import UrlSource
 from hpdparse.store.output_root import OutputStore
 from hpdparse.store.report import DocumentReport, RunReport
 from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SKIPPED
@@ -53,7 +54,10 @@ class DocumentBook:
         self._overlay: OverlayWriter | None = None
 
     def add(
-        self, store: OutputStore, sources: list[Path], input_errors: Sequence[HpdparseError]
+        self,
+        store: OutputStore,
+        sources: Sequence[Path | UrlSource],
+        input_errors: Sequence[HpdparseError],
     ) -> None:
         """Every source gets its folder in `store` and its report; inputs that could not even be
         found or opened are failed documents at once. Then the display starts."""
@@ -66,7 +70,7 @@ class DocumentBook:
         folders = store.assign_folders(sources)
         for src in sources:
             doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)
-            self.docs.append(DocumentRun(Path(src).absolute(), folders[src], doc_report))
+            self.docs.append(DocumentRun(src.absolute(), folders[src], doc_report))
             self.report.documents.append(doc_report)
         self.progress.start(len(self.report.documents))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from hpdparse.sources.location import UrlSource
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.report import DocumentReport
 from hpdparse.store.state import DocumentState
@@ -16,7 +17,7 @@ class DocumentRun:
     """One input document in a run: where it goes, its report, its resume state once planned, and
     how many of its pages are still out (sent to the engine, or about to be)."""
 
-    source: Path  # absolute
+    source: Path | UrlSource  # absolute
     folder: DocumentFolder
     report: DocumentReport
     state: DocumentState | None = None  # set by planning

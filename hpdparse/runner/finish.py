@@ -74,7 +74,7 @@ def finish_document(
     state.render_options = dataclasses.asdict(options)
     folder.write_exports(state.stem, exports.docling, exports.chunks)
     write_document(folder, state, rendered, crop_errors)
-    source = Path(state.source.path)
+    source = state.source.path
     warnings = [f"{source}: {message}" for message in crop_errors]
     if state.status == STATUS_CONVERTED:
         return FinishedDocument(written=True, status=STATUS_CONVERTED, warnings=warnings)
@@ -127,6 +127,6 @@ def write_document(
     folder.write_markdown(state.stem, rendered.markdown)
 
 
-def without_source_prefix(message: str, source: Path) -> str:
+def without_source_prefix(message: str, source: str | Path) -> str:
     prefix = f"{source}: "
     return message[len(prefix) :] if message.startswith(prefix) else message

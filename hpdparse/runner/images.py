@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
-from pathlib import Path
 
 from hpdparse.errors import InputError
 from hpdparse.markdown.render import ImageCrop
 from hpdparse.runner.workers import WorkerPool, cut_crops
+from hpdparse.sources.location import source_location
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.state import DocumentState
 
@@ -63,7 +63,7 @@ class InProcessCutter:
         self.password = password
 
     def __call__(self, folder: DocumentFolder, state: DocumentState, crops: PageCrops) -> list[str]:
-        source = Path(state.source.path)
+        source = source_location(state.source.path)
         if not source.is_file():
             raise InputError(
                 f"{source}: source not found, images of {folder.location} cannot be cut",

@@ -15,6 +15,7 @@ from pathlib import Path
 from hpdparse.engines.base import EngineInfo, ReuseKey
 from hpdparse.errors import InputError, OutputError
 from hpdparse.runner.settings import ConvertSettings
+from hpdparse.sources.location import UrlSource
 from hpdparse.sources.open import open_source
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.state import DocumentState, SourceIdentity
@@ -34,17 +35,20 @@ class DocumentPlan:
 
 
 def plan_document(
-    folder: DocumentFolder, source: Path, settings: ConvertSettings, info: EngineInfo
+    folder: DocumentFolder, source: Path | UrlSource, settings: ConvertSettings, info: EngineInfo
 ) -> DocumentPlan:
-    """Plan `source` (an absolute path) into `folder`. Raises InputError or OutputError, one line
-    naming the file or folder, when the document cannot be converted at all."""
+    """Plan `source` (an absolute path or a URL) into `folder`. Raises InputError or
+    OutputError, one line naming the file or folder, when the document cannot be converted."""
     try:
         return _plan(folder, source, settings, info)
     except OSError as exc:
-        raise InputError(f"{source}: {exc.strerror or exc}", path=source) from None
+        where = exc.filename or source  # a failed storage request names its URL
+        raise InputError(f"{where}: {exc.strerror or exc}", path=source) from None
 
 
-def _plan(folder: DocumentFolder, src: Path, s: ConvertSettings, info: EngineInfo) -> DocumentPlan:
+def _plan(
+    folder: DocumentFolder, src: Path | UrlSource, s: ConvertSettings, info: EngineInfo
+) -> DocumentPlan:
     old = folder.load_state()
     same_source = old is not None and old.source.path == str(src) and old.source.matches_file(src)
     if not src.is_file():
@@ -113,15 +117,17 @@ def _pages_to_decode(
     folder: DocumentFolder, selected: list[int], key: ReuseKey
 ) -> tuple[list[int], int]:
     """The selected pages without a reusable raw output (any other saved output of theirs is
-    removed), and how many are reused."""
+    removed), and how many are reused. One listing of raw/, then reads of the saved pages only
+    (on an object store: one LIST, not a request per page)."""
     to_decode = []
     reused = 0
+    saved = set(folder.saved_page_numbers())
     for number in selected:
-        page = folder.read_raw_page(number)
+        page = folder.read_raw_page(number) if number in saved else None
         if page is not None and page.reusable(key):
             reused += 1
         else:
-            if folder.has_raw_page_files(number):
+            if number in saved:
                 folder.remove_raw_page(number)
             to_decode.append(number)
     return to_decode, reused

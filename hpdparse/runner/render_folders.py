@@ -19,7 +19,7 @@ from hpdparse.store.statuses import STATUS_FAILED
 
 
 def render_folders(
-    doc_dirs: list[Path],
+    doc_dirs: list[Path | str],
     options: RenderOptions,
     password: str | None = None,
     progress: Progress | None = None,

@@ -32,7 +32,7 @@ DEFAULT_RASTERIZE_TIMEOUT = 300.0
 class ConvertSettings:
     """Everything about a conversion run except the engine."""
 
-    output_dir: Path
+    output_dir: Path | str  # a local folder or a URL (s3://bucket/prefix)
     pages: PageRanges = field(default_factory=PageRanges)
     dpi: int = DEFAULT_DPI
     password: str | None = None

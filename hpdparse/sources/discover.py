@@ -8,12 +8,15 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from hpdparse.errors import InputError
+from hpdparse.remote import is_url, local_path_of
+from hpdparse.sources.discover_urls import discover_url
 from hpdparse.sources.document import SUPPORTED_SUFFIXES
+from hpdparse.sources.location import UrlSource
 
 
 def discover_inputs(
     specs: Sequence[str], recursive: bool = False
-) -> tuple[list[Path], list[InputError]]:
+) -> tuple[list[Path | UrlSource], list[InputError]]:
     """Expand files, folders and glob patterns into a list of input files.
 
     - A file named explicitly is taken whatever its suffix (opening it gives the error, if any).
@@ -23,11 +26,19 @@ def discover_inputs(
       Matching files count only with a supported suffix; matching folders are expanded as above.
     Files are resolved and de-duplicated, kept in the order of `specs`, sorted within a folder or
     pattern. A spec that does not exist or matches nothing gives an `InputError` naming it.
+    A URL (s3://bucket/prefix/, https://...) gives `UrlSource`s the same way
+    (`discover_urls`); StorageUsageError for a URL that cannot be used at all.
     """
-    found: dict[Path, None] = {}
+    found: dict[Path | UrlSource, None] = {}
     errors: list[InputError] = []
     for spec in specs:
-        path = Path(spec).expanduser()
+        if is_url(spec):
+            members, error = discover_url(spec, recursive)
+            errors.extend([error] if error else [])
+            for url_member in members:
+                found.setdefault(url_member, None)
+            continue
+        path = Path(local_path_of(spec)).expanduser()
         if path.is_file():
             found.setdefault(path.resolve(), None)
         elif path.is_dir():

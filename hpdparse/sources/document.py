@@ -15,10 +15,12 @@ at a time.
 
 from __future__ import annotations
 
+import io
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from PIL import Image
 
@@ -40,6 +42,10 @@ MIN_RASTER_SIDE_PX = 448
 """Smallest longest side of a rasterized PDF page: one HPD tile (448 px)."""
 
 IMAGE_FORMATS = frozenset({"PNG", "JPEG", "TIFF", "MPO"})
+
+Content = bytes | Path | None
+"""What a document is opened from instead of its own path: the bytes of an object read from a
+URL, a temporary copy of a large one, or None (the file at the path itself)."""
 
 _MUPDF_CODE = re.compile(r"^code=\d+:\s*")
 
@@ -119,9 +125,21 @@ class SourceDocument:
             )
 
 
-def read_head(path: Path) -> bytes:
+def readable(path: Path, content: Content = None) -> Path | BinaryIO:
+    """What to hand to Pillow for the document at `path` opened from `content`."""
+    if isinstance(content, bytes):
+        return io.BytesIO(content)
+    return content or path
+
+
+def read_head(path: Path, content: Content = None) -> bytes:
+    """The first KiB of the document (of `content` when given); InputError naming `path`."""
+    if isinstance(content, bytes):
+        if not content:
+            raise InputError(f"{path}: empty file (0 bytes)", path=path)
+        return content[:1024]
     try:
-        with open(path, "rb") as f:
+        with open(content or path, "rb") as f:
             head = f.read(1024)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file", path=path) from None

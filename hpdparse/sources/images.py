@@ -2,28 +2,32 @@
 
 from __future__ import annotations
 
+import io
 import math
 import warnings
 from pathlib import Path
+from typing import BinaryIO
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
 from hpdparse.errors import InputError
 from hpdparse.sources.document import (
     IMAGE_FORMATS,
+    Content,
     PageInfo,
     RasterizedPage,
     SourceDocument,
     capped_scale,
     one_line_error,
+    readable,
 )
 
 
-def is_image_content(path: Path) -> bool:
+def is_image_content(path: Path, content: Content = None) -> bool:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            with Image.open(path) as image:
+            with Image.open(readable(path, content)) as image:
                 return image.format in IMAGE_FORMATS
     except Exception:
         return False
@@ -34,10 +38,14 @@ class ImageDocument(SourceDocument):
 
     kind = "image"
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, content: Content = None) -> None:
+        """`content`: what to open instead of the file at `path` (`document.Content`)."""
         self.path = path
         self._image: Image.Image | None = None
-        self._file = open(path, "rb")  # noqa: SIM115 - kept open for TIFF frames, see close()
+        if isinstance(content, bytes):
+            self._file: BinaryIO = io.BytesIO(content)
+        else:
+            self._file = open(content or path, "rb")  # noqa: SIM115 - kept open for TIFF frames
         failure: str | None = None
         try:
             with warnings.catch_warnings():

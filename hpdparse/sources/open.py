@@ -1,21 +1,31 @@
-"""Open an input file as a PDF or an image document, by suffix and content."""
+"""Open an input file as a PDF or an image document, by suffix and content: a local file, or an
+object at a URL (read into memory; one larger than `LARGE_OBJECT_BYTES` through a temporary file,
+deleted as soon as it is open)."""
 
 from __future__ import annotations
 
+import contextlib
+import os
+import tempfile
 from pathlib import Path
 
 from hpdparse.sources.document import (
     IMAGE_SUFFIXES,
     PDF_SUFFIXES,
+    Content,
     SourceDocument,
     looks_like_pdf,
     read_head,
 )
 from hpdparse.sources.images import ImageDocument, is_image_content
+from hpdparse.sources.location import UrlSource
 from hpdparse.sources.pdf import PdfDocument
 
+LARGE_OBJECT_BYTES = 256 << 20
+"""Objects up to this size are opened from memory; larger ones from a temporary copy."""
 
-def open_source(path: Path, password: str | None = None) -> SourceDocument:
+
+def open_source(path: Path | UrlSource, password: str | None = None) -> SourceDocument:
     """Open a PDF or image file. Raises InputError (one line, naming the file).
 
     A file with an image suffix goes to Pillow, anything else to PyMuPDF, which must find a real
@@ -23,11 +33,34 @@ def open_source(path: Path, password: str | None = None) -> SourceDocument:
     without a known suffix is taken as a PDF or an image according to its content.
     `password` is ignored for documents that need none.
     """
-    path = Path(path)
-    head = read_head(path)
+    if isinstance(path, UrlSource):
+        return _open_url(path, password)
+    return _open(Path(path), password, None)
+
+
+def _open(path: Path | UrlSource, password: str | None, content: Content) -> SourceDocument:
+    head = read_head(path, content)  # type: ignore[arg-type]
     suffix = path.suffix.lower()
     if suffix in IMAGE_SUFFIXES and not looks_like_pdf(head):
-        return ImageDocument(path)
-    if suffix not in PDF_SUFFIXES and not looks_like_pdf(head) and is_image_content(path):
-        return ImageDocument(path)
-    return PdfDocument(path, password)
+        return ImageDocument(path, content)  # type: ignore[arg-type]
+    if (
+        suffix not in PDF_SUFFIXES and not looks_like_pdf(head) and is_image_content(path, content)  # type: ignore[arg-type]
+    ):
+        return ImageDocument(path, content)  # type: ignore[arg-type]
+    return PdfDocument(path, password, content)  # type: ignore[arg-type]
+
+
+def _open_url(source: UrlSource, password: str | None) -> SourceDocument:
+    size, _ = source.stat()
+    if size <= LARGE_OBJECT_BYTES:
+        return _open(source, password, source.read_bytes())
+    fd, name = tempfile.mkstemp(prefix="hpdparse-", suffix=source.suffix or ".bin")
+    os.close(fd)
+    try:
+        source.download(Path(name))
+        # The open document keeps its file open: the name can go at once (POSIX), and must go
+        # in any case.
+        return _open(source, password, Path(name))
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(name)

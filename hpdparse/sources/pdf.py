@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import unicodedata
 from pathlib import Path
+from typing import BinaryIO
 
 import pymupdf
 from PIL import Image
@@ -12,6 +13,7 @@ from PIL import Image
 from hpdparse.errors import InputError
 from hpdparse.sources.document import (
     IMAGE_FORMATS,
+    Content,
     PageInfo,
     RasterizedPage,
     SourceDocument,
@@ -21,6 +23,7 @@ from hpdparse.sources.document import (
     one_line_error,
     plural,
     read_head,
+    readable,
 )
 from hpdparse.sources.labels import label_rules, page_label
 
@@ -46,8 +49,10 @@ def _drain_mupdf_warnings() -> tuple[int, str]:
 class PdfDocument(SourceDocument):
     kind = "pdf"
 
-    def __init__(self, path: Path, password: str | None) -> None:
+    def __init__(self, path: Path, password: str | None, content: Content = None) -> None:
+        """`content`: what to open instead of the file at `path` (`document.Content`)."""
         self.path = path
+        self._content = content
         self.warning_count = 0
         _quiet_mupdf()
         _drain_mupdf_warnings()
@@ -83,19 +88,24 @@ class PdfDocument(SourceDocument):
         # keep the half-opened document, and its file descriptor, alive through __context__.
         failure: str | None = None
         try:
-            doc = pymupdf.open(path, filetype="pdf")
+            content = self._content
+            if isinstance(content, bytes):
+                doc = pymupdf.open(stream=content, filetype="pdf")
+            else:
+                doc = pymupdf.open(content or path, filetype="pdf")
         except pymupdf.FileDataError:
             failure = "damaged PDF, MuPDF could not repair it"
         except Exception as error:
             failure = f"cannot be opened: {one_line_error(error)}"
         if failure is not None:
             _drain_mupdf_warnings()
-            if failure.startswith("damaged") and not looks_like_pdf(read_head(path)):
+            if failure.startswith("damaged") and not looks_like_pdf(read_head(path, self._content)):
                 failure = "not a PDF or supported image"
             raise InputError(f"{path}: {failure}", path=path)
         try:
             if not doc.is_pdf:
-                raise InputError(f"{path}: {_not_pdf_reason(path, doc)}", path=path)
+                reason = _not_pdf_reason(readable(path, self._content), doc)
+                raise InputError(f"{path}: {reason}", path=path)
             self._encrypted = bool(doc.needs_pass)
             if doc.needs_pass:
                 if password is None:
@@ -183,7 +193,7 @@ class PdfDocument(SourceDocument):
             doc.close()
 
 
-def _not_pdf_reason(path: Path, doc: pymupdf.Document) -> str:
+def _not_pdf_reason(path: Path | BinaryIO, doc: pymupdf.Document) -> str:
     kind = (doc.metadata or {}).get("format") or "another format"
     if kind == "Image":
         try:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
 
 from hpdparse.sources.document import RasterizedPage, SourceDocument
+from hpdparse.sources.location import source_location
 from hpdparse.sources.open import open_source
 
 _CACHE_SIZE = 4
@@ -21,19 +23,21 @@ def rasterize_page(path: str, number: int, dpi: int, password: str | None = None
     """Rasterize one page of a file; a picklable function for worker processes (or threads).
 
     Keeps the last few documents open per process, so rasterizing the pages of a document one call
-    at a time does not reopen it each time (a file changed on disk since is opened afresh).
+    at a time does not reopen it each time (a file changed on disk since is opened afresh; an
+    object at a URL is read once per process and not checked again: no request per page).
     Threads of one process rasterize one at a time: PyMuPDF is not thread-safe, use processes for
     parallel rasterizing. Raises InputError like `open_source` and `rasterize`.
     """
-    try:
-        stat = os.stat(path)
-        key = (str(path), password, stat.st_mtime_ns, stat.st_size)
-    except OSError:
-        key = (str(path), password, -1, -1)
+    source = source_location(path)
+    key = (str(path), password, -1, -1)
+    if isinstance(source, Path):
+        with contextlib.suppress(OSError):
+            stat = os.stat(path)
+            key = (str(path), password, stat.st_mtime_ns, stat.st_size)
     with _cache_lock:
         document = _cache.get(key)
         if document is None:
-            document = open_source(Path(path), password)
+            document = open_source(source, password)
             _cache[key] = document
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)[1].close()

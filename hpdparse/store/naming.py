@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from pathlib import Path
+from typing import Any
+
+SourceKey = Any
+"""A source: a `Path`, or a `hpdparse.sources.location.UrlSource` (name, stem, absolute())."""
 
 
-def _short_hash(path: Path) -> str:
-    return hashlib.sha256(str(Path(path).absolute()).encode("utf-8")).hexdigest()[:8]
+def _short_hash(path: SourceKey) -> str:
+    return hashlib.sha256(str(path.absolute()).encode("utf-8")).hexdigest()[:8]
 
 
 def assign_folder_names(
-    sources: list[Path], owner_of: Callable[[str], str | None]
-) -> dict[Path, str]:
+    sources: list[SourceKey], owner_of: Callable[[str], str | None]
+) -> dict[SourceKey, str]:
     """Give every source its own folder name under OUT, deterministically.
 
     A source gets ``<stem>`` unless another source already owns that folder: owned by the source
@@ -23,9 +26,9 @@ def assign_folder_names(
     path)>``. So a file keeps its folder when the input list changes, and two files with the same
     stem never share one.
     """
-    ordered = sorted({Path(s).absolute() for s in sources}, key=str)
+    ordered = sorted({s.absolute() for s in sources}, key=str)
     owners = {src: owner_of(stem_of(src)) for src in ordered}
-    result: dict[Path, str] = {}
+    result: dict[SourceKey, str] = {}
     claimed: set[str] = set()
     # Folders already owned by one of these sources go to their owners first.
     for src in ordered:
@@ -40,8 +43,8 @@ def assign_folder_names(
         name = stem if free else f"{stem}-{_short_hash(src)}"
         claimed.add(name)
         result[src] = name
-    return {Path(s): result[Path(s).absolute()] for s in sources}
+    return {s: result[s.absolute()] for s in sources}
 
 
-def stem_of(path: Path) -> str:
+def stem_of(path: SourceKey) -> str:
     return path.stem or path.name or "document"

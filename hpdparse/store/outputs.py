@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from hpdparse.errors import InputError, OutputError
+from hpdparse.sources.location import UrlSource, source_location
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.layout import json_name, layout_pdf_name, markdown_name, review_html_name
 from hpdparse.store.output_store import open_document_folder
@@ -87,9 +88,10 @@ def load_document(doc_dir: Path) -> DocumentOutput:
     return DocumentOutput(doc_dir, folder, state, data)
 
 
-def checked_source(state: DocumentState, doc_dir: Path) -> Path:
-    """The document's source file, as long as it is still the file that was converted."""
-    source = Path(state.source.path)
+def checked_source(state: DocumentState, doc_dir: Path | str) -> Path | UrlSource:
+    """The document's source file (or object at a URL), as long as it is still the file that
+    was converted."""
+    source = source_location(state.source.path)
     if not source.is_file():
         raise InputError(
             f"{source}: source not found (moved or deleted since {doc_dir} was written)"

@@ -7,7 +7,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-from hpdparse.store.atomic import atomic_write_json
+from hpdparse.remote import is_url
+from hpdparse.store.atomic import atomic_write_json, json_bytes
 from hpdparse.store.statuses import (
     REPORT_STATUSES,
     STATUS_CONVERTED,
@@ -186,8 +187,13 @@ class RunReport:
             **({"ray": self.cluster.to_json()} if self.cluster is not None else {}),
         }
 
-    def write(self, path: Path) -> None:
-        """Write the report as JSON, atomically."""
+    def write(self, path: Path | str) -> None:
+        """Write the report as JSON, atomically (a URL: one PUT)."""
+        if isinstance(path, str) and is_url(path):
+            from hpdparse.store.fsspec_folder import write_object
+
+            write_object(path, json_bytes(self.to_json()))
+            return
         path = Path(path)
         if path.parent and not path.parent.exists():
             path.parent.mkdir(parents=True, exist_ok=True)

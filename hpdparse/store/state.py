@@ -3,11 +3,13 @@ wrote it, its status and its failed pages; and the source file's identity."""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
-from hpdparse.errors import OutputError
+from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.store.atomic import sha256_file
 from hpdparse.store.statuses import STATUS_IN_PROGRESS
 
@@ -24,26 +26,47 @@ class SourceIdentity:
     sha256: str
 
     @classmethod
-    def of(cls, path: Path) -> SourceIdentity:
+    def of(cls, path: Path | RemoteObject) -> SourceIdentity:
+        """The identity of the file at `path` (OSError), or of an object at a URL (InputError)."""
+        if isinstance(path, RemoteObject):
+            size, mtime_ns = path.stat()
+            return cls(str(path), size, mtime_ns, sha256_bytes(path.read_bytes()))
         path = Path(path).absolute()
         st = path.stat()
         return cls(str(path), st.st_size, st.st_mtime_ns, sha256_file(path))
 
-    def matches_file(self, path: Path) -> bool:
+    def matches_file(self, path: Path | RemoteObject) -> bool:
         """True when `path` still has the content this identity was taken from (size and mtime
         first, the sha256 only when they differ)."""
         try:
-            st = Path(path).stat()
-        except OSError:
+            if isinstance(path, RemoteObject):
+                size, mtime_ns = path.stat()
+                digest: Callable[[], str] = lambda: sha256_bytes(path.read_bytes())  # noqa: E731
+            else:
+                st = Path(path).stat()
+                size, mtime_ns = st.st_size, st.st_mtime_ns
+                digest = lambda: sha256_file(Path(path))  # noqa: E731
+            if size != self.size:
+                return False
+            return mtime_ns == self.mtime_ns or digest() == self.sha256
+        except (OSError, HpdparseError):
             return False
-        if st.st_size != self.size:
-            return False
-        if st.st_mtime_ns == self.mtime_ns:
-            return True
-        try:
-            return sha256_file(Path(path)) == self.sha256
-        except OSError:
-            return False
+
+
+@runtime_checkable
+class RemoteObject(Protocol):
+    """A source at a URL (`hpdparse.sources.location.UrlSource`): what an identity needs."""
+
+    def stat(self) -> tuple[int, int]: ...
+
+    def read_bytes(self) -> bytes: ...
+
+    @property
+    def url(self) -> str: ...
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 def valid_state_json(data: Any) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
 from hpdparse.errors import EngineError
+from hpdparse.remote import is_url
 from hpdparse.runner.ray.engine_feed import EngineFeed, PageOutcome
 from hpdparse.runner.ray.run_book import Heartbeat
 from hpdparse.runner.ray.settings import RaySettings
@@ -185,9 +186,13 @@ class PageDecoder:
         return rows
 
     def _unreachable(self, unit: WorkUnit) -> str | None:
-        if not os.access(unit.source, os.R_OK) or not Path(unit.source).is_file():
+        # URLs (s3://...) need no shared file system: every actor reads and writes the bucket.
+        source_here = is_url(unit.source) or (
+            os.access(unit.source, os.R_OK) and Path(unit.source).is_file()
+        )
+        if not source_here:
             return f"{unit.source}: cannot be read on {self.host} ({SHARED_FS_HINT})"
-        if not Path(unit.folder).is_dir():
+        if not is_url(unit.folder) and not Path(unit.folder).is_dir():
             return f"{unit.folder}: output folder not found on {self.host} ({SHARED_FS_HINT})"
         return None
 

@@ -27,6 +27,7 @@ from hpdparse.engines.base import EngineConfig, EngineInfo
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine
 from hpdparse.errors import HpdparseError
+from hpdparse.remote import is_url
 from hpdparse.runner.document_book import DocumentBook
 from hpdparse.runner.document_run import DocumentRun
 from hpdparse.runner.images import PoolCutter
@@ -151,7 +152,8 @@ class RayConverter:
                 self._book.handle(event)
             if not to_decode:
                 continue
-            folder = str(Path(doc.folder.location).absolute())
+            location = doc.folder.location
+            folder = location if is_url(location) else str(Path(location).absolute())
             units += cut_units(
                 len(units),
                 index,

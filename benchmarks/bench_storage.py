@@ -1,0 +1,114 @@
+"""Output to a bucket against output to a local folder: pages/s and the requests each page costs.
+
+Usage: .venv/bin/python benchmarks/bench_storage.py [--docs 3] [--pages 20] [--dpi 100]
+                                                    [--rounds 2] [--workers 0]
+
+Generated text PDFs (--docs of --pages pages each, local files) go through `hpdparse convert
+--engine openai` against the fake HPD server (tests/helpers/fakeserver.py, so that the model is
+not the bottleneck), once into a local folder and once into a bucket of a real S3 server (moto's
+server mode on 127.0.0.1, tests/helpers/s3server.py), alternately, --rounds times each, a fresh
+output each time. pages/s is pages decoded over the run's whole time (its report's "seconds").
+The bucket's requests are counted at the server, from its access log: LIST, GET, HEAD, PUT and
+DELETE (a batched delete counts once) per page, the report's own PUT excluded (it goes to a local
+file). Goal: bucket >= 0.9x local pages/s, <= 3 PUTs per page. The last line reads
+`bucket/local pages/s: R; PUTs per page: P`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import uuid
+from pathlib import Path
+
+import pymupdf
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.helpers.fakeserver import FakeHPDServer  # noqa: E402
+from tests.helpers.s3server import MotoServer  # noqa: E402
+
+KINDS = ("LIST", "GET", "HEAD", "PUT", "DELETE")
+
+
+def generated_pdf(path: Path, pages: int, seed: int) -> Path:
+    doc = pymupdf.open()
+    words = "object storage keeps every page as its own object written in one request " * 10
+    for n in range(1, pages + 1):
+        page = doc.new_page(width=595, height=842)
+        page.insert_text((72, 60), f"Document {seed}, page {n} of {pages}", fontsize=16)
+        page.insert_textbox(pymupdf.Rect(72, 90, 523, 770), words[n:], fontsize=10)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def convert(inputs: list[Path], out: str, server: FakeHPDServer, args, report: Path) -> dict:
+    cmd = [sys.executable, "-m", "hpdparse", "convert", *map(str, inputs), "-o", out]
+    cmd += ["--engine", "openai", "--server", server.url, "--dpi", str(args.dpi), "--quiet"]
+    cmd += ["--workers", str(args.workers), "--report", str(report)]
+    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"convert failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return json.loads(report.read_text())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--docs", type=int, default=3)
+    parser.add_argument("--pages", type=int, default=20)
+    parser.add_argument("--dpi", type=int, default=100)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=0)
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory() as tmp_name, FakeHPDServer() as fake:
+        tmp = Path(tmp_name)
+        inputs = [generated_pdf(tmp / f"doc{i}.pdf", args.pages, i) for i in range(args.docs)]
+        moto = MotoServer(tmp / "access.log")
+        try:
+            os.environ.update(
+                AWS_ENDPOINT_URL=moto.url,
+                AWS_ACCESS_KEY_ID="bench-key",
+                AWS_SECRET_ACCESS_KEY="bench-secret",
+                AWS_DEFAULT_REGION="us-east-1",
+                AWS_EC2_METADATA_DISABLED="true",
+            )
+            import boto3
+
+            bucket = f"bench-{uuid.uuid4().hex[:8]}"
+            boto3.client("s3").create_bucket(Bucket=bucket)
+            rates: dict[str, list[float]] = {"local": [], "bucket": []}
+            requests: list[dict[str, float]] = []
+            for n in range(args.rounds):
+                for where in ("local", "bucket"):
+                    out = str(tmp / f"out{n}") if where == "local" else f"s3://{bucket}/out{n}"
+                    offset = moto.log_offset()
+                    report = convert(inputs, out, fake, args, tmp / f"report-{where}{n}.json")
+                    pages = report["totals"]["pages_decoded"]
+                    rates[where].append(pages / report["seconds"])
+                    if where == "bucket":
+                        counts = moto.requests(offset, bucket=bucket)
+                        requests.append({k: counts.get(k, 0) / pages for k in KINDS})
+                    print(f"round {n + 1} {where:<6} {pages} pages, {rates[where][-1]:.2f} pages/s")
+        finally:
+            moto.stop()
+
+    local, remote = statistics.median(rates["local"]), statistics.median(rates["bucket"])
+    per_page = {k: statistics.median(r[k] for r in requests) for k in KINDS}
+    print(f"docs {args.docs} x {args.pages} pages, dpi {args.dpi}, load {os.getloadavg()[0]:.2f}")
+    print(f"local  {local:.2f} pages/s (median of {args.rounds})")
+    print(f"bucket {remote:.2f} pages/s (median of {args.rounds})")
+    print("requests per page: " + ", ".join(f"{k} {v:.2f}" for k, v in per_page.items()))
+    print(f"bucket/local pages/s: {remote / local:.2f}; PUTs per page: {per_page['PUT']:.2f}")
+
+
+if __name__ == "__main__":
+    main()

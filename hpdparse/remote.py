@@ -1,0 +1,238 @@
+"""Inputs and outputs given as URLs (s3://, gs://, az://, https://...), through fsspec: which
+strings are URLs, the file system of a URL with the run's storage options, and the one-line
+message of a storage error.
+
+Storage options (`--storage-option KEY=VALUE`) are passed to every URL's fsspec file system. They
+live in this process and, for the processes it starts (rasterizer workers, the actors of a local
+Ray cluster), in the environment variable `STORAGE_OPTIONS_ENV`: never in a file, the report or a
+message. Credentials otherwise come from each cloud's own chain (AWS environment variables and
+profiles, `AWS_ENDPOINT_URL` for S3-compatible stores, GCP application-default credentials...).
+
+Retries: s3:// requests are retried by botocore alone ("standard" mode: `S3_MAX_ATTEMPTS`
+attempts in all, exponential backoff with jitter up to 20 s, for connection errors, timeouts,
+throttling and 5xx answers); s3fs's own retry loop around each call is set to one attempt, so
+that a store that is down fails a request in about 15 s rather than minutes. Both can be changed
+with --storage-option (`config_kwargs={"retries": {...}}`, `retries=N`). Other schemes have
+their own library's retries.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from hpdparse.errors import HpdparseError
+
+STORAGE_OPTIONS_ENV = "HPDPARSE_STORAGE_OPTIONS"
+
+S3_MAX_ATTEMPTS = 5
+
+S3_CONNECT_TIMEOUT_S = 10
+
+S3_READ_TIMEOUT_S = 60
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+# The extra that brings each scheme's fsspec implementation (pyproject.toml).
+_EXTRAS = {
+    "s3": "s3",
+    "s3a": "s3",
+    "gs": "gcs",
+    "gcs": "gcs",
+    "az": "azure",
+    "abfs": "azure",
+    "abfss": "azure",
+    "adl": "azure",
+    "http": "http",
+    "https": "http",
+}
+
+_options: dict[str, Any] | None = None
+
+
+class StorageUsageError(HpdparseError):
+    """A URL that cannot be used at all (unknown scheme, missing extra): a usage error."""
+
+
+def is_url(text: str | os.PathLike[str]) -> bool:
+    """True when `text` is a URL with a scheme (s3://bucket/key), not a local path."""
+    return isinstance(text, str) and bool(_URL.match(text)) and not text.startswith("file://")
+
+
+def local_path_of(text: str) -> str:
+    """A file:// URL as a plain path; anything else as it is."""
+    return text[len("file://") :] if text.startswith("file://") else text
+
+
+def output_location(location: str | os.PathLike[str]) -> str | Path:
+    """An output folder or file as given: a URL stays text, anything else is a local Path."""
+    if isinstance(location, str) and is_url(location):
+        return location
+    return Path(local_path_of(str(location)))
+
+
+def scheme_of(url: str) -> str:
+    return url.split("://", 1)[0].lower()
+
+
+def parse_storage_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
+    """`KEY=VALUE` pairs as a dict; VALUE is read as JSON when it parses, else as text.
+    ValueError names the item (never its value: it may be a secret)."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--storage-option {key.strip() or '?'}: not KEY=VALUE")
+        try:
+            options[key.strip()] = json.loads(text)
+        except ValueError:
+            options[key.strip()] = text
+    return options
+
+
+def set_storage_options(options: dict[str, Any]) -> None:
+    """Use `options` for every URL of this process and of the processes it starts."""
+    global _options
+    _options = dict(options)
+    if options:
+        os.environ[STORAGE_OPTIONS_ENV] = json.dumps(options)
+    else:
+        os.environ.pop(STORAGE_OPTIONS_ENV, None)
+
+
+def storage_options() -> dict[str, Any]:
+    """The run's storage options (set here or inherited from the process that started this)."""
+    global _options
+    if _options is None:
+        text = os.environ.get(STORAGE_OPTIONS_ENV)
+        try:
+            _options = dict(json.loads(text)) if text else {}
+        except (ValueError, TypeError):
+            _options = {}
+    return dict(_options)
+
+
+def _scheme_defaults(scheme: str) -> dict[str, Any]:
+    if _EXTRAS.get(scheme) == "s3":
+        return {
+            # Listings are never cached: other processes (workers, Ray actors) write there too.
+            "use_listings_cache": False,
+            # A whole-object read is one GET (more would first ask the size: one HEAD more).
+            "max_concurrency": 1,
+            "retries": 1,  # s3fs's loop; botocore retries (below)
+            "config_kwargs": {
+                "retries": {"max_attempts": S3_MAX_ATTEMPTS, "mode": "standard"},
+                "connect_timeout": S3_CONNECT_TIMEOUT_S,
+                "read_timeout": S3_READ_TIMEOUT_S,
+            },
+        }
+    if scheme in ("gs", "gcs", "az", "abfs", "abfss"):
+        return {"use_listings_cache": False}
+    return {}
+
+
+def filesystem(url: str) -> tuple[Any, str]:
+    """The fsspec file system of `url` and the path inside it. StorageUsageError (one line) for
+    an unknown scheme or a scheme whose extra is not installed."""
+    import fsspec
+    from fsspec.core import url_to_fs
+
+    scheme = scheme_of(url)
+    try:
+        fsspec.get_filesystem_class(scheme)
+    except ValueError:
+        raise StorageUsageError(
+            f"{redact(url)}: unknown URL scheme {scheme}:// (use a local path, s3://, gs://, "
+            "az:// or https://)",
+            path=redact(url),
+        ) from None
+    except ImportError:
+        extra = _EXTRAS.get(scheme, scheme)
+        raise StorageUsageError(
+            f"{redact(url)}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'",
+            path=redact(url),
+        ) from None
+    options = _scheme_defaults(scheme)
+    user = storage_options()
+    if "config_kwargs" in user and "config_kwargs" in options:
+        user["config_kwargs"] = {**options["config_kwargs"], **user["config_kwargs"]}
+    options.update(user)
+    retries = options.pop("retries", None)  # an attribute of s3fs's file system, not an argument
+    try:
+        fs, path = url_to_fs(url, **options)
+    except ImportError as exc:
+        extra = _EXTRAS.get(scheme, scheme)
+        raise StorageUsageError(
+            f"{redact(url)}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'"
+            f" ({exc.__class__.__name__})",
+            path=redact(url),
+        ) from None
+    if retries is not None and hasattr(fs, "retries"):
+        fs.retries = int(retries)
+    return fs, path
+
+
+def join(url: str, *names: str) -> str:
+    """`url` with `names` appended, "/"-separated."""
+    return "/".join([url.rstrip("/"), *(n.strip("/") for n in names if n)])
+
+
+def redact(text: str) -> str:
+    """`text` without the credentials it could carry: user:password@ in URLs and the values of
+    the storage options and of the AWS secret variables."""
+    text = re.sub(r"(://)[^/@\s]+@", r"\1", text)
+    secrets = [v for v in _secret_values() if len(v) >= 4]
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+def _secret_values() -> list[str]:
+    values: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                walk(item)
+        elif isinstance(value, str):
+            values.append(value)
+
+    walk(storage_options())
+    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY"):
+        if os.environ.get(name):
+            values.append(os.environ[name])
+    return values
+
+
+def storage_reason(exc: BaseException) -> str:
+    """What went wrong with a storage request, in a few words (no secrets)."""
+    name = exc.__class__.__name__
+    text = " ".join(str(exc).split())
+    if isinstance(exc, FileNotFoundError):
+        detail = exc.strerror or text
+        return "bucket not found" if "bucket does not exist" in detail.lower() else "not found"
+    if isinstance(exc, PermissionError):
+        return f"access denied ({text})" if text else "access denied"
+    if name in ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError"):
+        return (
+            "no credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, or "
+            "--storage-option key=... --storage-option secret=...)"
+        )
+    if name in ("EndpointConnectionError", "ClientConnectorError", "ConnectionRefusedError"):
+        return f"cannot reach the store ({text or name})"
+    if name in ("ConnectTimeoutError", "ReadTimeoutError", "TimeoutError", "FSTimeoutError"):
+        return f"the store did not answer in time ({text or name})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return f"{name}: {text}" if text else name
+
+
+def storage_message(url: str, exc: BaseException) -> str:
+    """The one-line message of a storage error about `url`."""
+    return redact(f"{url}: {storage_reason(exc)}")

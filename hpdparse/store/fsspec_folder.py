@@ -1,0 +1,177 @@
+"""The object-store backend (s3://, gs://, az://... through fsspec): a document folder is a key
+prefix, a file is an object.
+
+Atomic: every file is written with one `pipe_file` (one PUT; s3fs switches to a multipart upload,
+completed or invisible, only past its block size), so a reader sees the old object or the whole
+new one and a killed run leaves no half object. There are no temporary files to tidy and no
+folders to create or remove. Listings are never cached (other processes write the same folder).
+
+Requests: `list_files` and `exists` are one LIST each, `is_file` one HEAD, `read_bytes` one GET,
+`write_bytes` one PUT, `delete` one DELETE, `delete_tree` one LIST and one batched DELETE.
+
+Every storage failure comes out as an OSError whose `strerror` is a one-line reason without
+secrets (FileNotFoundError when an object is missing), as the runner expects of a backend. The
+backend pickles as its URL; each process opens its own file system with the run's storage
+options (`hpdparse.remote`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hpdparse.remote import filesystem, join, redact, storage_reason
+from hpdparse.store.atomic import atomic_write_bytes
+from hpdparse.store.backend import FolderBackend
+from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.output_root import OutputStore
+
+T = TypeVar("T")
+
+
+class StorageError(OSError):
+    """A request to the object store failed; `strerror` says why in one line."""
+
+
+def storage_call(url: str, call: Callable[[], T]) -> T:
+    """Run `call` (fsspec requests about `url`); any failure becomes FileNotFoundError (missing)
+    or StorageError, both with a one-line `strerror` and `filename` the URL."""
+    try:
+        return call()
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(errno.ENOENT, storage_reason(exc), redact(url)) from None
+    except PermissionError as exc:
+        raise StorageError(errno.EACCES, redact(storage_reason(exc)), redact(url)) from None
+    except Exception as exc:
+        raise StorageError(errno.EIO, redact(storage_reason(exc)), redact(url)) from None
+
+
+class FsspecFolder(FolderBackend):
+    """A document folder at a URL (s3://bucket/out/<stem>)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+        self._fs: Any = None
+        self._root = ""
+
+    def __repr__(self) -> str:
+        return f"FsspecFolder({redact(self.url)!r})"
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self.url}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"])  # type: ignore[misc]
+
+    @property
+    def fs(self) -> Any:
+        if self._fs is None:
+            self._fs, self._root = filesystem(self.url)
+            self._root = self._root.rstrip("/")
+        return self._fs
+
+    def _path(self, name: str = "") -> str:
+        _ = self.fs  # opens the file system, which sets the root
+        return f"{self._root}/{name}" if name else self._root
+
+    def _call(self, name: str, call: Callable[[], T]) -> T:
+        return storage_call(join(self.url, name), call)
+
+    @property
+    def location(self) -> str:
+        return redact(self.url)
+
+    @property
+    def name(self) -> str:
+        return self.url.rsplit("/", 1)[-1]
+
+    def exists(self) -> bool:
+        path = self._path()
+        try:
+            return bool(self._call("", lambda: self.fs.ls(path, detail=False)))
+        except FileNotFoundError:
+            return False
+
+    def create(self, workdir: str) -> None:
+        # A prefix needs no creating; the first write reports a store that cannot be written.
+        return None
+
+    def remove_if_empty(self, workdir: str) -> None:
+        return None
+
+    def read_bytes(self, name: str) -> bytes:
+        path = self._path(name)
+        return self._call(name, lambda: self.fs.cat_file(path))
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        path = self._path(name)
+        self._call(name, lambda: self.fs.pipe_file(path, data))
+
+    def is_file(self, name: str) -> bool:
+        path = self._path(name)
+        try:
+            info = self._call(name, lambda: self.fs.info(path))
+        except FileNotFoundError:
+            return False
+        return info.get("type") == "file"
+
+    def delete(self, name: str) -> None:
+        path = self._path(name)
+        with contextlib.suppress(FileNotFoundError):
+            self._call(name, lambda: self.fs.rm_file(path))
+
+    def delete_tree(self, name: str) -> None:
+        path = self._path(name)
+        with contextlib.suppress(OSError):
+            self._call(name, lambda: self.fs.rm(path, recursive=True))
+
+    def list_files(self, folder: str) -> list[str]:
+        path = self._path(folder).rstrip("/")
+        try:
+            entries = self._call(folder, lambda: self.fs.ls(path, detail=True))
+        except FileNotFoundError:
+            return []
+        return [
+            entry["name"].rstrip("/").rsplit("/", 1)[-1]
+            for entry in entries
+            if entry.get("type") == "file" and entry["name"].rstrip("/") != path
+        ]
+
+
+class FsspecOutputStore(OutputStore):
+    """An output root at a URL: <url>/<name>/ per document."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+
+    @property
+    def location(self) -> str:
+        return redact(self.url)
+
+    def folder(self, name: str) -> DocumentFolder:
+        return DocumentFolder(FsspecFolder(join(self.url, name)))
+
+
+def write_object(url: str, data: bytes) -> None:
+    """Write one object at `url` in one PUT (StorageError, FileNotFoundError: one line)."""
+    fs, path = filesystem(url)
+    storage_call(url, lambda: fs.pipe_file(path, data))
+
+
+def copy_tree(url: str, target: Path) -> None:
+    """Copy every object under `url` into the local folder `target` (created), keys as relative
+    paths, each file written atomically. StorageError or FileNotFoundError (one line)."""
+    fs, root = filesystem(url)
+    root = root.rstrip("/")
+    names = storage_call(url, lambda: fs.find(root))
+    if not names:
+        raise FileNotFoundError(errno.ENOENT, "no such folder (no object under it)", redact(url))
+    for name in names:
+        relative = name[len(root) :].lstrip("/")
+        data = storage_call(join(url, relative), lambda name=name: fs.cat_file(name))
+        destination = target / relative
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(destination, data)

@@ -1,0 +1,72 @@
+"""URLs and storage options (`hpdparse.remote`), without a server: which strings are URLs, the
+--storage-option pairs, and secrets kept out of messages."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from hpdparse import remote
+from hpdparse.sources.location import UrlSource, source_location
+
+
+@pytest.fixture(autouse=True)
+def no_options():
+    remote.set_storage_options({})
+    yield
+    remote.set_storage_options({})
+
+
+@pytest.mark.parametrize(
+    "text, url",
+    [
+        ("s3://bucket/a.pdf", True),
+        ("https://example.org/a.pdf", True),
+        ("gs://b/", True),
+        ("file:///tmp/a.pdf", False),
+        ("/tmp/a.pdf", False),
+        ("C:\\docs\\a.pdf", False),
+        ("notes:2026.pdf", False),
+    ],
+)
+def test_is_url(text: str, url: bool) -> None:
+    assert remote.is_url(text) is url
+
+
+def test_source_location() -> None:
+    assert source_location("s3://b/in/a.PDF") == UrlSource("s3://b/in/a.PDF")
+    assert source_location("s3://b/in/a.PDF").stem == "a"
+    assert source_location("s3://b/in/a.PDF").suffix == ".PDF"
+    assert source_location("file:///tmp/a.pdf") == Path("/tmp/a.pdf")
+
+
+def test_storage_options_are_json_or_text_and_reach_child_processes(monkeypatch) -> None:
+    options = remote.parse_storage_options(
+        ("anon=true", "endpoint_url=http://127.0.0.1:9000", 'config_kwargs={"read_timeout": 5}')
+    )
+    assert options == {
+        "anon": True,
+        "endpoint_url": "http://127.0.0.1:9000",
+        "config_kwargs": {"read_timeout": 5},
+    }
+    remote.set_storage_options(options)
+    monkeypatch.setattr(remote, "_options", None)  # as a new process sees it
+    assert remote.storage_options() == options
+    with pytest.raises(ValueError, match="--storage-option secret: not KEY=VALUE"):
+        remote.parse_storage_options(("secret",))
+
+
+def test_secrets_never_in_messages(monkeypatch) -> None:
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "env-secret-value")
+    remote.set_storage_options({"secret": "option-secret-value", "client_kwargs": {"t": "tok-123"}})
+    message = remote.storage_message(
+        "https://user:pw@host/a.pdf",
+        OSError(5, "failed with option-secret-value and env-secret-value and tok-123"),
+    )
+    assert message == "https://host/a.pdf: failed with *** and *** and ***"
+
+
+def test_unknown_scheme_is_a_usage_error() -> None:
+    with pytest.raises(remote.StorageUsageError, match="unknown URL scheme nope://"):
+        remote.filesystem("nope://bucket/a.pdf")
