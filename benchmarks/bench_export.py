@@ -21,11 +21,13 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 from bench_render import typical_page
 
+from hpdparse.engines.base import DecodeRecord
 from hpdparse.export.chunks import chunk_records, make_chunker
 from hpdparse.export.docling import to_docling
 from hpdparse.export.files import build_exports
 from hpdparse.markdown.records import DocumentRecord, PageRecord
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
+from hpdparse.sources.document import PageGeometry
 
 
 def documents(pages: int, pages_per_document: int) -> list[RenderedDocument]:
@@ -35,13 +37,9 @@ def documents(pages: int, pages_per_document: int) -> list[RenderedDocument]:
         records = [
             PageRecord(
                 number=n - first,
-                width_px=1654,
-                height_px=2339,
+                geometry=PageGeometry(1654, 2339, dpi=200, width_pt=595.0, height_pt=842.0),
+                decode=DecodeRecord("stop"),
                 raw=typical_page(n),
-                finish_reason="stop",
-                width_pt=595.0,
-                height_pt=842.0,
-                dpi=200,
             )
             for n in numbers
         ]
