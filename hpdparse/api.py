@@ -17,6 +17,7 @@ from hpdparse.engines.openai.options import DEFAULT_SERVER
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import DEFAULT_ENGINE, create_engine
 from hpdparse.errors import EngineError
+from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
@@ -31,6 +32,7 @@ from hpdparse.runner.settings import (
 )
 from hpdparse.sources.discover import discover_inputs
 from hpdparse.sources.page_ranges import parse_page_ranges
+from hpdparse.store.confidence_report import apply_thresholds
 from hpdparse.store.report import DocumentReport, RunReport
 
 if TYPE_CHECKING:
@@ -67,6 +69,8 @@ def convert(
     ray: str | RaySettings | None = None,
     ray_actors: int = 0,
     ray_cpus_per_actor: float | None = None,
+    flag_below: float | None = DEFAULT_FLAG_BELOW,
+    fail_below: float | None = None,
 ) -> RunReport:
     """Convert PDF and image files (files, folders, glob patterns) into `output_dir/<stem>/`.
 
@@ -88,6 +92,9 @@ def convert(
     each; `engine` must then be a name, and inputs and `output_dir` on a file system every node
     sees. The output, resume and report are those of a run on this machine (plus the report's
     per-actor figures).
+
+    `flag_below` lists the pages whose confidence is below it in the report; with `fail_below`,
+    such pages count as failed (hpdparse/store/confidence_report.py).
 
     Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
@@ -134,6 +141,7 @@ def convert(
             recursive=recursive,
             report_path=report_path,
             progress=progress,
+            thresholds=(flag_below, fail_below),
         )
     owns_engine = isinstance(engine, str)
     if isinstance(engine, str):
@@ -146,6 +154,7 @@ def convert(
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     converter = Converter(engine, settings, progress, start_engine=owns_engine)
     report = converter.run(sources, errors)
+    apply_thresholds(report, flag_below, fail_below)
     if report_path is not None:
         report.write(Path(report_path))
     return report
@@ -165,6 +174,7 @@ def _convert_on_ray(
     recursive: bool,
     report_path: str | Path | None,
     progress: Progress | None,
+    thresholds: tuple[float | None, float | None],
 ) -> RunReport:
     # Imported here: plain convert never loads the Ray runner (nor Ray).
     from hpdparse.runner.ray.driver import RayConverter
@@ -196,6 +206,7 @@ def _convert_on_ray(
         raise
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     report = converter.run(sources, errors)
+    apply_thresholds(report, *thresholds)
     if report_path is not None:
         report.write(Path(report_path))
     return report
@@ -221,6 +232,8 @@ def render(
     layout: bool = False,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
+    flag_below: float | None = DEFAULT_FLAG_BELOW,
+    fail_below: float | None = None,
 ) -> RunReport:
     """Rebuild `.md`, `.json` and `images/` of converted document folders from their `raw/`
     pages and their source file (path recorded in `raw/document.json`), without a model;
@@ -228,6 +241,7 @@ def render(
     options = render_options or RenderOptions()
     folders = [Path(d) for d in doc_dirs]
     report = render_folders(folders, options, password, progress, layout=layout)
+    apply_thresholds(report, flag_below, fail_below)
     if report_path is not None:
         report.write(Path(report_path))
     return report

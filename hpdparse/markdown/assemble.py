@@ -47,6 +47,7 @@ def assemble_record(folder: DocumentFolder, state: DocumentState) -> DocumentRec
                 output_tokens=meta.output_tokens,
                 seconds=meta.seconds,
                 stats=dict(meta.stats),
+                logprobs=meta.logprobs,
             )
         )
     return DocumentRecord(

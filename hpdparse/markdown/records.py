@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpdparse.hpd.logprobs import PageLogprobs
+
 PAGE_OK = "ok"
 PAGE_FAILED = "failed"
 
@@ -28,6 +30,7 @@ class PageRecord:
     output_tokens: int = 0
     seconds: float = 0.0
     stats: dict[str, int | float] = field(default_factory=dict)
+    logprobs: PageLogprobs | None = None  # None: saved without them (confidence null)
 
 
 @dataclass

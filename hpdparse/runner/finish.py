@@ -60,6 +60,9 @@ def finish_document(
         first = failed[min(failed)] if failed else f"{state.source.path}: no page converted"
         return FinishedDocument(written=False, status=STATUS_FAILED, error=first)
     rendered = render_document(record, options)
+    report.page_confidence = {
+        p["number"]: p["confidence"] for p in rendered.json["pages"] if p["confidence"] is not None
+    }
     folder.remove_markdown(state.stem)
     folder.remove_images()
     crop_errors: list[str] = []

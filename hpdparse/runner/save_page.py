@@ -38,6 +38,7 @@ def raw_page_of(
         output_tokens=result.output_tokens,
         seconds=round(result.seconds, 3),
         stats=result.stats,
+        logprobs=result.logprobs,
     )
     return RawPage(number, result.text, meta)
 

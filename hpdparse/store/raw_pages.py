@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from hpdparse.hpd.logprobs import PageLogprobs
 from hpdparse.store.atomic import sha256_text
 
 
@@ -38,9 +39,14 @@ class RawPageMeta:
     output_tokens: int
     seconds: float
     stats: dict[str, int | float]
+    # The chosen tokens' log-probabilities (compact, see hpd/logprobs.py); None for pages saved
+    # before they were recorded, or from an engine or server that gave none.
+    logprobs: PageLogprobs | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["logprobs"] = self.logprobs.to_json() if self.logprobs is not None else None
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RawPageMeta:
@@ -66,6 +72,7 @@ class RawPageMeta:
             output_tokens=int(data.get("output_tokens") or 0),
             seconds=float(data.get("seconds") or 0.0),
             stats=dict(data.get("stats") or {}),
+            logprobs=PageLogprobs.from_json(data.get("logprobs")),
         )
 
 

@@ -38,6 +38,11 @@ class OpenAIOptions(EngineOptions):
         example="extra_body='{\"skip_special_tokens\": false}'",
     )
     api_key: str | None = option(None, f"else ${API_KEY_VARIABLE}", example="api_key=...")
+    logprobs: bool = option(
+        True,
+        "ask for the chosen tokens' log-probabilities (the confidence scores)",
+        example="logprobs=false",
+    )
     retry_backoff: float = option(
         0.5, "first pause before a retry, seconds, doubling", bound="non-negative"
     )
