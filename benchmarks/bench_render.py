@@ -17,9 +17,11 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
+from hpdparse.engines.base import DecodeRecord
 from hpdparse.hpd.stream import parse_page
 from hpdparse.markdown.records import DocumentRecord, PageRecord
 from hpdparse.markdown.render import RenderOptions, render_document
+from hpdparse.sources.document import PageGeometry
 
 PARAGRAPH = (
     "Hierarchical decoding lets the layout branch fork a child per region, so that the "
@@ -87,7 +89,7 @@ def main() -> None:
     raws = [typical_page(i) for i in range(args.pages)]
     blocks = len(parse_page(raws[0]).blocks)
     pages = [
-        PageRecord(number=i + 1, width_px=1654, height_px=2339, raw=raw, finish_reason="stop")
+        PageRecord(i + 1, PageGeometry(1654, 2339), DecodeRecord("stop"), raw=raw)
         for i, raw in enumerate(raws)
     ]
     print(f"typical page: {blocks} blocks, {len(raws[0])} characters")

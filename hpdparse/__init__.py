@@ -5,15 +5,17 @@ own layer or the layers below it, never from one above (tests/test_layers.py che
 those inside functions included, and that no modules import each other in a cycle):
 
     1. errors, wire        one-line errors; the OpenAI chat-completions JSON (standard library)
-    2. hpd, sources, store  the model's protocol and stream; input documents and their pages;
-                           output folders, raw pages, resume state, the run report
-    3. engines             run the model on page images (vllm, torch, openai) and the registry
-    4. markdown            HPD blocks -> Markdown and JSON; a document's record from its folder
-    5. overlay             the --layout overlay PDF: block roles, colours, drawing
-    6. runner              a conversion run: plan, rasterize, decode, save, finish (runner.ray)
-    7. serve, review       `hpdparse serve` (an OpenAI-compatible server); the review pages
-    8. api                 the Python API (`hpdparse.api`)
-    9. commands, __main__  the command line: convert, render, review, serve
+    2. hpd, sources        the model's protocol and stream; input documents, their pages and
+                           each page's geometry
+    3. engines             run the model on page images (vllm, torch, openai), the registry; a
+                           page's decode record and the reuse key
+    4. store               output folders, raw pages, resume state, the run report
+    5. markdown            HPD blocks -> Markdown and JSON; a document's record from its folder
+    6. overlay             the --layout overlay PDF: block roles, colours, drawing
+    7. runner              a conversion run: plan, rasterize, decode, save, finish (runner.ray)
+    8. serve, review       `hpdparse serve` (an OpenAI-compatible server); the review pages
+    9. api                 the Python API (`hpdparse.api`)
+   10. commands, __main__  the command line: convert, render, review, serve
 """
 
 __version__ = "0.1.0"

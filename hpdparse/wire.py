@@ -371,21 +371,6 @@ def read_logprobs(data: Any) -> list[tuple[str, float]] | None:
     return pairs
 
 
-def logprobs_content(pairs: list[tuple[str, float]]) -> dict[str, Any]:
-    """A choice's ``logprobs`` object for (token, log-probability) pairs (no alternatives)."""
-    return {
-        "content": [
-            {
-                "token": token,
-                "logprob": value,
-                "bytes": list(token.encode("utf-8")),
-                "top_logprobs": [],
-            }
-            for token, value in pairs
-        ]
-    }
-
-
 # ---------------------------------------------------------------------------------- models
 def model_list(models: list[dict[str, Any]]) -> dict[str, Any]:
     """``GET /models``: entries with at least an ``id``; ``object`` is filled in."""

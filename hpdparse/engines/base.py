@@ -52,6 +52,10 @@ class EngineInfo:
     prompt: str
     max_tokens: int
 
+    def reuse_key_at(self, requested_dpi: int) -> ReuseKey:
+        """What a saved raw page must match to be reused in a run at `requested_dpi` (--dpi)."""
+        return ReuseKey(self.reuse_key(), requested_dpi)
+
     def reuse_key(self) -> dict[str, Any]:
         """Fields that must match for a saved raw page to be reused (engine is not one:
         every engine gives the same text for the same model and prompt)."""
@@ -61,6 +65,16 @@ class EngineInfo:
             "prompt": self.prompt,
             "max_tokens": self.max_tokens,
         }
+
+
+@dataclass(frozen=True)
+class ReuseKey:
+    """A saved raw page is reused only when it was made with the same model, revision, prompt and
+    max tokens (`EngineInfo.reuse_key()`, raw/*.json's "reuse_key") from a page rasterized at the
+    same requested dpi ("requested_dpi")."""
+
+    engine: dict[str, Any]
+    requested_dpi: int
 
 
 @dataclass
@@ -108,6 +122,34 @@ class PageResult:
     @property
     def ok(self) -> bool:
         return self.finish_reason != FINISH_ERROR
+
+    @property
+    def decode(self) -> DecodeRecord:
+        """How decoding this page went, as its raw record keeps it (seconds to the ms)."""
+        return DecodeRecord(
+            self.finish_reason,
+            self.prompt_tokens,
+            self.output_tokens,
+            round(self.seconds, 3),
+            self.stats,
+            self.logprobs,
+        )
+
+
+@dataclass(frozen=True)
+class DecodeRecord:
+    """How decoding one page ended, recorded once from its `PageResult` and carried by reference
+    into the raw record and the document's JSON: the finish reason, token counts, seconds and the
+    engine's statistics."""
+
+    finish_reason: str | None  # FINISH_STOP, FINISH_LENGTH, FINISH_ERROR (None: not recorded)
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    stats: dict[str, int | float] = field(default_factory=dict)
+    # The chosen tokens' log-probabilities by block (hpd/logprobs.py); None when the engine or
+    # server gave none, or the page was saved before they were recorded (confidence null).
+    logprobs: PageLogprobs | None = None
 
 
 def cancelled_result(key: Hashable, prompt_tokens: int = 0, seconds: float = 0.0) -> PageResult:

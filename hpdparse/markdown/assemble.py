@@ -5,10 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpdparse.engines.base import FINISH_ERROR
+from hpdparse.engines.base import FINISH_ERROR, DecodeRecord
 from hpdparse.markdown.records import PAGE_FAILED, PAGE_OK, DocumentRecord, PageRecord
+from hpdparse.sources.document import PageGeometry
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.state import DocumentState
+
+NO_GEOMETRY = PageGeometry(0, 0)  # a page with no raw output
+FAILED_DECODE = DecodeRecord(FINISH_ERROR)
 
 
 def assemble_record(folder: DocumentFolder, state: DocumentState) -> DocumentRecord:
@@ -19,37 +23,10 @@ def assemble_record(folder: DocumentFolder, state: DocumentState) -> DocumentRec
         raw = folder.read_raw_page(number)
         if raw is None:
             error = state.failed_pages.get(number) or "no raw output for this page"
-            pages.append(
-                PageRecord(
-                    number=number,
-                    width_px=0,
-                    height_px=0,
-                    status=PAGE_FAILED,
-                    finish_reason=FINISH_ERROR,
-                    error=error,
-                )
-            )
-            continue
-        meta = raw.meta
-        pages.append(
-            PageRecord(
-                number=number,
-                width_px=meta.width_px,
-                height_px=meta.height_px,
-                status=PAGE_OK,
-                raw=raw.text,
-                finish_reason=meta.finish_reason,
-                label=meta.label,
-                width_pt=meta.width_pt,
-                height_pt=meta.height_pt,
-                dpi=meta.dpi,
-                prompt_tokens=meta.prompt_tokens,
-                output_tokens=meta.output_tokens,
-                seconds=meta.seconds,
-                stats=dict(meta.stats),
-                logprobs=meta.logprobs,
-            )
-        )
+            failed = PageRecord(number, NO_GEOMETRY, FAILED_DECODE, PAGE_FAILED, error=error)
+            pages.append(failed)
+        else:
+            pages.append(PageRecord(number, raw.meta.geometry, raw.meta.decode, PAGE_OK, raw.text))
     return DocumentRecord(
         source=state.source.path,
         stem=state.stem,

@@ -217,7 +217,9 @@ class PageBuilder:
     def _figure(self, block: Block, caption: Block | None) -> None:
         caption_text = join_lines(caption.content or "") if caption is not None else ""
         image = None
-        bbox_px = bbox_to_pixels(block.bbox, self.page.width_px, self.page.height_px)
+        bbox_px = bbox_to_pixels(
+            block.bbox, self.page.geometry.width_px, self.page.geometry.height_px
+        )
         if self.images and bbox_px is not None:
             kind = figure_kind(block.label)
             number = self._image_numbers.get(kind, 0) + 1
@@ -288,8 +290,14 @@ class PageBuilder:
         if flag not in block.flags:
             block.flags.append(flag)
 
+    def _pixels(self, block: Block) -> tuple[int, int, int, int] | None:
+        geometry = self.page.geometry
+        return bbox_to_pixels(block.bbox, geometry.width_px, geometry.height_px)
+
     def block_json(self, block: Block) -> dict[str, Any]:
-        bbox_px = bbox_to_pixels(block.bbox, self.page.width_px, self.page.height_px)
+        bbox_px = bbox_to_pixels(
+            block.bbox, self.page.geometry.width_px, self.page.geometry.height_px
+        )
         return {
             "index": block.index,
             "label": block.label,

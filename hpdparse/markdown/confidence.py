@@ -15,14 +15,15 @@ def block_scores(page: PageRecord, parsed: ParsedPage) -> list[BlockScore | None
     """The score of each of `parsed`'s blocks; all None when the page has no log-probabilities
     (saved before they were recorded) or they do not match its text."""
     none: list[BlockScore | None] = [None] * len(parsed.blocks)
-    if page.logprobs is None or FLAG_PARSE_ERROR in parsed.flags:
+    logprobs = page.decode.logprobs
+    if logprobs is None or FLAG_PARSE_ERROR in parsed.flags:
         return none
     blocks = parsed.blocks
     first_free = bool(blocks) and FLAG_NO_HEADER in blocks[0].flags
-    segments = segment_of_blocks(page.raw, page.logprobs, first_free)
+    segments = segment_of_blocks(page.raw, logprobs, first_free)
     if not segments:
         return none
-    scores = [score_segment(page.logprobs.segments[s]) for s in segments]
+    scores = [score_segment(logprobs.segments[s]) for s in segments]
     return (scores + none)[: len(blocks)]
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpdparse.hpd.logprobs import PageLogprobs
+from hpdparse.engines.base import DecodeRecord
+from hpdparse.sources.document import PageGeometry
 
 PAGE_OK = "ok"
 PAGE_FAILED = "failed"
@@ -13,24 +14,16 @@ PAGE_FAILED = "failed"
 
 @dataclass
 class PageRecord:
-    """One page of a document after the engine (or after reading raw/ back from disk)."""
+    """One page of a document after the engine (or after reading raw/ back from disk): its
+    geometry and how its decoding ended are the records made where the page was rasterized and
+    decoded (held by reference)."""
 
     number: int  # 1-based page number in the source document
-    width_px: int  # size of the image the model saw
-    height_px: int
+    geometry: PageGeometry  # the image the model saw (0 x 0 for a page that failed)
+    decode: DecodeRecord  # finish reason ("stop", "length", "error"), tokens, seconds, stats
     status: str = PAGE_OK  # PAGE_OK or PAGE_FAILED
     raw: str = ""  # raw HPD stream; "" when failed
-    finish_reason: str | None = None  # "stop", "length", "error"
     error: str | None = None
-    label: str | None = None  # PDF page label (/PageLabels), when the PDF has one
-    width_pt: float | None = None  # page size in PDF points (None for image inputs)
-    height_pt: float | None = None
-    dpi: int | None = None
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    seconds: float = 0.0
-    stats: dict[str, int | float] = field(default_factory=dict)
-    logprobs: PageLogprobs | None = None  # None: saved without them (confidence null)
 
 
 @dataclass

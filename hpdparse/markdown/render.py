@@ -94,12 +94,12 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
     blocks_by_ref: dict[tuple[int, int], dict[str, Any]] = {}
 
     for page in doc.pages:
-        parsed = parse_page(page.raw or "", page.finish_reason)
+        parsed = parse_page(page.raw or "", page.decode.finish_reason)
         scores, confidence = scored_page(page, parsed)
         if options.page_markers:
             units.append(Unit(COMMENT, page.number, None, text=_marker(page, confidence)))
         if page.status == PAGE_FAILED:
-            reason = page.error or page.finish_reason or "unknown error"
+            reason = page.error or page.decode.finish_reason or "unknown error"
             units.append(
                 Unit(BARRIER, page.number, None, text=f"page {page.number} failed: {reason}")
             )
@@ -232,8 +232,9 @@ def comment(text: str) -> str:
 
 def _marker(page: PageRecord, confidence: float | None) -> str:
     marker = f"page {page.number}"
-    if page.label and page.label != str(page.number):
-        marker += f" (label {page.label})"
+    label = page.geometry.label
+    if label and label != str(page.number):
+        marker += f" (label {label})"
     if confidence is not None:
         marker += f" (confidence {confidence:.2f})"
     return marker

@@ -12,7 +12,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpdparse.engines.base import EngineInfo
+from hpdparse.engines.base import EngineInfo, ReuseKey
 from hpdparse.errors import InputError, OutputError
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.sources.open import open_source
@@ -69,7 +69,7 @@ def _plan(folder: DocumentFolder, src: Path, s: ConvertSettings, info: EngineInf
     folder.create()
     stem = folder.name
     folder.remove_markdown(stem)  # unfinished from here on
-    to_decode, reused = _pages_to_decode(folder, selected, info.reuse_key(), s.dpi)
+    to_decode, reused = _pages_to_decode(folder, selected, info.reuse_key_at(s.dpi))
     state = DocumentState(
         source=identity,
         stem=stem,
@@ -110,7 +110,7 @@ def _finished(
 
 
 def _pages_to_decode(
-    folder: DocumentFolder, selected: list[int], reuse_key: dict, dpi: int
+    folder: DocumentFolder, selected: list[int], key: ReuseKey
 ) -> tuple[list[int], int]:
     """The selected pages without a reusable raw output (any other saved output of theirs is
     removed), and how many are reused."""
@@ -118,7 +118,7 @@ def _pages_to_decode(
     reused = 0
     for number in selected:
         page = folder.read_raw_page(number)
-        if page is not None and page.reusable(reuse_key, dpi):
+        if page is not None and page.reusable(key):
             reused += 1
         else:
             if folder.has_raw_page_files(number):

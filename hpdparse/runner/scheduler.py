@@ -181,7 +181,7 @@ class Converter:
     ) -> None:
         assert self._info is not None
         try:
-            save_page(doc.folder, number, result, prepared, self._info, self.settings.dpi)
+            save_page(doc.folder, number, result, prepared.geometry, self._info, self.settings.dpi)
         except OSError as exc:
             location = doc.folder.location
             self._book.fail(doc, f"{location}: cannot write the output folder: {exc.strerror}")

@@ -27,6 +27,7 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 from hpdparse.errors import InputError
+from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.rasterize import rasterize_page
 from hpdparse.store.document_folder import DocumentFolder
 
@@ -77,13 +78,11 @@ def _exit_when_orphaned(main_pid: int) -> None:
 
 @dataclass
 class PreparedPage:
+    """A page ready for the engine (`payload`, dropped once the engine holds it) and its
+    geometry, recorded where it was rasterized."""
+
     payload: Any
-    width_px: int
-    height_px: int
-    dpi: int | None
-    label: str | None
-    width_pt: float | None
-    height_pt: float | None
+    geometry: PageGeometry
 
 
 def prepare_page(path: str, number: int, dpi: int, password: str | None) -> PreparedPage | str:
@@ -99,16 +98,7 @@ def prepare_page(path: str, number: int, dpi: int, password: str | None) -> Prep
         payload = _preparer(page.image)
     except Exception as exc:
         return f"{path}: page {number} cannot be prepared: {type(exc).__name__}: {exc}"
-    info = page.info
-    return PreparedPage(
-        payload,
-        page.image.width,
-        page.image.height,
-        page.dpi,
-        info.label,
-        info.width_pt,
-        info.height_pt,
-    )
+    return PreparedPage(payload, page.geometry)
 
 
 def cut_crops(

@@ -55,6 +55,21 @@ class PageInfo:
     height_pt: float | None
 
 
+@dataclass(frozen=True)
+class PageGeometry:
+    """The page as the model saw it, recorded once where it is rasterized and carried by
+    reference into its raw record and the document's JSON: the image's size in pixels, the dpi it
+    was rendered at (lower than asked for huge pages; None for image inputs), the page label
+    (/PageLabels) and its size in points (None for image inputs)."""
+
+    width_px: int
+    height_px: int
+    dpi: int | None = None
+    label: str | None = None
+    width_pt: float | None = None
+    height_pt: float | None = None
+
+
 @dataclass
 class RasterizedPage:
     """A page as an RGB image. `dpi` is the effective dpi after the size limits (None for
@@ -64,6 +79,13 @@ class RasterizedPage:
     image: Image.Image
     dpi: int | None
     info: PageInfo
+
+    @property
+    def geometry(self) -> PageGeometry:
+        info = self.info
+        return PageGeometry(
+            self.image.width, self.image.height, self.dpi, info.label, info.width_pt, info.height_pt
+        )
 
 
 class SourceDocument:

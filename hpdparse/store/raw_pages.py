@@ -2,77 +2,90 @@
 (raw/page-NNNN.json), `RawPageMeta`, which this module alone turns into JSON and back.
 
 The text is written first, then the metadata with the text's sha256: the metadata file is the
-commit point, so a page is reusable only when both exist and agree. The JSON keys are the fields
-of `RawPageMeta` in their order, then "sha256"; folders written by earlier versions read the same.
+commit point, so a page is reusable only when both exist and agree. The JSON keys are those of
+`RawPageMeta.to_json` in their order, then "sha256"; folders written by earlier versions read the
+same.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
+from hpdparse.engines.base import DecodeRecord, EngineInfo, ReuseKey
 from hpdparse.hpd.logprobs import PageLogprobs
+from hpdparse.sources.document import PageGeometry
 from hpdparse.store.atomic import sha256_text
 
 
 @dataclass(frozen=True)
 class RawPageMeta:
-    """What produced a raw page and how: the engine's identity (its reuse key decides whether a
-    later run may reuse the page), the rasterized page's geometry, how decoding ended."""
+    """What produced a raw page and how: the engine's identity, the key that decides whether a
+    later run may reuse the page, the rasterized page's geometry, how decoding ended. The records
+    are the ones made where the page was rasterized and decoded, held by reference."""
 
     page: int
-    engine: str
-    model: str
-    revision: str | None
-    prompt: str
-    max_tokens: int
-    reuse_key: dict[str, Any]
-    requested_dpi: int  # the run's --dpi: part of the reuse rule
-    dpi: int | None  # the dpi the page was rasterized at (lower for huge pages; None: an image)
-    width_px: int
-    height_px: int
-    width_pt: float | None
-    height_pt: float | None
-    label: str | None  # the page label (/PageLabels), if any
-    finish_reason: str | None  # FINISH_STOP or FINISH_LENGTH (engines.base)
-    prompt_tokens: int
-    output_tokens: int
-    seconds: float
-    stats: dict[str, int | float]
-    # The chosen tokens' log-probabilities (compact, see hpd/logprobs.py); None for pages saved
-    # before they were recorded, or from an engine or server that gave none.
-    logprobs: PageLogprobs | None = None
+    info: EngineInfo
+    reuse: ReuseKey
+    geometry: PageGeometry
+    decode: DecodeRecord
 
     def to_json(self) -> dict[str, Any]:
-        data = {f.name: getattr(self, f.name) for f in fields(self)}
-        data["logprobs"] = self.logprobs.to_json() if self.logprobs is not None else None
+        """The metadata object; "logprobs" only when the page has them (a page without them is
+        written as before they were recorded)."""
+        info, geometry, decode = self.info, self.geometry, self.decode
+        data = {
+            "page": self.page,
+            "engine": info.engine,
+            "model": info.model,
+            "revision": info.revision,
+            "prompt": info.prompt,
+            "max_tokens": info.max_tokens,
+            "reuse_key": self.reuse.engine,
+            "requested_dpi": self.reuse.requested_dpi,  # the run's --dpi: part of the reuse rule
+            "dpi": geometry.dpi,
+            "width_px": geometry.width_px,
+            "height_px": geometry.height_px,
+            "width_pt": geometry.width_pt,
+            "height_pt": geometry.height_pt,
+            "label": geometry.label,
+            "finish_reason": decode.finish_reason,
+            "prompt_tokens": decode.prompt_tokens,
+            "output_tokens": decode.output_tokens,
+            "seconds": decode.seconds,
+            "stats": decode.stats,
+        }
+        if decode.logprobs is not None:
+            data["logprobs"] = decode.logprobs.to_json()
         return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RawPageMeta:
         """The record of a metadata file, tolerant of missing fields (earlier versions); raises
         TypeError or ValueError for values of the wrong type."""
+        get = data.get
         return cls(
-            page=data.get("page"),
-            engine=data.get("engine"),
-            model=data.get("model"),
-            revision=data.get("revision"),
-            prompt=data.get("prompt"),
-            max_tokens=data.get("max_tokens"),
-            reuse_key=data.get("reuse_key"),
-            requested_dpi=data.get("requested_dpi"),
-            dpi=data.get("dpi"),
-            width_px=int(data.get("width_px") or 0),
-            height_px=int(data.get("height_px") or 0),
-            width_pt=data.get("width_pt"),
-            height_pt=data.get("height_pt"),
-            label=data.get("label"),
-            finish_reason=data.get("finish_reason"),
-            prompt_tokens=int(data.get("prompt_tokens") or 0),
-            output_tokens=int(data.get("output_tokens") or 0),
-            seconds=float(data.get("seconds") or 0.0),
-            stats=dict(data.get("stats") or {}),
-            logprobs=PageLogprobs.from_json(data.get("logprobs")),
+            page=get("page"),
+            info=EngineInfo(
+                get("engine"), get("model"), get("revision"), get("prompt"), get("max_tokens")
+            ),
+            reuse=ReuseKey(get("reuse_key"), get("requested_dpi")),
+            geometry=PageGeometry(
+                width_px=int(get("width_px") or 0),
+                height_px=int(get("height_px") or 0),
+                dpi=get("dpi"),
+                label=get("label"),
+                width_pt=get("width_pt"),
+                height_pt=get("height_pt"),
+            ),
+            decode=DecodeRecord(
+                finish_reason=get("finish_reason"),
+                prompt_tokens=int(get("prompt_tokens") or 0),
+                output_tokens=int(get("output_tokens") or 0),
+                seconds=float(get("seconds") or 0.0),
+                stats=dict(get("stats") or {}),
+                logprobs=PageLogprobs.from_json(get("logprobs")),
+            ),
         )
 
 
@@ -84,10 +97,10 @@ class RawPage:
     text: str
     meta: RawPageMeta
 
-    def reusable(self, reuse_key: dict[str, Any], requested_dpi: int) -> bool:
+    def reusable(self, key: ReuseKey) -> bool:
         """True when the page was made by the same model, revision, prompt and max tokens, from
         a page rasterized at the same requested dpi."""
-        return self.meta.reuse_key == reuse_key and self.meta.requested_dpi == requested_dpi
+        return self.meta.reuse == key
 
 
 def encode_raw_page(page: RawPage) -> tuple[bytes, dict[str, Any]]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpdparse.markdown.records import DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.render import RenderOptions
+from tests.helpers.records import page_record
 
 GOLDEN = Path(__file__).resolve().parents[1] / "markdown" / "golden"
 SYNTH_STREAMS = Path(__file__).resolve().parents[1] / "fixtures" / "streams"
@@ -27,7 +28,7 @@ def load_own(case: Path) -> tuple[DocumentRecord, RenderOptions]:
     for entry in meta["pages"]:
         raw_path = case / f"page-{entry['number']:04d}.txt"
         raw = raw_path.read_text(encoding="utf-8") if raw_path.is_file() else ""
-        pages.append(PageRecord(raw=raw, **entry))
+        pages.append(page_record(raw=raw, **entry))
     doc = DocumentRecord(
         source=f"/in/{meta['stem']}.pdf",
         stem=meta["stem"],
@@ -49,7 +50,7 @@ def load_synth(case: Path) -> tuple[DocumentRecord, RenderOptions]:
         raw_path = case / f"page-{entry['page']:04d}.txt"
         raw = raw_path.read_text(encoding="utf-8") if raw_path.is_file() else entry["stream"]
         pages.append(
-            PageRecord(
+            page_record(
                 number=entry["page"],
                 width_px=round(entry["width_pt"] * SYNTH_DPI / 72),
                 height_px=round(entry["height_pt"] * SYNTH_DPI / 72),

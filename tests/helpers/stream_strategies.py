@@ -9,8 +9,9 @@ import re
 from hypothesis import strategies as st
 
 from hpdparse.hpd.labels import LABEL_ROLES
-from hpdparse.markdown.records import DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.render import RenderOptions, render_document
+from tests.helpers.records import page_record
 
 LABELS = sorted(LABEL_ROLES) + ["", "Doc-Title", "weird label", "x" * 70, "表格"]
 
@@ -237,7 +238,7 @@ options_strategy = st.builds(
 
 def check_document(raws: list[str], finish: str, options: RenderOptions) -> None:
     pages = [
-        PageRecord(number=i + 1, width_px=800, height_px=1000, raw=raw, finish_reason=finish)
+        page_record(i + 1, raw, width_px=800, height_px=1000, finish_reason=finish)
         for i, raw in enumerate(raws)
     ]
     doc = DocumentRecord(source="/in/x.pdf", stem="x", page_count=len(pages), pages=pages)

@@ -7,19 +7,19 @@ import re
 
 import pytest
 
+from hpdparse.engines.base import DecodeRecord
 from hpdparse.markdown.json_export import SCHEMA_VERSION
-from hpdparse.markdown.records import DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.render import RenderOptions, comment, render_document
+from hpdparse.sources.document import PageGeometry
+from tests.helpers.records import page_record
 
 
-def _doc(*raws: str, **page_fields) -> DocumentRecord:
+def _doc(*raws: str) -> DocumentRecord:
     pages = [
-        PageRecord(number=i + 1, width_px=1000, height_px=2000, raw=raw, finish_reason="stop")
+        page_record(i + 1, raw, width_px=1000, height_px=2000, finish_reason="stop")
         for i, raw in enumerate(raws)
     ]
-    for page in pages:
-        for key, value in page_fields.items():
-            setattr(page, key, value)
     return DocumentRecord(source="/in/d.pdf", stem="d", page_count=len(pages), pages=pages)
 
 
@@ -106,7 +106,7 @@ def test_headers_footers_only_with_keep_headers() -> None:
 def test_failed_page_comment_cannot_be_closed() -> None:
     doc = _doc("<BLOCK>text [1, 2, 3, 4]<CHILD>fine", "")
     doc.pages[1].status = "failed"
-    doc.pages[1].finish_reason = "error"
+    doc.pages[1].decode = DecodeRecord("error")
     doc.pages[1].error = "bad --> <script>alert(1)</script>\n--!> end"
     rendered = render_document(doc)
     assert rendered.markdown.endswith(
@@ -124,7 +124,7 @@ def test_comment_helper() -> None:
 
 def test_truncated_page_is_flagged_and_commented() -> None:
     doc = _doc("<BLOCK>text [1, 2, 3, 4]<CHILD>cut here")
-    doc.pages[0].finish_reason = "length"
+    doc.pages[0].decode = DecodeRecord("length")
     rendered = render_document(doc)
     assert "<!-- page 1: output truncated at the token limit -->" in rendered.markdown
     assert "truncated" in rendered.json["pages"][0]["flags"]
@@ -132,8 +132,8 @@ def test_truncated_page_is_flagged_and_commented() -> None:
 
 def test_page_markers_with_labels() -> None:
     doc = _doc("<BLOCK>text [1, 2, 3, 4]<CHILD>One.", "<BLOCK>text [1, 2, 3, 4]<CHILD>Two.")
-    doc.pages[0].label = "iv"
-    doc.pages[1].label = "2"
+    doc.pages[0].geometry = PageGeometry(1000, 2000, label="iv")
+    doc.pages[1].geometry = PageGeometry(1000, 2000, label="2")
     markdown = render_document(doc, RenderOptions(page_markers=True)).markdown
     assert markdown == "<!-- page 1 (label iv) -->\n\nOne.\n\n<!-- page 2 -->\n\nTwo.\n"
     assert "<!--" not in render_document(doc).markdown

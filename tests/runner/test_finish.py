@@ -15,7 +15,7 @@ from hpdparse.runner.render_folders import render_folders
 from hpdparse.runner.save_page import save_page
 from hpdparse.runner.scheduler import Converter
 from hpdparse.runner.settings import ConvertSettings
-from hpdparse.runner.workers import PreparedPage
+from hpdparse.sources.document import PageGeometry
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.report import DocumentReport
@@ -23,7 +23,7 @@ from hpdparse.store.state import DocumentState
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.scripted_engine import SCRIPTED_INFO, ScriptedEngine
 
-PAGE = PreparedPage(None, 595, 842, 72, "i", 595.0, 842.0)
+PAGE = PageGeometry(595, 842, 72, "i", 595.0, 842.0)
 OPTIONS = RenderOptions()
 
 

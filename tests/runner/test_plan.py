@@ -16,7 +16,7 @@ from hpdparse.runner.images import InProcessCutter
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.save_page import save_page
 from hpdparse.runner.settings import ConvertSettings
-from hpdparse.runner.workers import PreparedPage
+from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.output_store import open_document_folder
@@ -24,7 +24,7 @@ from hpdparse.store.report import DocumentReport
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.scripted_engine import SCRIPTED_INFO
 
-PAGE = PreparedPage(None, 595, 842, 72, None, 595.0, 842.0)
+PAGE = PageGeometry(595, 842, 72, None, 595.0, 842.0)
 
 
 def settings(tmp_path: Path, **kw) -> ConvertSettings:

@@ -44,7 +44,7 @@ def test_pages_come_back_in_order_a_window_ahead(tmp_path: Path) -> None:
             assert len(pulls) == min(7, i + 2)
             assert not isinstance(prepared, str), prepared
             assert job.owner == "a" and prepared.payload == (595, 842)
-            assert (prepared.width_px, prepared.dpi) == (595, 72)
+            assert (prepared.geometry.width_px, prepared.geometry.dpi) == (595, 72)
             seen.append(job.number)
     finally:
         pool.shutdown()

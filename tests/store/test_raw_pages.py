@@ -7,6 +7,8 @@ import dataclasses
 import json
 from pathlib import Path
 
+from hpdparse.engines.base import DecodeRecord, EngineInfo, ReuseKey
+from hpdparse.sources.document import PageGeometry
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.local import LocalFolder
 from hpdparse.store.raw_pages import RawPage, RawPageMeta
@@ -15,24 +17,18 @@ KEY = {"model": "m", "revision": None, "prompt": "document parsing with fork.", 
 
 META = RawPageMeta(
     page=3,
-    engine="openai",
-    model="m",
-    revision=None,
-    prompt="document parsing with fork.",
-    max_tokens=8000,
-    reuse_key=KEY,
-    requested_dpi=200,
-    dpi=150,
-    width_px=1241,
-    height_px=1754,
-    width_pt=595.5,
-    height_pt=842.0,
-    label="iii",
-    finish_reason="stop",
-    prompt_tokens=6412,
-    output_tokens=321,
-    seconds=1.234,
-    stats={"forks": 4, "decoding_steps": 80},
+    info=EngineInfo("openai", "m", None, "document parsing with fork.", 8000),
+    reuse=ReuseKey(KEY, 200),
+    geometry=PageGeometry(
+        width_px=1241, height_px=1754, dpi=150, label="iii", width_pt=595.5, height_pt=842.0
+    ),
+    decode=DecodeRecord(
+        finish_reason="stop",
+        prompt_tokens=6412,
+        output_tokens=321,
+        seconds=1.234,
+        stats={"forks": 4, "decoding_steps": 80},
+    ),
 )
 
 TEXT = "<BLOCK>text [1, 2, 3, 4]<CHILD>héllo\n"
@@ -93,10 +89,10 @@ def test_roundtrip_and_reuse_rules(tmp_path: Path) -> None:
     page = folder.read_raw_page(3)
     assert page == RawPage(3, TEXT, META)
     assert folder.saved_page_numbers() == [3]
-    assert page.reusable(KEY, 200)
-    assert not page.reusable(KEY, 150)  # other requested dpi (150 is what the page got)
-    assert not page.reusable({**KEY, "model": "other"}, 200)
-    assert not page.reusable({**KEY, "max_tokens": 100}, 200)
+    assert page.reusable(ReuseKey(KEY, 200))
+    assert not page.reusable(ReuseKey(KEY, 150))  # other requested dpi (150: what the page got)
+    assert not page.reusable(ReuseKey({**KEY, "model": "other"}, 200))
+    assert not page.reusable(ReuseKey({**KEY, "max_tokens": 100}, 200))
 
 
 def test_a_record_of_an_earlier_version_reads_with_defaults(tmp_path: Path) -> None:
@@ -108,9 +104,11 @@ def test_a_record_of_an_earlier_version_reads_with_defaults(tmp_path: Path) -> N
         del old[key]
     path.write_text(json.dumps(old))
     page = folder.read_raw_page(2)
-    assert page is not None and page.reusable(KEY, 200)
+    assert page is not None and page.reusable(ReuseKey(KEY, 200))
     assert page.meta == dataclasses.replace(
-        META, label=None, width_pt=None, height_pt=None, stats={}, seconds=0.0, prompt_tokens=0
+        META,
+        geometry=dataclasses.replace(META.geometry, label=None, width_pt=None, height_pt=None),
+        decode=dataclasses.replace(META.decode, stats={}, seconds=0.0, prompt_tokens=0),
     )
 
 

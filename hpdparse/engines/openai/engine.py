@@ -298,7 +298,6 @@ class OpenAIEngine(Engine):
             error=_one_line(message),
             seconds=seconds,
             stats={"retries": retries},
-            logprobs=_page_logprobs(pairs),
         )
 
     async def _decode_page(

@@ -146,8 +146,8 @@ class PageDecoder:
         to_decode: list[int] = []
         for number in unit.pages:
             saved = folder.read_raw_page(number)
-            if saved is not None and saved.reusable(self.info.reuse_key(), self.settings.dpi):
-                meta = saved.meta
+            if saved is not None and saved.reusable(self.info.reuse_key_at(self.settings.dpi)):
+                meta = saved.meta.decode
                 rows.append(
                     self._row(
                         unit,
@@ -194,7 +194,9 @@ class PageDecoder:
             error = f"{unit.source}: page {number}: {error}"
             return self._row(unit, started, number, PAGE_FAILED, error=error)
         try:
-            save_page(folder, number, result, outcome.prepared, self.info, self.settings.dpi)
+            save_page(
+                folder, number, result, outcome.prepared.geometry, self.info, self.settings.dpi
+            )
         except OSError as exc:
             error = f"{folder.location}: cannot write the output folder: {exc.strerror}"
             return self._row(unit, started, number, PAGE_FAILED, error=error)

@@ -308,8 +308,8 @@ class RayConverter:
             doc = self._book.docs[unit.doc]
             for number in missing:
                 saved = doc.folder.read_raw_page(number)
-                if saved is not None and saved.reusable(self._info.reuse_key(), self.settings.dpi):
-                    meta = saved.meta
+                if saved is not None and saved.reusable(self._info.reuse_key_at(self.settings.dpi)):
+                    meta = saved.meta.decode
                     row = PageRow(
                         unit.unit,
                         unit.doc,

@@ -31,7 +31,9 @@ def test_an_answer_with_logprobs_is_cut_into_blocks() -> None:
             {
                 "message": {"role": "assistant", "content": "".join(t for t, _ in pairs)},
                 "finish_reason": "stop",
-                "logprobs": wire.logprobs_content(pairs),
+                "logprobs": {
+                    "content": [{"token": t, "logprob": v, "top_logprobs": []} for t, v in pairs]
+                },
             }
         ]
     }
