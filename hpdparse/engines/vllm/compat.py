@@ -143,3 +143,15 @@ def hf_processor_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[s
     prompt = kwargs.get("prompt", args[0] if args else None)
     mm_data = kwargs.get("mm_data", args[1] if len(args) > 1 else {})
     return {"text": prompt, **mm_data}
+
+
+def waiting_requests(scheduler: Any) -> tuple[int, int]:
+    """(requests, prompt tokens still to compute) waiting in a V1 scheduler. Besides ``waiting``,
+    0.26 keeps requests skipped for a step in ``skipped_waiting``, 0.32 those holding KV blocks
+    in ``kv_holding_waiting``; either is counted where it exists."""
+    count = tokens = 0
+    for name in ("waiting", "skipped_waiting", "kv_holding_waiting"):
+        for request in getattr(scheduler, name, ()):
+            count += 1
+            tokens += max(0, request.num_prompt_tokens - request.num_computed_tokens)
+    return count, tokens

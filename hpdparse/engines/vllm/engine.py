@@ -11,9 +11,10 @@ hpdparse/hpd/fork_tree.py). The model and its HPD tiling come from the plugin in
 
 Host memory: every page inside vLLM holds its rendered tiles (~15 MB at 200 dpi A4) until its last
 request finishes, and vLLM can only run as many pages as its KV cache holds. So a new page is
-pulled from the (lazy) request iterator only while the scheduler has fewer than ``max_waiting``
-requests waiting (children included: they finish pages and go first); ``max_in_flight`` stays the
-upper bound. Pages not yet pulled cost nothing: the pipeline renders only a few pages ahead.
+pulled from the (lazy) request iterator only while the requests waiting in the scheduler hold less
+than two steps' prompt tokens (``2 x max_num_batched_tokens``, at most ~77 MB of colour tiles on
+a GPU) and no child waits (children finish pages and go first); ``max_in_flight`` stays the upper
+bound. Pages not yet pulled cost nothing: the pipeline renders only a few pages ahead.
 """
 
 from __future__ import annotations
@@ -39,14 +40,16 @@ from hpdparse.engines.base import (
 )
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions, check_engine_options
-from hpdparse.engines.vllm.options import VllmOptions
+from hpdparse.engines.vllm.options import WAITING_STEPS, VllmOptions
+from hpdparse.engines.vllm.pages import Admission, PagePrompt
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
-from hpdparse.engines.vllm.scheduling import Admission, PagePrompt, PageScheduler
+from hpdparse.engines.vllm.scheduling import PageScheduler
 from hpdparse.errors import EngineError
 from hpdparse.hpd.tiling import TilingConfig, tile_image
 
 # On CPU the KV block size must be a multiple of 32; 32 keeps a child's recomputed tail short.
 CPU_BLOCK_SIZE = 32
+CPU_BATCHED_TOKENS = 4096  # per tensor-parallel rank, as vLLM's LLM class has it on CPU
 GPU_MEMORY_UTILIZATION = 0.9  # on a GPU unless --engine-option gpu_memory_utilization=...
 
 log = logging.getLogger(__name__)
@@ -171,6 +174,11 @@ class VllmEngine(LocalEngine):
                 enforce_eager=True,
                 block_size=CPU_BLOCK_SIZE,
                 max_num_seqs=int(extra.pop("max_num_seqs", 256)),
+                # vLLM's offline (LLM class) CPU default; LLMEngine alone would get 2,048, which
+                # takes twice the steps to prefill the pages of a full batch.
+                max_num_batched_tokens=int(
+                    extra.pop("max_num_batched_tokens", CPU_BATCHED_TOKENS * _ranks(extra))
+                ),
             )
             if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
                 kwargs["kv_cache_memory_bytes"] = int(kv_gib * 2**30)
@@ -236,48 +244,65 @@ class VllmEngine(LocalEngine):
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
         if not self.started:
             raise EngineError("vllm engine: not started")
-        max_waiting = self._max_waiting()
-        waiting = self._waiting_counter() if max_waiting is not None else None
+        prompt = PagePrompt(
+            self._prompt_ids,
+            self._token_ids,
+            self._stop_ids,
+            forks=self.config.fork,
+            max_tokens=self.config.max_tokens,
+        )
         scheduler = PageScheduler(
-            self,
-            PagePrompt(self._prompt_ids, self._token_ids, self._stop_ids),
+            self.llm_engine,
+            prompt,
+            detokenize=self.detokenize,
+            engine_started=lambda: self.started,
             max_model_len=self._max_model_len(),
             max_in_flight=max_in_flight,
-            admission=Admission(max_waiting, waiting),
+            admission=self._admission(),
             page_numbers=self._page_numbers,
         )
         yield from scheduler.results(requests)
 
-    def _max_waiting(self) -> int | None:
-        """The admission threshold, `VllmOptions.max_waiting` (None: no limit)."""
-        return self.options.max_waiting
+    def _admission(self) -> Admission:
+        """Admission control (`VllmOptions.max_waiting`, `max_waiting_tokens`), reading what waits
+        in the in-process engine core's scheduler.
 
-    def _waiting_counter(self) -> Callable[[], int] | None:
-        """How many requests wait in vLLM's scheduler, read from the in-process engine core.
-
-        None where that is not reachable (a multiprocess engine core, another vLLM version):
-        then only max_in_flight bounds the pages in vLLM, as before admission control.
+        Without a readable scheduler (a multiprocess engine core, another vLLM version) only
+        max_in_flight bounds the pages in vLLM, as before admission control.
         """
+        from hpdparse.engines.vllm import compat
+
         core = getattr(getattr(self.llm_engine, "engine_core", None), "engine_core", None)
-        counts = getattr(getattr(core, "scheduler", None), "get_request_counts", None)
+        scheduler = getattr(core, "scheduler", None)
+        tokens = self.options.max_waiting_tokens
+        if tokens is None:
+            config = getattr(scheduler, "scheduler_config", None)
+            tokens = WAITING_STEPS * int(getattr(config, "max_num_batched_tokens", 0) or 0) or None
         try:
-            _, waiting = counts()  # type: ignore[misc]
-            int(waiting)
+            if scheduler is None:
+                raise AttributeError("no in-process scheduler")
+            compat.waiting_requests(scheduler)
         except Exception as exc:
             if not self._admission_fallback_logged:
                 self._admission_fallback_logged = True
                 log.debug(
-                    "vllm engine: scheduler request counts unavailable (%s); pages in vLLM are "
+                    "vllm engine: scheduler queues unavailable (%s); pages in vLLM are "
                     "bounded by max_in_flight only",
                     f"{type(exc).__name__}: {exc}",
                 )
-            return None
-        return lambda: int(counts()[1])  # type: ignore[misc]
+            return Admission(None, None, None)
+        return Admission(
+            self.options.max_waiting, tokens, lambda: compat.waiting_requests(scheduler)
+        )
 
     def detokenize(self, token_ids: list[int]) -> str:
         if self._llm is None:
             raise EngineError("vllm engine: not started")
         return self._tokenizer.decode(token_ids, skip_special_tokens=False)
+
+
+def _ranks(engine_args: Mapping[str, Any]) -> int:
+    return max(1, int(engine_args.get("tensor_parallel_size") or 1))
 
 
 _cpu_bind_we_set: str | None = None

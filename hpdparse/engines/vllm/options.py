@@ -13,13 +13,16 @@ from typing import Any, ClassVar
 from hpdparse.engines.options import EngineOptions, option
 
 DEFAULT_CPU_KV_CACHE_GIB = 2.0
-# Admission control: pull a new page only while fewer requests than this wait in vLLM's scheduler.
-# We top the queue up before every step, so it only has to hold what the scheduler can start in
-# one step. That is bounded by its encoder budget (max_num_encoder_input_tokens, the larger of
-# max_num_batched_tokens and one page's image): with the 1B model a full page's image is
-# 25 x 256 = 6,400 tokens against 2,048-16,384, so 1-3 new pages a step; 8 leaves room for pages
-# of fewer tiles and for children that fork in the same step, at ~120 MB of waiting tiles.
-DEFAULT_MAX_WAITING = 8
+# Admission control: pull a new page only while the requests waiting in vLLM's scheduler hold
+# fewer prompt tokens still to compute than this many steps' token budget
+# (max_num_batched_tokens). We top the queue up before every step, so it only has to hold what
+# the scheduler can start in one step; two keep it full when a page is larger than the rest of a
+# step's budget. A count of pages would be wrong both ways: 8 waiting one-tile pages are less
+# than one step on a CPU (the batch fills late, measured: 431 steps where LLM.generate takes 400
+# for the same 256 pages), 8 waiting 25-tile pages are ~120 MB of tiles that wait for steps.
+# Twice 16,384 tokens (a GPU's budget) is 128 tiles, at most ~77 MB of colour tiles.
+WAITING_STEPS = 2
+DEFAULT_MAX_WAITING = None
 
 
 @dataclass
@@ -35,8 +38,15 @@ class VllmOptions(EngineOptions):
 
     max_waiting: int | None = option(
         DEFAULT_MAX_WAITING,
-        "requests waiting in vLLM before no new page enters; null: no limit",
+        "requests waiting in vLLM before no new page enters; null (default): no count limit",
         example="max_waiting=8",
+        bound="positive",
+    )
+    max_waiting_tokens: int | None = option(
+        None,
+        "prompt tokens waiting in vLLM before no new page enters; null (default): twice "
+        "max_num_batched_tokens",
+        example="max_waiting_tokens=32768",
         bound="positive",
     )
     kv_cache_gib: float = option(

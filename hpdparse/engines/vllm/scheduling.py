@@ -8,9 +8,10 @@ cache serves the shared KV. Children wait in a queue while `child_limit` of them
 with hundreds of regions cannot flood vLLM's scheduler; they go in before new pages (they finish
 pages) and do not count against `max_in_flight`.
 
-Admission control: a new page is pulled from the (lazy) request iterator only while vLLM's
-scheduler has fewer than `max_waiting` requests waiting, queued children included (see
-`VllmOptions.max_waiting`); `max_in_flight` stays the upper bound.
+Admission control: a new page is pulled from the (lazy) request iterator only while the requests
+waiting in vLLM's scheduler hold less than two steps' prompt tokens and no child is queued
+(`pages.Admission`, `VllmOptions.max_waiting_tokens`); `max_in_flight` stays the upper bound.
+Which requests report their tokens every step, and what a step costs here: see ``pages``.
 
 A page's `PageRequest.max_tokens` lowers the token limit of each of its branches; once its
 `PageRequest.cancel` is set, the page's requests are aborted between steps and its result is
@@ -19,13 +20,11 @@ A page's `PageRequest.max_tokens` lowers the token limit of each of its branches
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
 from itertools import count
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
@@ -35,73 +34,15 @@ from hpdparse.engines.base import (
     cancelled_result,
     page_token_limit,
 )
-from hpdparse.engines.vllm.mtp import spec_decode_counts
+from hpdparse.engines.vllm.pages import (
+    Admission,
+    BranchRequest,
+    PageInFlight,
+    PagePrompt,
+    child_input,
+)
 from hpdparse.errors import EngineError
-from hpdparse.hpd.fork_tree import Branch, ForkTokenIds, ForkTree
-
-if TYPE_CHECKING:
-    from hpdparse.engines.vllm.engine import VllmEngine
-
-
-@dataclass(frozen=True)
-class PagePrompt:
-    """What every page of a run starts from: the prompt's token ids (one ``<IMG_CONTEXT>``,
-    widened by vLLM to the page's image tokens), the protocol's token ids and the stop ids."""
-
-    prompt_ids: list[int]
-    token_ids: ForkTokenIds
-    stop_ids: list[int]
-
-
-@dataclass(frozen=True)
-class Admission:
-    """Pull a page only while fewer than `max_waiting` requests wait in vLLM's scheduler
-    (`waiting` reads that count; None for either: no limit but max_in_flight)."""
-
-    max_waiting: int | None
-    waiting: Callable[[], int] | None
-
-    def has_room(self, queued_children: int) -> bool:
-        if self.waiting is None or self.max_waiting is None:
-            return True
-        return self.waiting() + queued_children < self.max_waiting
-
-
-@dataclass
-class _Request:
-    """One vLLM request: a branch of the page's fork tree (its parent or one of its children)."""
-
-    page: _Page
-    branch: Branch
-    request_id: str
-    cached_tokens: int = 0
-    drafted_tokens: int = 0
-    accepted_tokens: int = 0
-
-
-@dataclass
-class _Page:
-    key: Any
-    number: int
-    started: float
-    prompt_ids: list[int]
-    # The rendered input (token ids, the tiles' mm kwargs, hashes, placeholders) children are
-    # made from; the tiles are the same tensor vLLM's requests hold, not a copy.
-    rendered: dict[str, Any]
-    tree: ForkTree
-    on_tokens: Callable[[list[int]], None] | None
-    max_tokens: int  # per branch
-    cancel: threading.Event | None = None
-    requests: list[_Request] = field(default_factory=list)  # the parent's, then the children's
-    steps: int = 0
-    last_step: int = -1
-
-    def stream(self) -> None:
-        """Hand the page's newly settled tokens to its `on_tokens`, if any."""
-        if self.on_tokens is not None:
-            settled = self.tree.take_settled()
-            if settled:
-                self.on_tokens(settled)
+from hpdparse.hpd.fork_tree import Branch, ForkTree
 
 
 class PageScheduler:
@@ -111,26 +52,29 @@ class PageScheduler:
 
     def __init__(
         self,
-        engine: VllmEngine,
+        llm: Any,
         prompt: PagePrompt,
         *,
+        detokenize: Callable[[list[int]], str],
+        engine_started: Callable[[], bool],
         max_model_len: int,
         max_in_flight: int,
         admission: Admission,
         page_numbers: count,
     ) -> None:
-        self._engine = engine
-        self._llm = engine.llm_engine
-        self._config = engine.config  # fork and max_tokens
+        self._llm = llm  # a started vLLM LLMEngine
+        self._detokenize = detokenize
+        self._engine_started = engine_started  # False once the engine was closed
         self._prompt = prompt
         self._max_model_len = max_model_len
         self._max_in_flight = max(1, int(max_in_flight))
         self._child_limit = max(64, 8 * self._max_in_flight)
         self._admission = admission
         self._page_numbers = page_numbers
-        self._requests: dict[str, _Request] = {}  # by request id, until their branch finishes
-        self._queued_children: deque[tuple[_Request, dict[str, Any], int]] = deque()
-        self._cancellable: dict[int, _Page] = {}  # pages in flight whose request can be cancelled
+        self._requests: dict[str, BranchRequest] = {}  # by id, until their branch finishes
+        self._queued_children: deque[tuple[BranchRequest, dict[str, Any], int]] = deque()
+        # Pages in flight whose request can be cancelled.
+        self._cancellable: dict[int, PageInFlight] = {}
         self._pages_in_flight = 0
         self._running_children = 0
         self._steps = 0
@@ -214,12 +158,12 @@ class PageScheduler:
             )
         tree = ForkTree(
             self._prompt.token_ids,
-            forks=self._config.fork,
+            forks=self._prompt.forks,
             prompt_len=len(prompt_ids),
             max_model_len=self._max_model_len,
         )
         started = time.perf_counter()
-        page = _Page(
+        page = PageInFlight(
             request.key,
             number,
             started,
@@ -227,21 +171,23 @@ class PageScheduler:
             rendered,
             tree,
             request.on_tokens,
-            page_token_limit(request, self._config.max_tokens),
+            page_token_limit(request, self._prompt.max_tokens),
             request.cancel,
         )
-        parent = _Request(page, tree.parent, f"page{number}")
+        every_step = self._prompt.forks or page.on_tokens is not None  # to see its <FORK>s
+        parent = BranchRequest(page, tree.parent, f"page{number}", every_step)
         page.requests.append(parent)
         self._requests[parent.request_id] = parent
-        self._llm.add_request(parent.request_id, rendered, self._params(page.max_tokens, budget))
+        params = self._params(page.max_tokens, budget, every_step)
+        self._llm.add_request(parent.request_id, rendered, params)
         self._pages_in_flight += 1
         if page.cancel is not None:
             self._cancellable[number] = page
         return None
 
-    def _params(self, max_tokens: int, budget: int) -> Any:
+    def _params(self, max_tokens: int, budget: int, every_step: bool) -> Any:
         """Greedy sampling of at most `max_tokens`, and no more than `budget` (the room left in
-        the context); token ids only, as deltas."""
+        the context); token ids only, as deltas every step or all at once at the end."""
         from vllm import SamplingParams
         from vllm.sampling_params import RequestOutputKind
 
@@ -249,16 +195,17 @@ class PageScheduler:
             temperature=0.0,
             max_tokens=max(1, min(max_tokens, budget)),
             stop_token_ids=self._prompt.stop_ids,
-            output_kind=RequestOutputKind.DELTA,
+            output_kind=RequestOutputKind.DELTA if every_step else RequestOutputKind.FINAL_ONLY,
             detokenize=False,
             skip_special_tokens=False,
         )
 
     # -------------------------------------------------------------------------------- children
-    def _fork(self, parent: _Request, branch: Branch) -> None:
+    def _fork(self, parent: BranchRequest, branch: Branch) -> None:
         """Queue the child request of a new child branch (none for a child born finished)."""
         page = parent.page
-        child = _Request(page, branch, f"{parent.request_id}.c{branch.index}")
+        child_id = f"{parent.request_id}.c{branch.index}"
+        child = BranchRequest(page, branch, child_id, every_step=page.on_tokens is not None)
         page.requests.append(child)
         if branch.finished:
             # The parent's last allowed token was <FORK>: no room left for this child (vLLM
@@ -266,14 +213,14 @@ class PageScheduler:
             return
         self._requests[child.request_id] = child
         prompt = page.prompt_ids + page.tree.child_prompt(branch)
-        self._queued_children.append((child, _child_input(page, prompt), len(prompt)))
+        self._queued_children.append((child, child_input(page, prompt), len(prompt)))
 
     def _add_children(self) -> None:
         """Add queued children to vLLM while fewer than the child limit run."""
         while self._queued_children and self._running_children < self._child_limit:
             child, engine_input, prompt_len = self._queued_children.popleft()
             budget = self._max_model_len - prompt_len
-            params = self._params(child.page.max_tokens, budget)
+            params = self._params(child.page.max_tokens, budget, child.every_step)
             self._llm.add_request(child.request_id, engine_input, params)
             self._running_children += 1
 
@@ -300,45 +247,46 @@ class PageScheduler:
 
     # ------------------------------------------------------------------------------ decoding
     def _step(self) -> Iterator[PageResult]:
-        """One vLLM step: every request's new tokens into its page's tree; stream the pages
-        that moved, then yield the pages it finished."""
+        """One vLLM step: the new tokens of the requests that report every step and of those
+        that finished into their pages' trees; stream the pages that moved, then yield the
+        pages it finished."""
         try:
             outputs = self._llm.step()
         except Exception as exc:
             raise EngineError(f"vllm engine failed: {type(exc).__name__}: {exc}") from exc
         self._steps += 1
-        moved: dict[int, _Page] = {}
-        finished: list[_Page] = []
+        finished: list[PageInFlight] = []
+        streamed: dict[int, PageInFlight] = {}
+        requests = self._requests
         for output in outputs:
-            request = self._requests.get(output.request_id)
+            request = requests.get(output.request_id)
             if request is None:
                 continue
             page = request.page
-            moved[page.number] = page
+            if page.on_tokens is not None:
+                streamed[page.number] = page
             if self._absorb(request, output):
                 finished.append(page)
-        for page in moved.values():
+        for page in streamed.values():
             page.stream()
         for page in finished:
             self._pages_in_flight -= 1
-            yield self._result(page)
+            yield page.result(self._detokenize)
 
-    def _absorb(self, request: _Request, output: Any) -> bool:
+    def _absorb(self, request: BranchRequest, output: Any) -> bool:
         """One request's output of a step; True when it finished its page."""
         completion = output.outputs[0]
-        new_tokens = list(completion.token_ids)
+        new_tokens = completion.token_ids
+        finished = output.finished
+        request.record_steps(self._steps, len(new_tokens), finished, completion)
         page = request.page
-        if new_tokens and page.last_step != self._steps:
-            page.last_step = self._steps
-            page.steps += 1
         if output.num_cached_tokens:
             request.cached_tokens = max(request.cached_tokens, output.num_cached_tokens)
         for child in page.tree.absorb(request.branch, new_tokens):
             self._fork(request, child)
-        if not output.finished:
+        if not finished:
             return False
         page.tree.finish(request.branch, completion.finish_reason or FINISH_STOP)
-        request.drafted_tokens, request.accepted_tokens = spec_decode_counts(completion)
         del self._requests[request.request_id]
         if request.branch.is_child:
             self._running_children -= 1
@@ -346,47 +294,8 @@ class PageScheduler:
             self._cancellable.pop(page.number, None)
         return page.tree.done
 
-    def _result(self, page: _Page) -> PageResult:
-        tree = page.tree
-        spliced = tree.tokens()
-        parent, *children = page.requests
-        stats: dict[str, int | float] = {
-            "decoding_steps": page.steps,
-            "forks": len(tree.children),
-            "parent_tokens": len(tree.parent.tokens),
-            "child_tokens": sum(len(c.tokens) for c in tree.children),
-            "child_prompt_tokens": sum(tree.child_prompt_len(c) for c in tree.children),
-            "cached_tokens": sum(c.cached_tokens for c in children),
-            "parent_cached_tokens": parent.cached_tokens,
-            "truncated_branches": len(tree.truncated),
-            "drafted_tokens": sum(r.drafted_tokens for r in page.requests),
-            "accepted_tokens": sum(r.accepted_tokens for r in page.requests),
-        }
-        return PageResult(
-            key=page.key,
-            text=self._engine.detokenize(spliced),
-            finish_reason=tree.finish_reason,
-            prompt_tokens=len(page.prompt_ids),
-            output_tokens=len(spliced),  # stop tokens not counted, as in the torch engine
-            seconds=time.perf_counter() - page.started,
-            stats=stats,
-        )
-
     def _abort_unfinished(self) -> None:
         """A run closed early (or failed): abort its requests left in vLLM, unless the engine
         was closed first (its requests went with it)."""
-        if self._requests and self._engine.started:
+        if self._requests and self._engine_started():
             self._llm.abort_request(list(self._requests))
-
-
-def _child_input(page: _Page, prompt: list[int]) -> dict[str, Any]:
-    """A child's engine input: its prompt with the page's rendered image (no re-encoding)."""
-    from vllm.inputs import mm_input
-
-    rendered = page.rendered
-    return mm_input(
-        prompt_token_ids=prompt,
-        mm_kwargs=rendered["mm_kwargs"],
-        mm_hashes=rendered["mm_hashes"],
-        mm_placeholders=rendered["mm_placeholders"],
-    )

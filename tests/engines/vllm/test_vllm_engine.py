@@ -24,6 +24,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -49,8 +50,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from hpdparse.engines import create_engine
 from hpdparse.engines.base import CANCELLED, FINISH_LENGTH, FINISH_STOP, PageRequest
+from hpdparse.engines.vllm import compat
 from hpdparse.engines.vllm.engine import CPU_BLOCK_SIZE, VllmEngine
-from hpdparse.engines.vllm.options import DEFAULT_MAX_WAITING
+from hpdparse.engines.vllm.options import WAITING_STEPS
 from hpdparse.errors import EngineError
 
 pytestmark = pytest.mark.vllm
@@ -331,9 +333,13 @@ def vllm_tight(forking_model: Path) -> Iterator[VllmEngine]:
         yield engine
 
 
+def _scheduler(engine: VllmEngine) -> Any:
+    return engine.llm_engine.engine_core.engine_core.scheduler
+
+
 def _scheduler_counts(engine: VllmEngine) -> tuple[int, int]:
     """(running, waiting) requests in the in-process vLLM scheduler."""
-    return engine.llm_engine.engine_core.engine_core.scheduler.get_request_counts()
+    return _scheduler(engine).get_request_counts()
 
 
 class _PullLog:
@@ -344,9 +350,8 @@ class _PullLog:
         self.engine, self.pages, self.count = engine, pages, count
         self.pulled = 0
         self.returned = 0
-        self.at_pull: list[
-            tuple[int, int, int]
-        ] = []  # (pages in flight incl. this, running, waiting)
+        # (pages in flight incl. this, running requests, prompt tokens waiting)
+        self.at_pull: list[tuple[int, int, int]] = []
 
     def requests(self) -> Iterator[PageRequest]:
         prepare = self.engine.preparer()
@@ -357,9 +362,10 @@ class _PullLog:
             # blocks; the forking model's text does not depend on the image.
             payload = payloads[index].copy()
             payload[0, 0, 0, 0], payload[0, 0, 1, 0] = n % 256, n // 256
-            running, waiting = _scheduler_counts(self.engine)
+            running, _ = _scheduler_counts(self.engine)
+            _, waiting_tokens = compat.waiting_requests(_scheduler(self.engine))
             self.pulled += 1
-            self.at_pull.append((self.pulled - self.returned, running, waiting))
+            self.at_pull.append((self.pulled - self.returned, running, waiting_tokens))
             yield PageRequest((n, *self.pages[index][0]), payload)
 
     def run(self, max_in_flight: int) -> Iterator:
@@ -374,15 +380,14 @@ def _assert_forking_texts(results: dict, count: int, torch_forking: dict) -> Non
         assert (result.text, result.finish_reason) == torch_forking[tuple(key)], key
 
 
-def test_pages_are_pulled_only_while_few_requests_wait(vllm_tight, torch_forking, pages) -> None:
+def test_pages_are_pulled_only_while_few_tokens_wait(vllm_tight, torch_forking, pages) -> None:
     log = _PullLog(vllm_tight, pages, TIGHT_PAGES)
     results = {r.key: r for r in log.run(max_in_flight=512)}
     _assert_forking_texts(results, TIGHT_PAGES, torch_forking)
-    for in_flight, running, waiting in log.at_pull:
-        # A page is pulled only while fewer than the threshold wait (children included) ...
-        assert waiting < DEFAULT_MAX_WAITING
-        # ... so every page in the engine has a running request or is one of those few.
-        assert in_flight <= running + DEFAULT_MAX_WAITING
+    budget = WAITING_STEPS * _scheduler(vllm_tight).scheduler_config.max_num_batched_tokens
+    for _, _, waiting_tokens in log.at_pull:
+        # A page is pulled only while less than two steps' prompt tokens wait in vLLM.
+        assert waiting_tokens < budget
     # max_in_flight=512 is not what bounds it: pages came back before the last one was pulled.
     assert max(in_flight for in_flight, _, _ in log.at_pull) < TIGHT_PAGES - 16
 
@@ -390,17 +395,17 @@ def test_pages_are_pulled_only_while_few_requests_wait(vllm_tight, torch_forking
 def test_without_admission_every_page_queues_and_preemption_keeps_the_text(
     vllm_tight, torch_forking, pages
 ) -> None:
-    # max_waiting=None: today's bound only, every page enters vLLM before the first step. The
+    # No admission limit: max_in_flight only, every page enters vLLM before the first step. The
     # small KV cache makes vLLM preempt children whose image is in the prefix cache; before the
     # vLLM workaround (compat.keep_image_data_on_the_worker; 0.29+) this stopped the run with
     # "Encoder cache miss".
     count = 60
-    vllm_tight.options.max_waiting = None
+    vllm_tight.options.max_waiting_tokens = 10**9
     try:
         log = _PullLog(vllm_tight, pages, count)
         results = {r.key: r for r in log.run(max_in_flight=512)}
     finally:
-        vllm_tight.options.max_waiting = DEFAULT_MAX_WAITING
+        vllm_tight.options.max_waiting_tokens = None
     _assert_forking_texts(results, count, torch_forking)
     assert [in_flight for in_flight, _, _ in log.at_pull] == list(range(1, count + 1))
 
@@ -455,7 +460,7 @@ def test_unknown_engine_option_is_one_line_before_loading() -> None:
         engine.start()
     assert str(caught.value) == (
         "vllm engine: unknown engine option kv_cache_gb; it takes vLLM EngineArgs fields, "
-        "kv_cache_gib and max_waiting"
+        "kv_cache_gib, max_waiting and max_waiting_tokens"
     )
     assert engine._llm is None
 

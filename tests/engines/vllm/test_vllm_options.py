@@ -16,8 +16,9 @@ from tests.helpers.paths import SAMPLES
 
 def test_defaults() -> None:
     options = VllmOptions()
-    assert (options.max_waiting, options.kv_cache_gib, options.engine_args) == (8, 2.0, {})
-    assert DEFAULT_MAX_WAITING == 8
+    assert (options.max_waiting, options.max_waiting_tokens) == (None, None)
+    assert (options.kv_cache_gib, options.engine_args) == (2.0, {})
+    assert DEFAULT_MAX_WAITING is None
 
 
 def test_other_keys_are_passed_to_vllm_unchanged() -> None:
@@ -31,15 +32,18 @@ def test_other_keys_are_passed_to_vllm_unchanged() -> None:
 
 def test_what_it_takes_is_said_in_the_unknown_option_error() -> None:
     # The names of EngineArgs are checked at start (test_vllm_engine.py), with this text.
-    assert VllmOptions.takes() == "vLLM EngineArgs fields, kv_cache_gib and max_waiting"
+    assert VllmOptions.takes() == (
+        "vLLM EngineArgs fields, kv_cache_gib, max_waiting and max_waiting_tokens"
+    )
 
 
+@pytest.mark.parametrize("name", ["max_waiting", "max_waiting_tokens"])
 @pytest.mark.parametrize("value", [0, -3, 2.5, "8", True])
-def test_max_waiting_must_be_a_positive_integer(value: object) -> None:
+def test_max_waiting_must_be_a_positive_integer(name: str, value: object) -> None:
     with pytest.raises(EngineError) as caught:
-        VllmOptions.from_mapping({"max_waiting": value})
+        VllmOptions.from_mapping({name: value})
     assert str(caught.value) == (
-        f"vllm engine: max_waiting must be a positive integer or None, got {value!r}"
+        f"vllm engine: {name} must be a positive integer or None, got {value!r}"
     )
 
 
