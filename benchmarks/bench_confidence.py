@@ -79,21 +79,18 @@ def main(argv: list[str] | None = None) -> int:
         levels = tuple(lv for lv in levels if lv.name in args.levels.split(","))
     engine = create_engine(args.engine, EngineConfig(model=args.model, mtp=False))
     started = time.monotonic()
+    in_range, everything = [], []
+    print(f"{args.engine} {args.model}, {args.seeds} draw(s) per page and level", flush=True)
     with engine:
-        outcomes = calibration.run_levels(engine, levels, range(args.seeds))
-    print(
-        f"{args.engine} {args.model}: {len(outcomes)} blocks in {time.monotonic() - started:.0f} s"
-    )
-    in_range = []
-    for level in levels:
-        line, area, share_wrong = level_line(
-            level.name, [o for o in outcomes if o.level == level.name], args.flag_below, args.scores
-        )
-        print(line)
-        if 0.10 <= share_wrong <= 0.60 and area is not None:
-            in_range.append(area)
-    line, _, _ = level_line("all", outcomes, args.flag_below, args.scores)
+        for level, outcomes in calibration.run_levels(engine, levels, range(args.seeds)):
+            line, area, share_wrong = level_line(level.name, outcomes, args.flag_below, args.scores)
+            print(line, flush=True)
+            everything.extend(outcomes)
+            if 0.10 <= share_wrong <= 0.60 and area is not None:
+                in_range.append(area)
+    line, _, _ = level_line("all", everything, args.flag_below, args.scores)
     print(line)
+    print(f"{len(everything)} blocks in {time.monotonic() - started:.0f} s")
     print(f"AUROC min over the 10-60% levels: {_fmt(min(in_range)) if in_range else 'n/a'}")
     return 0
 

@@ -72,10 +72,11 @@ def test_torch_fork_plain_and_pmtp_agree(torch_runs: dict) -> None:
 
 
 @pytest.mark.vllm
-@pytest.mark.parametrize("fork", [True, False], ids=["fork", "plain"])
-def test_vllm_gives_the_torch_text_and_confidences(fork: bool, torch_runs: dict, image) -> None:
+@pytest.mark.parametrize(("fork", "mtp"), [(True, True), (False, False)], ids=["fork+mtp", "plain"])
+def test_vllm_gives_the_torch_text_and_confidences(
+    fork: bool, mtp: bool, torch_runs: dict, image
+) -> None:
     pytest.importorskip("vllm")
-    for mtp in (False, True):
-        text, confidences = decode("vllm", fork, mtp, image)
-        assert text == torch_runs[fork, mtp][0], mtp
-        assert close(confidences, torch_runs[fork, mtp][1], ACROSS_ENGINES), mtp
+    text, confidences = decode("vllm", fork, mtp, image)
+    assert text == torch_runs[fork, mtp][0]
+    assert close(confidences, torch_runs[fork, mtp][1], ACROSS_ENGINES)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import io
 import random
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,19 +35,21 @@ BASE_DPI = 200
 @dataclass(frozen=True)
 class Level:
     name: str
-    scale: float  # of the 200 dpi image
-    blur: float  # Gaussian blur radius, pixels
+    blur: float  # Gaussian blur radius, pixels at MODEL_SIDE
     noise: float  # Gaussian noise sigma, 0-255
     jpeg: int | None  # JPEG quality, None: no JPEG
 
 
+# The model sees a page as at most 2 x 2 tiles of 112 px (plus a thumbnail): degradations are
+# applied at about that size (longest side MODEL_SIDE), where they survive the tiling.
+MODEL_SIDE = 320
 LEVELS = (
-    Level("clean", 1.0, 0.0, 0.0, None),
-    Level("mild", 0.8, 0.6, 6.0, 60),
-    Level("medium", 0.7, 1.0, 12.0, 40),
-    Level("strong", 0.6, 1.4, 18.0, 30),
-    Level("severe", 0.5, 1.8, 24.0, 20),
-    Level("extreme", 0.45, 2.2, 30.0, 15),
+    Level("clean", 0.0, 0.0, None),
+    Level("L1", 0.5, 12.0, 50),
+    Level("L2", 0.8, 24.0, 30),
+    Level("L3", 1.1, 36.0, 20),
+    Level("L4", 1.4, 48.0, 12),
+    Level("L5", 1.8, 64.0, 8),
 )
 
 
@@ -77,13 +79,16 @@ def clean_image(key: tuple[str, int]) -> Image.Image:
 
 
 def degrade(image: Image.Image, level: Level, seed: int) -> Image.Image:
-    """The page image degraded by `level` (the noise drawn from `seed`)."""
+    """The page image degraded by `level` (the noise drawn from `seed`), at the model's scale."""
     import numpy as np
 
-    out = image
-    if level.scale != 1.0:
-        size = (max(1, round(image.width * level.scale)), max(1, round(image.height * level.scale)))
-        out = out.resize(size, Image.Resampling.BILINEAR)
+    if level.name == "clean":
+        return image
+    factor = MODEL_SIDE / max(image.size)
+    out = image.resize(
+        (max(1, round(image.width * factor)), max(1, round(image.height * factor))),
+        Image.Resampling.BILINEAR,
+    )
     if level.blur:
         out = out.filter(ImageFilter.GaussianBlur(level.blur))
     if level.noise:
@@ -142,21 +147,23 @@ def _edit_distance(a: str, b: str) -> int:
 
 def run_levels(
     engine: Engine, levels: Sequence[Level], seeds: Iterable[int], keys: Sequence | None = None
-) -> list[Outcome]:
-    """Decode every sample page (or `keys`) at every level and seed; all their outcomes."""
+) -> Iterator[tuple[Level, list[Outcome]]]:
+    """Decode every sample page (or `keys`) at every level and seed: each level's outcomes, as
+    soon as it is done."""
     truth = pages()
     keys = list(keys) if keys is not None else sorted(truth)
     clean = {key: clean_image(key) for key in keys}
-    outcomes: list[Outcome] = []
+    seeds = list(seeds)
     for level in levels:
         images = {
-            (key, seed): degrade(clean[key], level, seed * 7919 + hash(key) % 1000)
+            (key, seed): degrade(clean[key], level, seed * 7919 + keys.index(key))
             for key in keys
             for seed in seeds
         }
+        outcomes: list[Outcome] = []
         for (key, _seed), result in decode(engine, images).items():
             outcomes.extend(block_outcomes(level.name, key, result, truth[key]))
-    return outcomes
+        yield level, outcomes
 
 
 # ------------------------------------------------------------------------------ figures

@@ -39,9 +39,10 @@ class OpenAIOptions(EngineOptions):
     )
     api_key: str | None = option(None, f"else ${API_KEY_VARIABLE}", example="api_key=...")
     logprobs: bool = option(
-        True,
-        "ask for the chosen tokens' log-probabilities (the confidence scores)",
-        example="logprobs=false",
+        False,
+        "ask for the chosen tokens' log-probabilities, for the confidence scores (stock vllm "
+        "serve answers them; hpdparse serve does not yet)",
+        example="logprobs=true",
     )
     retry_backoff: float = option(
         0.5, "first pause before a retry, seconds, doubling", bound="non-negative"

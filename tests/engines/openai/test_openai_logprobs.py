@@ -1,4 +1,4 @@
-"""The openai engine asks for `logprobs: true` and turns the answer's
+"""The openai engine asks for `logprobs: true` (with `--engine-option logprobs=true`) and turns the answer's
 `choices[0].logprobs.content` (the OpenAI shape, which stock `vllm serve` gives) into the page's
 block log-probabilities; an answer without them gives none."""
 
@@ -9,12 +9,13 @@ from hpdparse.engines.openai.engine import _page_logprobs
 from hpdparse.engines.openai.options import OpenAIOptions
 
 
-def test_the_request_asks_for_logprobs_unless_told_not_to() -> None:
+def test_the_request_asks_for_logprobs_when_told_to() -> None:
     body = wire.chat_request("m", "data:image/png;base64,AA==", None, logprobs=True)
     assert body["logprobs"] is True
     assert "logprobs" not in wire.chat_request("m", "data:image/png;base64,AA==", None)
-    assert OpenAIOptions().logprobs is True
-    assert OpenAIOptions.coerce({"logprobs": False}).logprobs is False
+    # Off by default: hpdparse serve refuses logprobs (it does not answer them yet).
+    assert OpenAIOptions().logprobs is False
+    assert OpenAIOptions.coerce({"logprobs": True}).logprobs is True
 
 
 def test_an_answer_with_logprobs_is_cut_into_blocks() -> None:
