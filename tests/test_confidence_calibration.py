@@ -9,9 +9,9 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hpdparse.engines import create_engine  # noqa: E402
-from hpdparse.engines.base import EngineConfig  # noqa: E402
-from tests.tinymodel import calibration  # noqa: E402
+from hpdparse.engines import create_engine
+from hpdparse.engines.base import EngineConfig
+from tests.tinymodel import calibration
 
 FLOOR = 0.75
 LEVEL = "L3"

@@ -1,6 +1,6 @@
-"""The openai engine asks for `logprobs: true` (with `--engine-option logprobs=true`) and turns the answer's
-`choices[0].logprobs.content` (the OpenAI shape, which stock `vllm serve` gives) into the page's
-block log-probabilities; an answer without them gives none."""
+"""The openai engine asks for `logprobs: true` (`--engine-option logprobs=true`) and turns the
+answer's `choices[0].logprobs.content` (the OpenAI shape, which stock `vllm serve` gives) into
+the page's block log-probabilities; an answer without them gives none."""
 
 from __future__ import annotations
 
