@@ -4,7 +4,7 @@ degraded sample pages (tests/tinymodel/calibration.py), which the tiny model rea
 block is right and none is flagged at the default --flag-below.
 
 What the scores do NOT reach on this checkpoint: ranking wrong blocks below right ones on
-heavily degraded pages (benchmarks/bench_confidence.py: ROC AUC 0.56 at level L4, where 64% of
+heavily degraded pages (benchmarks/bench_confidence.py: ROC AUC 0.56 at level L4, where 49% of
 the blocks are wrong; the goal is 0.85). The tiny model memorised six pages and misreads
 confidently; see the README's Confidence section. No AUROC floor is enforced for that reason."""
 
