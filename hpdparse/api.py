@@ -18,6 +18,7 @@ from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import DEFAULT_ENGINE, create_engine
 from hpdparse.errors import EngineError
 from hpdparse.export.files import check_export_options
+from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.remote import is_url, output_location, set_storage_options
@@ -33,6 +34,7 @@ from hpdparse.runner.settings import (
 )
 from hpdparse.sources.discover import discover_inputs
 from hpdparse.sources.page_ranges import parse_page_ranges
+from hpdparse.store.confidence_report import apply_thresholds
 from hpdparse.store.report import DocumentReport, RunReport
 
 if TYPE_CHECKING:
@@ -70,6 +72,8 @@ def convert(
     ray_actors: int = 0,
     ray_cpus_per_actor: float | None = None,
     storage_options: Mapping[str, Any] | None = None,
+    flag_below: float | None = DEFAULT_FLAG_BELOW,
+    fail_below: float | None = None,
 ) -> RunReport:
     """Convert PDF and image files (files, folders, glob patterns) into `output_dir/<stem>/`.
 
@@ -95,6 +99,9 @@ def convert(
     Inputs, `output_dir` and `report_path` may be URLs (s3://bucket/prefix/, gs://, az://,
     https://) with the matching extra installed; `storage_options` go to their fsspec file
     systems (credentials, endpoint_url...) and are never written anywhere.
+
+    `flag_below` lists the pages whose confidence is below it in the report; with `fail_below`,
+    such pages count as failed (hpdparse/store/confidence_report.py).
 
     Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
@@ -144,6 +151,7 @@ def convert(
             recursive=recursive,
             report_path=report_path,
             progress=progress,
+            thresholds=(flag_below, fail_below),
         )
     owns_engine = isinstance(engine, str)
     if isinstance(engine, str):
@@ -156,6 +164,7 @@ def convert(
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     converter = Converter(engine, settings, progress, start_engine=owns_engine)
     report = converter.run(sources, errors)
+    apply_thresholds(report, flag_below, fail_below)
     if report_path is not None:
         report.write(report_path)
     return report
@@ -175,6 +184,7 @@ def _convert_on_ray(
     recursive: bool,
     report_path: str | Path | None,
     progress: Progress | None,
+    thresholds: tuple[float | None, float | None],
 ) -> RunReport:
     # Imported here: plain convert never loads the Ray runner (nor Ray).
     from hpdparse.runner.ray.driver import RayConverter
@@ -206,6 +216,7 @@ def _convert_on_ray(
         raise
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     report = converter.run(sources, errors)
+    apply_thresholds(report, *thresholds)
     if report_path is not None:
         report.write(report_path)
     return report
@@ -231,6 +242,8 @@ def render(
     layout: bool = False,
     report_path: str | Path | None = None,
     progress: Progress | None = None,
+    flag_below: float | None = DEFAULT_FLAG_BELOW,
+    fail_below: float | None = None,
 ) -> RunReport:
     """Rebuild `.md`, `.json` and `images/` of converted document folders from their `raw/`
     pages and their source file (path recorded in `raw/document.json`), without a model;
@@ -239,6 +252,7 @@ def render(
     check_export_options(options)
     folders = [output_location(d) for d in doc_dirs]
     report = render_folders(folders, options, password, progress, layout=layout)
+    apply_thresholds(report, flag_below, fail_below)
     if report_path is not None:
         report.write(report_path)
     return report

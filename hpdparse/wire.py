@@ -115,9 +115,11 @@ def chat_request(
     max_tokens: int | None = None,
     temperature: float = 0.0,
     stream: bool = False,
+    logprobs: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The request body for one page: the image, then the instruction (if any)."""
+    """The request body for one page: the image, then the instruction (if any); `logprobs`
+    asks for each chosen token's log-probability."""
     content: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": image_url}}]
     if prompt:
         content.append({"type": "text", "text": prompt})
@@ -128,6 +130,8 @@ def chat_request(
     }
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
+    if logprobs:
+        body["logprobs"] = True
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
@@ -327,6 +331,8 @@ class Completion:
     content: str
     finish_reason: str | None
     usage: dict[str, Any]
+    # (token, log-probability) of each chosen token, when the answer has them
+    logprobs: list[tuple[str, float]] | None = None
 
 
 def read_completion(data: Any) -> Completion:
@@ -340,8 +346,29 @@ def read_completion(data: Any) -> Completion:
         raise NotACompletion(f"answer has no text content: {_clip(message)}")
     usage = data.get("usage")
     return Completion(
-        content, choices[0].get("finish_reason"), usage if isinstance(usage, dict) else {}
+        content,
+        choices[0].get("finish_reason"),
+        usage if isinstance(usage, dict) else {},
+        read_logprobs(choices[0].get("logprobs")),
     )
+
+
+def read_logprobs(data: Any) -> list[tuple[str, float]] | None:
+    """The ``logprobs.content`` of a choice as (token, log-probability) pairs; None when absent
+    or not of that shape."""
+    content = data.get("content") if isinstance(data, dict) else None
+    if not isinstance(content, list):
+        return None
+    pairs = []
+    for item in content:
+        token = item.get("token") if isinstance(item, dict) else None
+        value = item.get("logprob") if isinstance(item, dict) else None
+        if not isinstance(token, str) or isinstance(value, bool):
+            return None
+        if not isinstance(value, (int, float)):
+            return None
+        pairs.append((token, float(value)))
+    return pairs
 
 
 # ---------------------------------------------------------------------------------- models

@@ -25,6 +25,7 @@ from hpdparse.commands.serve import serve_command
 from hpdparse.engines import registry
 from hpdparse.engines.openai.options import DEFAULT_SERVER
 from hpdparse.errors import HpdparseError
+from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.protocol import DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.progress import make_progress
@@ -101,6 +102,19 @@ def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..
             "-v", "--verbose", is_flag=True, help="Print more (and tracebacks of bugs)."
         )(f)
         f = click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")(f)
+        f = click.option(
+            "--flag-below",
+            type=click.FloatRange(0, 1),
+            default=DEFAULT_FLAG_BELOW,
+            show_default=True,
+            help="List the pages whose confidence is below this in the summary and the report.",
+        )(f)
+        f = click.option(
+            "--fail-below",
+            type=click.FloatRange(0, 1),
+            default=None,
+            help="Pages whose confidence is below this count as failed (exit code 1).",
+        )(f)
         return click.option(
             "--report",
             "report_path",
@@ -285,6 +299,8 @@ def convert(**kw: Any) -> None:
             ray=kw["ray_address"],
             ray_actors=kw["ray_actors"],
             ray_cpus_per_actor=kw["ray_cpus_per_actor"],
+            flag_below=kw["flag_below"],
+            fail_below=kw["fail_below"],
         )
     except KeyboardInterrupt:
         progress.close()
@@ -330,6 +346,8 @@ def render(**kw: Any) -> None:
             layout=kw["layout"],
             report_path=kw["report_path"],
             progress=progress,
+            flag_below=kw["flag_below"],
+            fail_below=kw["fail_below"],
         )
     except (HpdparseError, ValueError, OSError) as exc:
         progress.close()

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 from PIL import Image
 
 from hpdparse.engines.options import EngineOptions
+from hpdparse.hpd.logprobs import PageLogprobs
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.hpd.protocol import FINISH_ERROR as FINISH_ERROR  # re-exported: PageResult's values
 from hpdparse.hpd.protocol import FINISH_LENGTH as FINISH_LENGTH
@@ -115,6 +116,8 @@ class PageResult:
     # Engine statistics, all optional: decoding_steps, forks, child_tokens, cached_tokens,
     # drafted_tokens, accepted_tokens, retries ...
     stats: dict[str, int | float] = field(default_factory=dict)
+    # The chosen tokens' log-probabilities by block (None when the engine or server gave none).
+    logprobs: PageLogprobs | None = None
 
     @property
     def ok(self) -> bool:
@@ -129,6 +132,7 @@ class PageResult:
             self.output_tokens,
             round(self.seconds, 3),
             self.stats,
+            self.logprobs,
         )
 
 
@@ -143,6 +147,9 @@ class DecodeRecord:
     output_tokens: int = 0
     seconds: float = 0.0
     stats: dict[str, int | float] = field(default_factory=dict)
+    # The chosen tokens' log-probabilities by block (hpd/logprobs.py); None when the engine or
+    # server gave none, or the page was saved before they were recorded (confidence null).
+    logprobs: PageLogprobs | None = None
 
 
 def cancelled_result(key: Hashable, prompt_tokens: int = 0, seconds: float = 0.0) -> PageResult:

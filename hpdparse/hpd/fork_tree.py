@@ -52,6 +52,8 @@ class Branch:
     fork_at: int | None = None  # children: the parent's output position of their <FORK>
     tokens: list[int] = field(default_factory=list)
     finish_reason: str | None = None  # None while decoding
+    # The log-probability of each of `tokens` when the engine reports them (same length then).
+    logprobs: list[float] = field(default_factory=list)
 
     @property
     def is_child(self) -> bool:
@@ -99,13 +101,21 @@ class ForkTree:
         assert child.fork_at is not None
         return self.prompt_len + child.fork_at + 1
 
-    def absorb(self, branch: Branch, new_tokens: Iterable[int]) -> list[Branch]:
-        """Append a branch's new tokens; return the children its ``<FORK>``s started, in fork
-        order (a child with no room to decode is among them, already finished)."""
+    def absorb(
+        self,
+        branch: Branch,
+        new_tokens: Iterable[int],
+        logprobs: Iterable[float] | None = None,
+    ) -> list[Branch]:
+        """Append a branch's new tokens (and their log-probabilities, when the engine has them);
+        return the children its ``<FORK>``s started, in fork order (a child with no room to
+        decode is among them, already finished)."""
         if branch.finished:
             raise ValueError(f"branch {branch.index} is finished; it takes no more tokens")
         start = len(branch.tokens)
         branch.tokens.extend(new_tokens)
+        if logprobs is not None:
+            branch.logprobs.extend(logprobs)
         if branch.is_child or not self.forks:
             return []
         born = []
@@ -152,6 +162,15 @@ class ForkTree:
         """The page's spliced tokens: final once `done`; before that, the settled prefix."""
         return self._splice(_SpliceCursor())
 
+    def logprobs(self) -> list[float] | None:
+        """The log-probability of each of `tokens()` (a spliced ``<CHILD>`` has its ``<FORK>``'s),
+        or None when some branch's tokens came without them."""
+        if any(len(b.logprobs) != len(b.tokens) for b in self.branches):
+            return None
+        values: list[float] = []
+        self._splice(_SpliceCursor(), values)
+        return values
+
     def take_settled(self) -> list[int]:
         """The tokens that joined the settled prefix since the last call.
 
@@ -161,8 +180,9 @@ class ForkTree:
         concatenated, are exactly `tokens()`."""
         return self._splice(self._settled)
 
-    def _splice(self, cursor: _SpliceCursor) -> list[int]:
-        """Advance `cursor` through the splice as far as it is settled; return what it passed.
+    def _splice(self, cursor: _SpliceCursor, logprobs: list[float] | None = None) -> list[int]:
+        """Advance `cursor` through the splice as far as it is settled; return what it passed
+        (and append the passed tokens' log-probabilities to `logprobs` when given).
 
         The one splice: `tokens()` runs a fresh cursor through it, `take_settled()` the tree's
         own, so the streamed tokens and the final ones cannot differ."""
@@ -173,6 +193,8 @@ class ForkTree:
                 child = cursor.child
                 end = self._output_end(child.tokens)
                 out.extend(child.tokens[cursor.child_pos : end])
+                if logprobs is not None:
+                    logprobs.extend(child.logprobs[cursor.child_pos : end])
                 cursor.child_pos = end
                 if not child.finished:
                     return out
@@ -180,6 +202,8 @@ class ForkTree:
             end = self._output_end(parent)
             while cursor.parent_pos < end:
                 token = parent[cursor.parent_pos]
+                if logprobs is not None:
+                    logprobs.append(self.parent.logprobs[cursor.parent_pos])
                 cursor.parent_pos += 1
                 if token == self._fork_id and self.forks:
                     out.append(self._child_id)

@@ -10,7 +10,12 @@ from hpdparse.markdown.records import DocumentRecord, PageRecord
 SCHEMA_VERSION = 1
 
 
-def page_json(page: PageRecord, flags: list[str], blocks: list[dict[str, Any]]) -> dict[str, Any]:
+def page_json(
+    page: PageRecord,
+    flags: list[str],
+    blocks: list[dict[str, Any]],
+    confidence: float | None = None,
+) -> dict[str, Any]:
     geometry, decode = page.geometry, page.decode
     return {
         "number": page.number,
@@ -28,6 +33,7 @@ def page_json(page: PageRecord, flags: list[str], blocks: list[dict[str, Any]]) 
         "seconds": decode.seconds,
         "stats": dict(decode.stats),
         "flags": list(flags),
+        "confidence": round(confidence, 4) if confidence is not None else None,
         "blocks": blocks,
     }
 

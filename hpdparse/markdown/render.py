@@ -12,6 +12,7 @@ from typing import Any
 from hpdparse.hpd.labels import ROLE_TITLE
 from hpdparse.hpd.stream import parse_page, valid_text
 from hpdparse.markdown.build import PageBuilder
+from hpdparse.markdown.confidence import add_to_blocks, scored_page
 from hpdparse.markdown.formulas import display_math, with_tag
 from hpdparse.markdown.headings import assign_levels, heading_markdown, numbering
 from hpdparse.markdown.json_export import document_json, page_json
@@ -98,8 +99,10 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
     blocks_by_ref: dict[tuple[int, int], dict[str, Any]] = {}
 
     for page in doc.pages:
+        parsed = parse_page(page.raw or "", page.decode.finish_reason)
+        scores, confidence = scored_page(page, parsed)
         if options.page_markers:
-            units.append(Unit(COMMENT, page.number, None, text=_marker(page)))
+            units.append(Unit(COMMENT, page.number, None, text=_marker(page, confidence)))
         if page.status == PAGE_FAILED:
             reason = page.error or page.decode.finish_reason or "unknown error"
             units.append(
@@ -107,7 +110,6 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
             )
             pages_json.append(page_json(page, [], []))
             continue
-        parsed = parse_page(page.raw or "", page.decode.finish_reason)
         builder = PageBuilder(page, parsed, options.images, dollar)
         try:
             builder.build()
@@ -124,7 +126,8 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
         for note in builder.notes():
             units.append(Unit(COMMENT, page.number, None, text=note))
         crops.extend(ImageCrop(name, page.number, box) for name, box in builder.crops)
-        pages_json.append(page_json(page, parsed.flags, builder.blocks_json))
+        add_to_blocks(builder.blocks_json, scores)
+        pages_json.append(page_json(page, parsed.flags, builder.blocks_json, confidence))
         for block in builder.blocks_json:
             blocks_by_ref[(page.number, block["index"])] = block
 
@@ -233,8 +236,11 @@ def comment(text: str) -> str:
     return f"<!-- {body} -->"
 
 
-def _marker(page: PageRecord) -> str:
+def _marker(page: PageRecord, confidence: float | None) -> str:
+    marker = f"page {page.number}"
     label = page.geometry.label
     if label and label != str(page.number):
-        return f"page {page.number} (label {label})"
-    return f"page {page.number}"
+        marker += f" (label {label})"
+    if confidence is not None:
+        marker += f" (confidence {confidence:.2f})"
+    return marker

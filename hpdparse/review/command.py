@@ -9,8 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpdparse.errors import HpdparseError, OutputError
+from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.review.document_page import document_json, page_views
-from hpdparse.review.index import IndexRow, index_row, totals
+from hpdparse.review.index import IndexRow, by_confidence, index_row, totals
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.review.templates import render
 from hpdparse.sources.rasterize import close_cached_documents
@@ -98,7 +99,12 @@ def review(
         close_cached_documents()
     if result.index is not None:
         html = render(
-            "index.html", script=None, out=str(out.absolute()), rows=rows, totals=totals(rows)
+            "index.html",
+            script=None,
+            out=str(out.absolute()),
+            rows=by_confidence(rows),
+            totals=totals(rows),
+            flag_below=DEFAULT_FLAG_BELOW,
         )
         atomic_write_text(result.index, html)
     result.seconds = time.monotonic() - started

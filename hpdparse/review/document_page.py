@@ -11,6 +11,7 @@ from typing import Any
 from markupsafe import Markup
 
 from hpdparse.errors import HpdparseError
+from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.labels import PAGE_FURNITURE
 from hpdparse.markdown.assemble import assemble_record
 from hpdparse.markdown.render import RenderOptions, render_document
@@ -22,6 +23,7 @@ from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.outputs import DocumentOutput, checked_source
 
 MAX_RAW_CHARS = 200_000
+CONFIDENT = 0.9  # blocks above it are drawn as confident
 PLACEHOLDER_SIZE = (1000, 1414)  # a page whose size is unknown (failed, no source)
 
 
@@ -35,6 +37,8 @@ class BoxView:
     height: int
     index: int
     container: bool
+    confidence: str = "conf-none"  # css class: conf-low, conf-mid, conf-high, conf-none
+    confidence_text: str = ""
 
 
 @dataclass
@@ -49,6 +53,8 @@ class BlockView:
     flags: list[str]
     furniture: bool
     boxed: bool
+    confidence: str = "conf-none"
+    confidence_text: str = ""
 
 
 @dataclass
@@ -129,6 +135,8 @@ def _block_views(doc_dir: Path, page: dict[str, Any], keep_headers: bool) -> lis
                 flags=[str(f) for f in block.get("flags") or []],
                 furniture=role in PAGE_FURNITURE,
                 boxed=bool(block.get("bbox_px")),
+                confidence=confidence_class(block.get("confidence")),
+                confidence_text=confidence_text(block.get("confidence")),
             )
         )
     return views
@@ -151,6 +159,8 @@ def _box_views(page: dict[str, Any]) -> list[BoxView]:
                 max(y2 - y1, 1),
                 int(block["index"]),
                 is_container(block),
+                confidence_class(block.get("confidence")),
+                confidence_text(block.get("confidence")),
             )
         )
     return boxes
@@ -221,3 +231,16 @@ def page_views(
             )
         )
     return views, problems
+
+
+def confidence_class(value: Any) -> str:
+    """The colour band of a confidence: below the default --flag-below, below 0.9, above."""
+    if not isinstance(value, (int, float)):
+        return "conf-none"
+    if value < DEFAULT_FLAG_BELOW:
+        return "conf-low"
+    return "conf-mid" if value < CONFIDENT else "conf-high"
+
+
+def confidence_text(value: Any) -> str:
+    return f"confidence {value:.2f}" if isinstance(value, (int, float)) else ""

@@ -26,6 +26,13 @@ class IndexRow:
     files: list[tuple[str, str]]  # (name, link)
     failures: list[str] = field(default_factory=list)  # "page 3: reason"
     note: str | None = None
+    # the least confident pages (number, confidence), lowest first; empty without confidence
+    lowest: list[tuple[int, float]] = field(default_factory=list)
+
+    @property
+    def confidence(self) -> float | None:
+        """The document's lowest page confidence (None: no page has one)."""
+        return self.lowest[0][1] if self.lowest else None
 
 
 def _link(out: Path, path: Path) -> str:
@@ -62,7 +69,23 @@ def index_row(
         files=files,
         failures=failures,
         note=doc.problem,
+        lowest=_lowest_pages(pages),
     )
+
+
+def _lowest_pages(pages: list[dict[str, Any]], count: int = 3) -> list[tuple[int, float]]:
+    scored = [
+        (int(p["number"]), float(p["confidence"]))
+        for p in pages
+        if isinstance(p.get("confidence"), (int, float))
+    ]
+    return sorted(scored, key=lambda item: (item[1], item[0]))[:count]
+
+
+def by_confidence(rows: list[IndexRow]) -> list[IndexRow]:
+    """The rows, least confident document first (documents without confidence last, in their
+    order)."""
+    return sorted(rows, key=lambda r: (r.confidence is None, r.confidence or 0.0))
 
 
 def totals(rows: list[IndexRow]) -> dict[str, int]:

@@ -62,6 +62,9 @@ def finish_document(
         return FinishedDocument(written=False, status=STATUS_FAILED, error=first)
     rendered = render_document(record, options)
     exports = build_exports(rendered, options)
+    report.page_confidence = {
+        p["number"]: p["confidence"] for p in rendered.json["pages"] if p["confidence"] is not None
+    }
     folder.remove_markdown(state.stem)
     folder.remove_exports(state.stem)
     folder.remove_images()

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpdparse.engines.base import DecodeRecord, EngineInfo, ReuseKey
+from hpdparse.hpd.logprobs import PageLogprobs
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.atomic import sha256_text
 
@@ -30,8 +31,10 @@ class RawPageMeta:
     decode: DecodeRecord
 
     def to_json(self) -> dict[str, Any]:
+        """The metadata object; "logprobs" only when the page has them (a page without them is
+        written as before they were recorded)."""
         info, geometry, decode = self.info, self.geometry, self.decode
-        return {
+        data = {
             "page": self.page,
             "engine": info.engine,
             "model": info.model,
@@ -52,6 +55,9 @@ class RawPageMeta:
             "seconds": decode.seconds,
             "stats": decode.stats,
         }
+        if decode.logprobs is not None:
+            data["logprobs"] = decode.logprobs.to_json()
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> RawPageMeta:
@@ -78,6 +84,7 @@ class RawPageMeta:
                 output_tokens=int(get("output_tokens") or 0),
                 seconds=float(get("seconds") or 0.0),
                 stats=dict(get("stats") or {}),
+                logprobs=PageLogprobs.from_json(get("logprobs")),
             ),
         )
 

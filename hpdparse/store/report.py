@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from hpdparse.remote import is_url
 from hpdparse.store.atomic import atomic_write_json, json_bytes
+from hpdparse.store.confidence_report import flagged_pages, lowest_pages, summary_line
 from hpdparse.store.statuses import (
     REPORT_STATUSES,
     STATUS_CONVERTED,
@@ -54,9 +55,13 @@ class DocumentReport:
     seconds: float = 0.0
     prompt_tokens: int = 0
     output_tokens: int = 0
+    # page -> confidence (hpd/confidence.py), for the pages that have one
+    page_confidence: dict[int, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        del data["page_confidence"]
+        data["lowest_confidence_pages"] = lowest_pages(self)
         data["failed_pages"] = {str(k): v for k, v in sorted(self.failed_pages.items())}
         data["seconds"] = round(self.seconds, 3)
         return data
@@ -117,6 +122,8 @@ class RunReport:
     interrupted: bool = False
     engine_error: str | None = None
     cluster: ClusterReport | None = None  # `convert --ray` only
+    flag_below: float | None = None  # pages below it are listed (store/confidence_report.py)
+    fail_below: float | None = None  # pages below it were made failed pages
 
     def count(self, status: str) -> int:
         return sum(1 for d in self.documents if d.status == status)
@@ -183,6 +190,9 @@ class RunReport:
             "output_tokens_per_second": round(self.output_tokens_per_second, 1),
             "totals": totals,
             "engine_stats": {k: self.stats[k] for k in sorted(self.stats)},
+            "flag_below": self.flag_below,
+            "fail_below": self.fail_below,
+            "flagged_pages": flagged_pages(self),
             "documents": [d.to_json() for d in self.documents],
             **({"ray": self.cluster.to_json()} if self.cluster is not None else {}),
         }
@@ -289,7 +299,7 @@ def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = 
         if hidden:
             console.print(f"... and {hidden} more that need attention (see --report)")
         console.print(_totals_line(report), highlight=False)
-        for line in (_stats_line(report), _cluster_line(report)):
+        for line in (_stats_line(report), _cluster_line(report), summary_line(report)):
             if line:
                 console.print(line, highlight=False)
         return
@@ -298,6 +308,6 @@ def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = 
     if hidden:
         print(f"... and {hidden} more that need attention (see --report)", file=stream)
     print(_totals_line(report), file=stream)
-    for line in (_stats_line(report), _cluster_line(report)):
+    for line in (_stats_line(report), _cluster_line(report), summary_line(report)):
         if line:
             print(line, file=stream)

@@ -65,12 +65,14 @@ from hpdparse.engines.openai.options import API_KEY_VARIABLE, OpenAIOptions
 from hpdparse.engines.openai.page_png import encode_page_png
 from hpdparse.engines.options import EngineOptions
 from hpdparse.errors import EngineError
-from hpdparse.hpd.protocol import DEFAULT_MODEL, ENDOFTEXT, IM_END, instruction
+from hpdparse.hpd.logprobs import PageLogprobs
+from hpdparse.hpd.protocol import BLOCK, CHILD, DEFAULT_MODEL, ENDOFTEXT, FORK, IM_END, instruction
 
 log = logging.getLogger(__name__)
 
 _ERROR_FINISH_REASONS = {"abort", "content_filter"}
 _STOP_TOKENS = (IM_END, ENDOFTEXT)
+_MARKERS = frozenset({CHILD, FORK})
 _MAX_MESSAGE_CHARS = 300
 _CHECK_TIMEOUT = 30.0
 
@@ -225,6 +227,7 @@ class OpenAIEngine(Engine):
             self.prompt,
             max_tokens=self.config.max_tokens,
             temperature=0,
+            logprobs=self.options.logprobs,
             extra=self._extra_body,
         )
         return json.dumps(body).encode("ascii")
@@ -342,7 +345,7 @@ class OpenAIEngine(Engine):
         self, key: Hashable, response: httpx.Response, retries: int, seconds: float
     ) -> PageResult:
         try:
-            text, finish_reason, usage = _read_completion(response)
+            text, finish_reason, usage, pairs = _read_completion(response)
         except wire.NotACompletion as error:
             return self._error(key, f"server {self.server}: {error}", retries, seconds)
         if finish_reason in _ERROR_FINISH_REASONS:
@@ -362,10 +365,26 @@ class OpenAIEngine(Engine):
             output_tokens=_count(usage, "completion_tokens"),
             seconds=seconds,
             stats={"retries": retries},
+            logprobs=_page_logprobs(pairs),
         )
 
 
-def _read_completion(response: httpx.Response) -> tuple[str, str | None, dict[str, Any]]:
+def _page_logprobs(pairs: list[tuple[str, float]] | None) -> PageLogprobs | None:
+    """The answer's token log-probabilities cut into blocks by their token texts (stop tokens
+    at the end left out, as they are from the text)."""
+    if not pairs:
+        return None
+    while pairs and pairs[-1][0] in _STOP_TOKENS:
+        pairs = pairs[:-1]
+    tokens = [token for token, _ in pairs]
+    return PageLogprobs.split(
+        tokens, [value for _, value in pairs], lambda t: t == BLOCK, _MARKERS.__contains__
+    )
+
+
+def _read_completion(
+    response: httpx.Response,
+) -> tuple[str, str | None, dict[str, Any], list[tuple[str, float]] | None]:
     try:
         data = response.json()
     except ValueError:
@@ -373,7 +392,7 @@ def _read_completion(response: httpx.Response) -> tuple[str, str | None, dict[st
             f"answer is not JSON: {_one_line(response.text, 80) or '(empty body)'}"
         ) from None
     answer = wire.read_completion(data)
-    return answer.content, answer.finish_reason, answer.usage
+    return answer.content, answer.finish_reason, answer.usage, answer.logprobs
 
 
 def _count(usage: dict[str, Any], field: str) -> int:

@@ -38,6 +38,12 @@ class OpenAIOptions(EngineOptions):
         example="extra_body='{\"skip_special_tokens\": false}'",
     )
     api_key: str | None = option(None, f"else ${API_KEY_VARIABLE}", example="api_key=...")
+    logprobs: bool = option(
+        False,
+        "ask for the chosen tokens' log-probabilities, for the confidence scores (stock vllm "
+        "serve answers them; hpdparse serve does not yet)",
+        example="logprobs=true",
+    )
     retry_backoff: float = option(
         0.5, "first pause before a retry, seconds, doubling", bound="non-negative"
     )

@@ -77,6 +77,7 @@ class PageDecode:
     finish_reason: str
     prompt_tokens: int
     stats: dict[str, int] = field(default_factory=dict)
+    logprobs: list[float] | None = None  # of each of token_ids, from the logits that chose it
 
 
 class _Branch:
@@ -192,6 +193,7 @@ class HpdDecoder:
         return PageDecode(
             key=page.job.key,
             token_ids=tree.tokens(),
+            logprobs=tree.logprobs(),
             finish_reason=tree.finish_reason,
             prompt_tokens=len(page.job.prompt_ids),
             stats={
@@ -237,7 +239,8 @@ class HpdDecoder:
             self._keep(b, len(p.job.prompt_ids))
             last = h[len(p.job.prompt_ids) - 1]
             b.hidden = last
-            self._produce(b, int(self.model.logits(last).argmax()), b.length)
+            token, logprob = _chosen(self.model.logits(last[None]))
+            self._produce(b, token[0], logprob[0], b.length)
 
     def _advance(self, branches: list[_Branch]) -> None:
         opts = self.options
@@ -259,7 +262,7 @@ class HpdDecoder:
                 pages_seen.add(id(b.page))
                 b.page.steps += 1
             n = len(d) + 1
-            greedy = self.model.logits(h[:n]).argmax(-1).tolist()
+            greedy, logprobs = _chosen(self.model.logits(h[:n]))
             accepted = 0
             while accepted < len(d) and d[accepted] == greedy[accepted]:
                 accepted += 1
@@ -274,7 +277,7 @@ class HpdDecoder:
                 if b.done:
                     break
                 b.hidden = h[i]
-                self._produce(b, greedy[i], first + i)
+                self._produce(b, greedy[i], logprobs[i], first + i)
 
     def _draft(self, branches: list[_Branch]) -> dict[int, list[int]]:
         opts = self.options
@@ -298,8 +301,9 @@ class HpdDecoder:
         table = torch.stack(out, dim=1).tolist()
         return {id(b): table[i][: budgets[i]] for i, b in enumerate(branches)}
 
-    def _produce(self, b: _Branch, token: int, position: int) -> None:
-        """Record a token the branch produced; `position` is where it will be fed."""
+    def _produce(self, b: _Branch, token: int, logprob: float, position: int) -> None:
+        """Record a token the branch produced (and its log-probability); `position` is where it
+        will be fed."""
         opts = self.options
         tree = b.page.tree
         if token in self.ids.stop:
@@ -307,7 +311,7 @@ class HpdDecoder:
             return
         # A <FORK> of the parent starts a child (born finished, and without a cache, when its
         # <CHILD> would fill the last position: the tree knows the prompt and the context).
-        for child in tree.absorb(b.node, [token]):
+        for child in tree.absorb(b.node, [token], [logprob]):
             if not child.finished:
                 b.page.children.append(_Branch(b.page, child, b.prefix_until(position)))
         if len(b.tokens) >= self._max_tokens(b) or position + 1 >= opts.max_model_len:
@@ -374,3 +378,11 @@ class HpdDecoder:
             b._new_k = [k[i] for k in cache.new_k]
             b._new_v = [v[i] for v in cache.new_v]
         return [out[i, : lengths[i]] for i in range(bsz)]
+
+
+def _chosen(logits: torch.Tensor) -> tuple[list[int], list[float]]:
+    """The greedy token of each row of `logits` and its log-probability (in float32: the same
+    figure whatever the model's dtype rounds the logits to)."""
+    tokens = logits.argmax(-1)
+    logprobs = torch.log_softmax(logits.float(), dim=-1).gather(-1, tokens[:, None])[:, 0]
+    return tokens.tolist(), logprobs.tolist()

@@ -28,6 +28,7 @@ from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.torch.options import TorchOptions
 from hpdparse.errors import EngineError
+from hpdparse.hpd.logprobs import PageLogprobs
 
 DTYPES = ("float32", "bfloat16", "float16")
 _END = object()
@@ -144,6 +145,7 @@ class TorchEngine(LocalEngine):
         except ValueError as exc:
             raise EngineError(f"torch engine: {exc}") from None
         self._decoder = HpdDecoder(self._model, ids, options)
+        self._ids = ids
 
     def close(self) -> None:
         self._model = self._decoder = None
@@ -234,6 +236,7 @@ class TorchEngine(LocalEngine):
             output_tokens=stats["parent_tokens"] + stats["child_tokens"],
             seconds=time.monotonic() - x.started,
             stats=stats,
+            logprobs=PageLogprobs.of_ids(decoded.token_ids, decoded.logprobs, self._ids),
         )
 
 

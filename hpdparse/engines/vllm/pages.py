@@ -27,6 +27,7 @@ from typing import Any
 from hpdparse.engines.base import PageResult
 from hpdparse.engines.vllm.mtp import spec_decode_counts
 from hpdparse.hpd.fork_tree import Branch, ForkTokenIds, ForkTree
+from hpdparse.hpd.logprobs import PageLogprobs
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,9 @@ class PageInFlight:
                 end = last
         return steps
 
-    def result(self, detokenize: Callable[[list[int]], str]) -> PageResult:
+    def result(self, detokenize: Callable[[list[int]], str], ids: Any) -> PageResult:
+        """The page's result; `ids` are the protocol's token ids (cut the log-probabilities into
+        blocks)."""
         tree = self.tree
         spliced = tree.tokens()
         parent, *children = self.requests
@@ -154,6 +157,7 @@ class PageInFlight:
             output_tokens=len(spliced),  # stop tokens not counted, as in the torch engine
             seconds=time.perf_counter() - self.started,
             stats=stats,
+            logprobs=PageLogprobs.of_ids(spliced, tree.logprobs(), ids),
         )
 
 

@@ -198,6 +198,7 @@ class PageScheduler:
             output_kind=RequestOutputKind.DELTA if every_step else RequestOutputKind.FINAL_ONLY,
             detokenize=False,
             skip_special_tokens=False,
+            logprobs=0,  # the chosen token's log-probability only (for the confidence scores)
         )
 
     # -------------------------------------------------------------------------------- children
@@ -271,7 +272,7 @@ class PageScheduler:
             page.stream()
         for page in finished:
             self._pages_in_flight -= 1
-            yield page.result(self._detokenize)
+            yield page.result(self._detokenize, self._prompt.token_ids)
 
     def _absorb(self, request: BranchRequest, output: Any) -> bool:
         """One request's output of a step; True when it finished its page."""
@@ -282,7 +283,8 @@ class PageScheduler:
         page = request.page
         if output.num_cached_tokens:
             request.cached_tokens = max(request.cached_tokens, output.num_cached_tokens)
-        for child in page.tree.absorb(request.branch, new_tokens):
+        logprobs = chosen_logprobs(new_tokens, completion.logprobs)
+        for child in page.tree.absorb(request.branch, new_tokens, logprobs):
             self._fork(request, child)
         if not finished:
             return False
@@ -299,3 +301,15 @@ class PageScheduler:
         was closed first (its requests went with it)."""
         if self._requests and self._engine_started():
             self._llm.abort_request(list(self._requests))
+
+
+def chosen_logprobs(tokens: Any, logprobs: Any) -> list[float] | None:
+    """The log-probability of each of `tokens` from a completion's `logprobs` (one entry per
+    token, mapping token id -> Logprob: a list of dicts, or vLLM's FlatLogprobs); None when the
+    completion has none for them."""
+    if logprobs is None or len(logprobs) != len(tokens):
+        return None
+    try:
+        return [float(logprobs[i][token].logprob) for i, token in enumerate(tokens)]
+    except (KeyError, IndexError, TypeError):
+        return None

@@ -64,4 +64,10 @@
       document.body.classList.toggle("no-boxes", !toggle.checked);
     });
   }
+  var byConfidence = document.getElementById("by-confidence");
+  if (byConfidence) {
+    byConfidence.addEventListener("change", function () {
+      document.body.classList.toggle("by-confidence", byConfidence.checked);
+    });
+  }
 })();

@@ -18,10 +18,11 @@ def test_defaults() -> None:
     assert options.api_key is None and options.extra_body == {}
 
 
-def test_engine_option_keys_are_the_four_of_before() -> None:
+def test_engine_option_keys_are_the_four_of_before_and_logprobs() -> None:
     assert OpenAIOptions.settable() == (
         "api_key",
         "extra_body",
+        "logprobs",
         "retry_backoff",
         "retry_backoff_max",
     )

@@ -1,0 +1,213 @@
+"""A calibration set for block confidence: the tiny model's sample pages, whose ground truth is
+exact per block, rendered clean and degraded until the model makes real mistakes.
+
+Degradation levels (`LEVELS`) combine a lower resolution, Gaussian blur, Gaussian noise and JPEG
+artefacts on the page image rendered at 200 dpi; each page is decoded once per level and seed
+through a real engine (`decode`). Every block with content that the model wrote is compared with
+the page's ground-truth blocks (`block_outcomes`): it is right when its text equals a ground-truth
+block's exactly; its character error rate is the edit distance to the nearest ground-truth
+block's text over that text's length. Blocks without content (images, list containers) have no
+text to check and are left out of the accuracy figures.
+"""
+
+from __future__ import annotations
+
+import io
+import random
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from PIL import Image, ImageFilter
+
+from hpdparse.engines.base import Engine, PageRequest, PageResult
+from hpdparse.hpd.confidence import BlockScore, score_segment, segment_of_blocks
+from hpdparse.hpd.stream import FLAG_NO_HEADER, parse_page
+from hpdparse.sources.open import open_source
+from tests.tinymodel.synth import load_ground_truth
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLES = REPO / "samples"
+STREAMS = REPO / "tests" / "fixtures" / "streams"
+BASE_DPI = 200
+
+
+@dataclass(frozen=True)
+class Level:
+    name: str
+    blur: float  # Gaussian blur radius, pixels at MODEL_SIDE
+    noise: float  # Gaussian noise sigma, 0-255
+    jpeg: int | None  # JPEG quality, None: no JPEG
+
+
+# The model sees a page as at most 2 x 2 tiles of 112 px (plus a thumbnail): degradations are
+# applied at about that size (longest side MODEL_SIDE), where they survive the tiling.
+MODEL_SIDE = 320
+LEVELS = (
+    Level("clean", 0.0, 0.0, None),
+    Level("L1", 0.5, 12.0, 50),
+    Level("L2", 0.8, 24.0, 30),
+    Level("L3", 1.1, 36.0, 20),
+    Level("L4", 1.4, 48.0, 12),
+    Level("L5", 1.8, 64.0, 8),
+)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One content block the model wrote, its score and whether it was right."""
+
+    level: str
+    page: tuple[str, int]
+    score: BlockScore
+    right: bool
+    cer: float
+
+
+def pages() -> dict[tuple[str, int], str]:
+    """(stem, page) -> ground-truth stream, for every sample page."""
+    return load_ground_truth(STREAMS)
+
+
+def clean_image(key: tuple[str, int]) -> Image.Image:
+    stem, page = key
+    path = SAMPLES / f"{stem}.pdf"
+    if not path.is_file():
+        path = SAMPLES / f"{stem}.png"
+    with open_source(path) as doc:
+        return doc.rasterize(page, BASE_DPI).image.convert("RGB")
+
+
+def degrade(image: Image.Image, level: Level, seed: int) -> Image.Image:
+    """The page image degraded by `level` (the noise drawn from `seed`), at the model's scale."""
+    import numpy as np
+
+    if level.name == "clean":
+        return image
+    factor = MODEL_SIDE / max(image.size)
+    out = image.resize(
+        (max(1, round(image.width * factor)), max(1, round(image.height * factor))),
+        Image.Resampling.BILINEAR,
+    )
+    if level.blur:
+        out = out.filter(ImageFilter.GaussianBlur(level.blur))
+    if level.noise:
+        pixels = np.asarray(out, dtype=np.float32)
+        noise = np.random.default_rng(seed).normal(0.0, level.noise, pixels.shape)
+        out = Image.fromarray(np.clip(pixels + noise, 0, 255).astype(np.uint8))
+    if level.jpeg is not None:
+        buffer = io.BytesIO()
+        out.save(buffer, format="JPEG", quality=level.jpeg)
+        out = Image.open(io.BytesIO(buffer.getvalue())).convert("RGB")
+    return out
+
+
+def decode(
+    engine: Engine, images: dict[object, Image.Image], max_in_flight: int = 8
+) -> dict[object, PageResult]:
+    """Decode page images on a started engine: key -> result."""
+    prepare = engine.preparer()
+    requests = (PageRequest(key, prepare(image)) for key, image in images.items())
+    return {r.key: r for r in engine.run(requests, max_in_flight)}
+
+
+def block_outcomes(
+    level: str, key: tuple[str, int], result: PageResult, truth: str
+) -> list[Outcome]:
+    """The scored content blocks of one decoded page, each judged against the ground truth."""
+    if not result.ok or result.logprobs is None:
+        return []
+    parsed = parse_page(result.text, result.finish_reason)
+    first_free = bool(parsed.blocks) and FLAG_NO_HEADER in parsed.blocks[0].flags
+    segments = segment_of_blocks(result.text, result.logprobs, first_free)
+    if not segments:
+        return []
+    expected = [b.content for b in parse_page(truth).blocks if b.content]
+    out = []
+    for block, segment in zip(parsed.blocks, segments, strict=False):
+        score = score_segment(result.logprobs.segments[segment])
+        if block.content is None or score is None or score.scored != "content":
+            continue
+        cer = min(
+            (_edit_distance(block.content, t) / max(1, len(t)) for t in expected), default=1.0
+        )
+        out.append(Outcome(level, key, score, block.content in expected, min(cer, 1.0)))
+    return out
+
+
+def _edit_distance(a: str, b: str) -> int:
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        current = [i]
+        for j, cb in enumerate(b, 1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        previous = current
+    return previous[-1]
+
+
+def run_levels(
+    engine: Engine, levels: Sequence[Level], seeds: Iterable[int], keys: Sequence | None = None
+) -> Iterator[tuple[Level, list[Outcome]]]:
+    """Decode every sample page (or `keys`) at every level and seed: each level's outcomes, as
+    soon as it is done."""
+    truth = pages()
+    keys = list(keys) if keys is not None else sorted(truth)
+    clean = {key: clean_image(key) for key in keys}
+    seeds = list(seeds)
+    for level in levels:
+        images = {
+            (key, seed): degrade(clean[key], level, seed * 7919 + keys.index(key))
+            for key in keys
+            for seed in seeds
+        }
+        outcomes: list[Outcome] = []
+        for (key, _seed), result in decode(engine, images).items():
+            outcomes.extend(block_outcomes(level.name, key, result, truth[key]))
+        yield level, outcomes
+
+
+# ------------------------------------------------------------------------------ figures
+
+
+def auroc(wrong_scores: Sequence[float], right_scores: Sequence[float]) -> float | None:
+    """P(a wrong block's confidence < a right block's), ties counting half (None when either
+    side is empty)."""
+    if not wrong_scores or not right_scores:
+        return None
+    ranked = sorted([(s, 0) for s in wrong_scores] + [(s, 1) for s in right_scores])
+    # Mann-Whitney U from ranks, ties given their mean rank.
+    rank_sum, i = 0.0, 0
+    while i < len(ranked):
+        j = i
+        while j < len(ranked) and ranked[j][0] == ranked[i][0]:
+            j += 1
+        mean_rank = (i + 1 + j) / 2
+        rank_sum += mean_rank * sum(1 for k in range(i, j) if ranked[k][1] == 1)
+        i = j
+    n_right, n_wrong = len(right_scores), len(wrong_scores)
+    return (rank_sum - n_right * (n_right + 1) / 2) / (n_right * n_wrong)
+
+
+def expected_calibration_error(outcomes: Sequence[Outcome], bins: int = 10) -> float:
+    """Mean |accuracy - confidence| over equal-width confidence bins, weighted by bin size."""
+    if not outcomes:
+        return 0.0
+    total = 0.0
+    for b in range(bins):
+        low, high = b / bins, (b + 1) / bins
+        inside = [
+            o
+            for o in outcomes
+            if low <= o.score.confidence < high or (b == bins - 1 and o.score.confidence == 1.0)
+        ]
+        if inside:
+            accuracy = sum(o.right for o in inside) / len(inside)
+            mean = sum(o.score.confidence for o in inside) / len(inside)
+            total += len(inside) * abs(accuracy - mean)
+    return total / len(outcomes)
+
+
+def shuffled(keys: Sequence, seed: int) -> list:
+    keys = list(keys)
+    random.Random(seed).shuffle(keys)
+    return keys
