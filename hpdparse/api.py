@@ -108,22 +108,8 @@ def convert(
     """
     if storage_options is not None:
         set_storage_options(dict(storage_options))
-    if dpi < 1:
-        raise ValueError(f"dpi must be positive, not {dpi}")
-    if batch_size < 1:
-        raise ValueError(f"batch size must be at least 1, not {batch_size}")
-    ranges = parse_page_ranges(pages)
-    check_export_options(render_options or RenderOptions())
-    settings = ConvertSettings(
-        output_dir=output_location(output_dir),
-        pages=ranges,
-        dpi=dpi,
-        password=password,
-        batch_size=batch_size,
-        workers=workers,
-        overwrite=overwrite,
-        render_options=render_options or RenderOptions(),
-        layout=layout,
+    settings = _convert_settings(
+        output_dir, pages, dpi, password, batch_size, workers, overwrite, render_options, layout
     )
     config = EngineConfig(
         model=model,
@@ -159,7 +145,7 @@ def convert(
             engine = create_engine(engine, config, engine_options, server=server)
         except EngineError as exc:
             if report_path is not None:
-                _engine_failure_report(inputs, recursive, str(exc)).write(Path(report_path))
+                _engine_failure_report(inputs, recursive, str(exc)).write(report_path)
             raise
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     converter = Converter(engine, settings, progress, start_engine=owns_engine)
@@ -168,6 +154,37 @@ def convert(
     if report_path is not None:
         report.write(report_path)
     return report
+
+
+def _convert_settings(
+    output_dir: str | Path,
+    pages: str | None,
+    dpi: int,
+    password: str | None,
+    batch_size: int,
+    workers: int,
+    overwrite: bool,
+    render_options: RenderOptions | None,
+    layout: bool,
+) -> ConvertSettings:
+    """`convert`'s arguments checked (ValueError, UsageError) and gathered for the runners."""
+    if dpi < 1:
+        raise ValueError(f"dpi must be positive, not {dpi}")
+    if batch_size < 1:
+        raise ValueError(f"batch size must be at least 1, not {batch_size}")
+    render_options = render_options or RenderOptions()
+    check_export_options(render_options)
+    return ConvertSettings(
+        output_dir=output_location(output_dir),
+        pages=parse_page_ranges(pages),
+        dpi=dpi,
+        password=password,
+        batch_size=batch_size,
+        workers=workers,
+        overwrite=overwrite,
+        render_options=render_options,
+        layout=layout,
+    )
 
 
 def _convert_on_ray(
@@ -212,7 +229,7 @@ def _convert_on_ray(
         )
     except EngineError as exc:
         if report_path is not None:
-            _engine_failure_report(inputs, recursive, str(exc)).write(Path(report_path))
+            _engine_failure_report(inputs, recursive, str(exc)).write(report_path)
         raise
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
     report = converter.run(sources, errors)
