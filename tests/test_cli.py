@@ -338,6 +338,6 @@ def test_misspelt_engine_option_is_one_line(srv: FakeHPDServer, tmp_path: Path) 
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines() == [
         "error: openai engine: unknown engine option retries_backoff; it takes api_key, "
-        "extra_body, retry_backoff, retry_backoff_max"
+        "extra_body, logprobs, retry_backoff, retry_backoff_max"
     ]
     assert srv.chat_count == 0
