@@ -11,6 +11,7 @@ paragraph."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from docling_core.transforms.chunker import DocChunk, HybridChunker
@@ -20,12 +21,13 @@ from docling_core.transforms.chunker.hierarchical_chunker import (
 )
 from docling_core.transforms.serializer.base import BaseDocSerializer, SerializationResult
 from docling_core.transforms.serializer.markdown import MarkdownTableSerializer
-from docling_core.types.doc import DocItemLabel, DoclingDocument, NodeItem
+from docling_core.types.doc import DocItem, DocItemLabel, DoclingDocument, NodeItem
 from pydantic import PrivateAttr
 
+from hpdparse.export.chunker import Chunk, FastChunker, Unsupported
 from hpdparse.export.docling import DoclingExport
-from hpdparse.export.pages import BlockRef, blocks_by_ref, page_geometries
-from hpdparse.export.tokenizers import load_tokenizer
+from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
+from hpdparse.export.tokenizers import load_tokenizer, token_counter
 
 # The serializer parameters that decide which items are excluded (CommonParams).
 _EXCLUSION_PARAMS = ("labels", "layers", "pages", "start_idx", "stop_idx")
@@ -94,56 +96,81 @@ def make_chunker(max_tokens: int, tokenizer: str | None) -> HybridChunker:
 
 
 def chunk_records(
-    export: DoclingExport, document_json: dict[str, Any], chunker: HybridChunker
+    export: DoclingExport,
+    document_json: dict[str, Any],
+    max_tokens: int,
+    tokenizer: str | None = None,
+    *,
+    docling_chunker: bool = False,
 ) -> list[dict[str, Any]]:
-    """The chunks of one document, as the JSON objects of `<stem>.chunks.jsonl`."""
+    """The chunks of one document, as the JSON objects of `<stem>.chunks.jsonl`. Made by our
+    chunker (`chunker.py`), identical to docling-core's HybridChunker and much faster; by
+    HybridChunker itself with `docling_chunker` or where ours does not apply."""
+    counter = load_tokenizer(tokenizer, max_tokens)
+    count = token_counter(counter)
+    chunks = None if docling_chunker else _fast_chunks(export, count, max_tokens)
+    if chunks is None:
+        chunks = [
+            Chunk(c.text, c.meta.doc_items, c.meta.headings)
+            for c in make_chunker(max_tokens, tokenizer).chunk(export.document)
+            if isinstance(c, DocChunk)
+        ]
     stem = document_json["stem"]
     pages = page_geometries(document_json)
     blocks = blocks_by_ref(document_json)
     records = []
-    for index, chunk in enumerate(chunker.chunk(export.document)):
-        assert isinstance(chunk, DocChunk)
-        items = _owned_items(chunk)
+    for index, chunk in enumerate(chunks):
+        items = _owned_items(chunk.items)
         refs: list[BlockRef] = []
         for ref in items:
             refs.extend(r for r in export.refs.get(ref, []) if r not in refs)
-        tokens = chunker.tokenizer.count_tokens(chunker.contextualize(chunk))
-        block_entries = []
-        for ref in refs:
-            grid = blocks.get(ref, {}).get("bbox")
-            page = pages.get(ref.page)
-            box = page.box(grid) if grid and page is not None else None
-            block_entries.append(
-                {
-                    "page": ref.page,
-                    "block": ref.block,
-                    "bbox": grid,
-                    "box": [round(v, 2) for v in box] if box else None,
-                    "unit": None if page is None else ("pt" if page.in_points else "px"),
-                    "confidence": None,  # filled once the run records block confidences
-                }
-            )
+        tokens = count(chunk.contextualized())
         records.append(
             {
                 "id": f"{stem}:{index}",
                 "text": chunk.text.strip(),
-                "headings": chunk.meta.headings or [],
+                "headings": chunk.headings or [],
                 "tokens": tokens,
-                "oversize": tokens > chunker.max_tokens,
+                "oversize": tokens > max_tokens,
                 "pages": sorted({ref.page for ref in refs}),
-                "blocks": block_entries,
+                "blocks": [_block_entry(ref, blocks, pages) for ref in refs],
                 "docling_refs": items,
             }
         )
     return records
 
 
-def _owned_items(chunk: DocChunk) -> list[str]:
+def _fast_chunks(
+    export: DoclingExport, count: Callable[[str], int], max_tokens: int
+) -> list[Chunk] | None:
+    try:
+        return FastChunker(count, max_tokens).chunk(export.document)
+    except Unsupported:
+        return None  # a part of the model ours does not write: HybridChunker does it
+
+
+def _block_entry(
+    ref: BlockRef, blocks: dict[BlockRef, dict[str, Any]], pages: dict[int, PageGeometry]
+) -> dict[str, Any]:
+    grid = blocks.get(ref, {}).get("bbox")
+    page = pages.get(ref.page)
+    box = page.box(grid) if grid and page is not None else None
+    return {
+        "page": ref.page,
+        "block": ref.block,
+        "bbox": grid,
+        "box": [round(v, 2) for v in box] if box else None,
+        "unit": None if page is None else ("pt" if page.in_points else "px"),
+        "confidence": None,  # filled once the run records block confidences
+    }
+
+
+def _owned_items(doc_items: list[DocItem]) -> list[str]:
     """The items a chunk's text comes from. A table brings its captions (HybridChunker may list
     one alone, with no text, in the chunk before its table: not that chunk's); a picture, which
     has no text of its own, comes with its caption."""
     owned: list[str] = []
-    for item in chunk.meta.doc_items:
+    for item in doc_items:
         parent = item.parent.cref if item.parent is not None else ""
         if item.label == DocItemLabel.CAPTION and parent.startswith("#/tables/"):
             continue

@@ -39,7 +39,7 @@ def build_exports(rendered: RenderedDocument, options: RenderOptions) -> Exports
 
 
 def _build(rendered: RenderedDocument, options: RenderOptions) -> Exports:
-    from hpdparse.export.chunks import chunk_records, chunks_jsonl, make_chunker
+    from hpdparse.export.chunks import chunk_records, chunks_jsonl
     from hpdparse.export.docling import to_docling
 
     export = to_docling(rendered)
@@ -49,7 +49,7 @@ def _build(rendered: RenderedDocument, options: RenderOptions) -> Exports:
         # Compact: an indent would take json's pure-Python encoder, several times slower.
         exports.docling = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
     if options.chunks:
-        chunker = make_chunker(options.chunk_tokens, options.chunk_tokenizer)
-        records = chunk_records(export, rendered.json, chunker)
+        limit, tokenizer = options.chunk_tokens, options.chunk_tokenizer
+        records = chunk_records(export, rendered.json, limit, tokenizer)
         exports.chunks = chunks_jsonl(records).encode("utf-8")
     return exports

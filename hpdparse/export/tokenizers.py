@@ -7,6 +7,7 @@ Face tokenizer id (from the local cache when offline) or a local folder, loaded 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
@@ -52,8 +53,21 @@ def _tekken() -> Any:
 
 @functools.lru_cache(maxsize=1 << 16)
 def _tekken_count(text: str) -> int:
-    # HybridChunker counts the same texts again and again (each block, then windows of blocks).
-    return len(_tekken().encode(text, bos=False, eos=False))
+    # The chunkers count the same texts again and again (each block, then windows of blocks).
+    return len(_tekken_encoder()(text))
+
+
+@functools.cache
+def _tekken_encoder() -> Callable[[str], list[int]]:
+    """Tekkenizer.encode's token ids, as many but not shifted: its tiktoken encoder, when it has
+    one (mistral-common shifts every id in Python, half the time of a count)."""
+    import tiktoken  # mistral-common's own dependency
+
+    tekken = _tekken()
+    model = getattr(tekken, "_model", None)
+    if isinstance(model, tiktoken.Encoding):
+        return model.encode
+    return functools.partial(tekken.encode, bos=False, eos=False)
 
 
 @functools.cache
@@ -61,6 +75,14 @@ def _hugging_face(name: str) -> Any:
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(name)
+
+
+def token_counter(tokenizer: BaseTokenizer) -> Callable[[str], int]:
+    """`tokenizer.count_tokens`, remembered: the chunker counts the same texts again and again
+    (each block, then windows of blocks)."""
+    if isinstance(tokenizer, TekkenTokenizer):
+        return _tekken_count
+    return functools.lru_cache(maxsize=1 << 14)(tokenizer.count_tokens)
 
 
 def load_tokenizer(name: str | None, max_tokens: int) -> BaseTokenizer:

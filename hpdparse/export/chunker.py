@@ -1,0 +1,371 @@
+"""Our chunker: the chunks docling-core's HybridChunker makes of our DoclingDocument (as
+`make_chunker` configures it), made about ten times faster.
+
+HybridChunker spends most of its time in docling-core's generic machinery: a Markdown serializer
+that copies and validates its parameters at every call, rebuilds each table's grid each time it
+is asked, and walks the whole tree to find excluded items; pydantic chunk objects built and
+dumped for every candidate window. Our documents use a small part of the model (no formatting,
+links, metadata, inline groups, nested lists or rich table cells), so here the Markdown of each
+item is written directly, as docling-core writes it for those items, and the same algorithm
+(structure first, then windows of items, then neighbours merged up to the limit, counted with
+the same tokenizer on the same strings) runs on plain objects. Anything outside that subset
+raises `Unsupported` and the caller falls back to HybridChunker. tests/export/test_chunker.py
+checks, on every test document and adversarial cases, that both give identical chunks."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+from docling_core.types.doc import (
+    CodeItem,
+    ContentLayer,
+    DocItem,
+    DoclingDocument,
+    FormulaItem,
+    ListGroup,
+    ListItem,
+    NodeItem,
+    PictureItem,
+    RichTableCell,
+    SectionHeaderItem,
+    TableItem,
+    TextItem,
+    TitleItem,
+)
+from tabulate import _column_type, tabulate
+
+DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
+_KNOWN = (TitleItem, SectionHeaderItem, ListItem, CodeItem, FormulaItem, TextItem, TableItem)
+
+
+class Unsupported(Exception):
+    """The document uses a part of the DoclingDocument model this chunker does not write."""
+
+
+@dataclass
+class Chunk:
+    text: str
+    items: list[DocItem]
+    headings: list[str] | None
+
+    def contextualized(self) -> str:
+        """What HybridChunker counts and an embedder sees: headings, then the text."""
+        return DELIM.join([*self.headings, self.text]) if self.headings else self.text
+
+
+class FastChunker:
+    """HybridChunker(merge_peers=True, delim="\\n\\n", Markdown tables, blocks never cut)."""
+
+    def __init__(self, count_tokens: Callable[[str], int], max_tokens: int) -> None:
+        self.count = count_tokens
+        self.max_tokens = max_tokens
+
+    def chunk(self, doc: DoclingDocument) -> list[Chunk]:
+        markdown = _Markdown(doc)
+        chunks = [
+            window
+            for chunk in _structural_chunks(doc, markdown)
+            for window in self._split_by_items(chunk, markdown)
+        ]
+        return self._merge_peers(chunks)
+
+    def _tokens(self, chunk: Chunk) -> int:
+        return self.count(chunk.contextualized())
+
+    def _delimiter_tokens(self) -> int:
+        return self.count(f"a{DELIM}b") - self.count("a") - self.count("b")
+
+    def _split_by_items(self, chunk: Chunk, markdown: _Markdown) -> list[Chunk]:
+        """HybridChunker._split_by_doc_items: windows of the items of a chunk of several (a list,
+        a table and its captions), each the largest that fits, found the same way."""
+        items = chunk.items
+        if len(items) <= 1:
+            return [chunk]
+        texts = [markdown.alone(item) for item in items]
+        counts = [self.count(text) for text in texts]
+        delim_tokens = self._delimiter_tokens()
+
+        def window(start: int, end: int) -> Chunk:
+            text = DELIM.join([t for t in texts[start : end + 1] if t])
+            return Chunk(text, items[start : end + 1], chunk.headings)
+
+        overhead = self._tokens(window(0, 0)) - counts[0]
+        windows: list[Chunk] = []
+        start = 0
+        while start < len(items):
+            end, running = start, 0
+            while end < len(items):
+                running += counts[end] + (delim_tokens if end > start else 0)
+                if running + overhead > self.max_tokens:
+                    exact = self._tokens(window(start, end))
+                    if exact <= self.max_tokens:
+                        running = exact - overhead
+                        end += 1
+                        continue
+                    break
+                end += 1
+            if end == start:  # one item over the limit: a chunk of its own
+                windows.append(window(start, start))
+                start += 1
+                continue
+            while end - 1 > start and self._tokens(window(start, end - 1)) > self.max_tokens:
+                end -= 1
+            windows.append(window(start, end - 1))
+            start = end
+        return windows
+
+    def _merge_peers(self, chunks: list[Chunk]) -> list[Chunk]:
+        """HybridChunker._merge_chunks_with_matching_metadata: neighbours under the same headings
+        joined while the result fits."""
+        merged: list[Chunk] = []
+        delim_tokens = self._delimiter_tokens()
+        counts = [self.count(c.text) for c in chunks]
+
+        def candidate(start: int, end: int) -> Chunk:
+            window = chunks[start : end + 1]
+            items = [item for c in window for item in c.items]
+            return Chunk(DELIM.join(c.text for c in window), items, chunks[start].headings)
+
+        start = 0
+        while start < len(chunks):
+            first = chunks[start]
+            overhead = self._tokens(first) - counts[start]
+            end, fit_end, running = start + 1, start, counts[start]
+            while end < len(chunks) and chunks[end].headings == first.headings:
+                running += counts[end] + delim_tokens
+                if running + overhead <= self.max_tokens:
+                    fit_end = end
+                    end += 1
+                    continue
+                exact = self._tokens(candidate(start, end))
+                if exact <= self.max_tokens:
+                    running = exact - overhead
+                    fit_end = end
+                    end += 1
+                    continue
+                break
+            while fit_end > start and self._tokens(candidate(start, fit_end)) > self.max_tokens:
+                fit_end -= 1
+            merged.append(first if fit_end == start else candidate(start, fit_end))
+            start = fit_end + 1
+        return merged
+
+
+def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Chunk]:
+    """HierarchicalChunker: one chunk per top-level item of the body (a list whole, a table or
+    figure with its captions) with the headings in force above it."""
+    headings: dict[int, str] = {}
+    for node in _body(doc, doc.body):
+        if isinstance(node, TitleItem | SectionHeaderItem):
+            level = node.level if isinstance(node, SectionHeaderItem) else 0
+            headings = {k: v for k, v in headings.items() if k < level}
+            headings[level] = node.text
+            continue
+        text, items = markdown.top_level(node)
+        if text and items:
+            yield Chunk(text, items, [headings[k] for k in sorted(headings)] or None)
+
+
+def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
+    """The body's top-level nodes in reading order (what HierarchicalChunker serializes; the
+    children of lists, tables and pictures are serialized with them)."""
+    for ref in parent.children:
+        node = ref.resolve(doc)
+        if node.content_layer != ContentLayer.BODY:
+            if node.children:
+                raise Unsupported(f"{node.self_ref}: furniture with children")
+            continue
+        _check(node)
+        yield node
+
+
+def _check(node: NodeItem) -> None:
+    if node.meta is not None:
+        raise Unsupported(f"{node.self_ref}: metadata")
+    if isinstance(node, ListGroup):
+        for ref in node.children:
+            if ref.cref.startswith("#/groups/"):
+                raise Unsupported(f"{node.self_ref}: nested list")
+        return
+    if not isinstance(node, _KNOWN + (PictureItem,)):
+        raise Unsupported(f"{node.self_ref}: {type(node).__name__}")
+    if isinstance(node, TextItem) and (node.formatting is not None or node.hyperlink is not None):
+        raise Unsupported(f"{node.self_ref}: formatting or link")
+    if getattr(node, "footnotes", None):
+        raise Unsupported(f"{node.self_ref}: footnotes")
+    if isinstance(node, TableItem | PictureItem) and node.__dict__.get("annotations"):
+        raise Unsupported(f"{node.self_ref}: annotations")
+
+
+class _Markdown:
+    """The Markdown docling-core's chunking serializer (ChunkingDocSerializer with
+    MarkdownTableSerializer) writes for our items."""
+
+    def __init__(self, doc: DoclingDocument) -> None:
+        self.doc = doc
+        self._tables: dict[str, str] = {}
+        # docling leaves a caption to the item it captions (its own text serializes to nothing)
+        floating = [*doc.tables, *doc.pictures, *(t for t in doc.texts if isinstance(t, CodeItem))]
+        self._captions = {ref.cref for item in floating for ref in item.captions}
+
+    def top_level(self, node: NodeItem) -> tuple[str, list[DocItem]]:
+        """A top-level node's text and the items it comes from (the spans of docling's result)."""
+        if isinstance(node, ListGroup):
+            items = [ref.resolve(self.doc) for ref in node.children]
+            for item in items:
+                if not isinstance(item, ListItem) or item.children:
+                    raise Unsupported(f"{node.self_ref}: a list holding {item.self_ref}")
+                _check(item)
+            return "\n".join(self._list_item(item, node) for item in items), items
+        if isinstance(node, TableItem | PictureItem):
+            if {ref.cref for ref in node.children} != {ref.cref for ref in node.captions}:
+                raise Unsupported(f"{node.self_ref}: children other than its captions")
+            return self._floating(node)
+        if node.children:
+            raise Unsupported(f"{node.self_ref}: children")
+        if isinstance(node, TitleItem | SectionHeaderItem) or node.self_ref in self._captions:
+            return "", []
+        text = self._text(node)
+        return text, [node] if text else []
+
+    def alone(self, item: DocItem) -> str:
+        """An item of a chunk of several, serialized on its own (HybridChunker's item texts)."""
+        if isinstance(item, ListItem):
+            return self._list_item(item, item.parent.resolve(self.doc))
+        if isinstance(item, TableItem | PictureItem):
+            return self._floating(item)[0]
+        if isinstance(item, TitleItem | SectionHeaderItem) or item.self_ref in self._captions:
+            return ""
+        return self._text(item)
+
+    @staticmethod
+    def _text(item: DocItem) -> str:
+        if isinstance(item, CodeItem):
+            if item.captions:
+                raise Unsupported(f"{item.self_ref}: code with a caption")
+            return _code_block(item.text)
+        if isinstance(item, FormulaItem):
+            if item.text:
+                return f"$${item.text}$$"
+            return "<!-- formula-not-decoded -->" if item.orig else ""
+        return _line_breaks(item.text)
+
+    def _list_item(self, item: ListItem, group: NodeItem) -> str:
+        marker = item.marker
+        case_auto = any(char.isalnum() for char in marker)
+        already_valid = marker in ("-", "*", "+") or re.fullmatch(r"\d+\.", marker) is not None
+        pieces = []
+        if not already_valid:
+            md_marker = "-"
+            if isinstance(group, ListGroup) and not marker and _first_enumerated(group, self.doc):
+                refs = [ref.cref for ref in group.children]
+                md_marker = f"{refs.index(item.self_ref) + 1}."
+            pieces.append(md_marker)
+        if marker and (case_auto or already_valid):
+            pieces.append(marker)
+        pieces.append(_line_breaks(item.text))
+        return " ".join(pieces)
+
+    def _floating(self, item: TableItem | PictureItem) -> tuple[str, list[DocItem]]:
+        """Captions first (docling's standard placement), then the table; a picture's image is
+        an empty placeholder. Spans: the captions, when they have text, then the table."""
+        captions = [ref.resolve(self.doc) for ref in item.captions]
+        for caption in captions:
+            if not isinstance(caption, TextItem) or caption.children:
+                raise Unsupported(f"{item.self_ref}: caption {caption.self_ref}")
+            _check(caption)
+        caption_text = " ".join(c.text for c in captions if c.content_layer == ContentLayer.BODY)
+        parts: list[str] = []
+        items: list[DocItem] = []
+        if caption_text:
+            parts.append(caption_text)
+            items.extend(c for c in captions if c.content_layer == ContentLayer.BODY)
+        if isinstance(item, TableItem):
+            table = self._table(item)
+            if table:
+                parts.append(table)
+                items.append(item)
+        return "\n\n".join(parts), items
+
+    def _table(self, item: TableItem) -> str:
+        if item.self_ref not in self._tables:
+            self._tables[item.self_ref] = _table_markdown(item)
+        return self._tables[item.self_ref]
+
+
+def _first_enumerated(group: ListGroup, doc: DoclingDocument) -> bool:
+    first = group.children[0].resolve(doc) if group.children else None
+    return isinstance(first, ListItem) and first.enumerated
+
+
+def _line_breaks(text: str) -> str:
+    """docling's GFM hard line breaks: a single newline becomes two spaces and a newline."""
+    return "\n\n".join(part.replace("\n", "  \n") for part in text.split("\n\n"))
+
+
+def _code_block(text: str) -> str:
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}\n{text}\n{fence}"
+
+
+@dataclass
+class _Empty:
+    """An empty slot of a table grid (docling fills them with empty cells)."""
+
+    start_row_offset_idx: int
+    start_col_offset_idx: int
+    text: str = ""
+    column_header: bool = False
+
+
+def _table_markdown(item: TableItem) -> str:
+    """MarkdownTableSerializer's pipe table, from a grid built once (docling's `TableData.grid`
+    builds a validated cell per slot at every call)."""
+    data = item.data
+    if any(isinstance(cell, RichTableCell) for cell in data.table_cells):
+        raise Unsupported(f"{item.self_ref}: rich table cells")
+    rows_n, cols_n = data.num_rows, data.num_cols
+    grid: list[list] = [[_Empty(i, j) for j in range(cols_n)] for i in range(rows_n)]
+    for cell in data.table_cells:
+        rows = range(min(cell.start_row_offset_idx, rows_n), min(cell.end_row_offset_idx, rows_n))
+        cols = range(min(cell.start_col_offset_idx, cols_n), min(cell.end_col_offset_idx, cols_n))
+        for i in rows:
+            for j in cols:
+                grid[i][j] = cell
+    # newlines and pipes escaped so that the pipe table stays valid
+    texts = [[(c.text or "").replace("\n", " ").replace("|", "&#124;") for c in r] for r in grid]
+    if not texts:
+        return ""
+    headers = data._count_column_header_rows(grid=grid)
+    if headers == 0 and grid and not any(c.column_header for row in grid[1:] for c in row):
+        headers = 1
+    header_row = _flatten_header_rows(texts[:headers], len(texts[0]))
+    body = texts[headers:]
+    align = []
+    for col in range(len(texts[0]) if body else 0):
+        values = [row[col] if col < len(row) else "" for row in body]
+        align.append("right" if _column_type(values) in (int, float) else "left")
+    return tabulate(
+        body,
+        headers=header_row,
+        tablefmt="github",
+        disable_numparse=True,
+        colalign=tuple(align) if align else None,
+    )
+
+
+def _flatten_header_rows(header_rows: list[list[str]], num_cols: int) -> list[str]:
+    if not header_rows:
+        return [""] * num_cols
+    flattened = []
+    for col in range(num_cols):
+        parts: list[str] = []
+        for row in header_rows:
+            text = row[col] if col < len(row) else ""
+            if text and (not parts or parts[-1] != text):
+                parts.append(text)
+        flattened.append(" - ".join(parts))
+    return flattened
