@@ -17,7 +17,7 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-from hpdparse.export.chunks import chunk_records, make_chunker
+from hpdparse.export.chunks import chunk_records
 from hpdparse.export.pages import BlockRef
 from hpdparse.export.tokenizers import TokenizerError, load_tokenizer
 from hpdparse.markdown.text import render_inline
@@ -30,7 +30,7 @@ LIMITS = [16, 64, 512]
 
 
 def records(name: str, limit: int, tokenizer: str | None = None) -> list[dict]:
-    return chunk_records(exported(name), rendered(name).json, make_chunker(limit, tokenizer))
+    return chunk_records(exported(name), rendered(name).json, limit, tokenizer)
 
 
 def content_blocks(name: str) -> set[BlockRef]:

@@ -18,6 +18,7 @@ pytest.importorskip("docling_core")
 from docling_core.types.doc import DoclingDocument
 
 from hpdparse.export.pages import BlockRef
+from tests.export.test_chunker import assert_same_chunks, oracle_triples
 from tests.helpers.fakeserver import FakeHPDServer
 from tests.helpers.paths import REPO
 
@@ -59,9 +60,15 @@ def read_chunks(path: Path) -> list[dict]:
 def check_document_folder(folder: Path, limit: int) -> None:
     """The checks of tests/export on a real output folder: it validates, boxes lie inside their
     pages, chunks hold every block of the DoclingDocument's body at most once and stay under
-    the limit unless oversize, merged blocks carry both pages."""
+    the limit unless oversize, merged blocks carry both pages; the chunks written are those
+    docling-core's HybridChunker makes of the DoclingDocument written."""
     docling_path, chunks_path = files_of(folder)
     doc = DoclingDocument.load_from_json(docling_path)
+    assert_same_chunks(doc, limit)
+    oracle = oracle_triples(doc, limit)
+    written = read_chunks(chunks_path)
+    assert [r["text"] for r in written] == [text.strip() for text, _, _ in oracle]
+    assert [r["headings"] for r in written] == [headings or [] for _, _, headings in oracle]
     data = json.loads((folder / f"{folder.name}.json").read_text(encoding="utf-8"))
     for item, _ in doc.iterate_items():
         for prov in getattr(item, "prov", []):
