@@ -5,7 +5,9 @@ Documents of corpus-like pages (bench_render's typical 30-block page: headings, 
 inline math, formulas, a list, a figure with caption, a table with caption, footnote, page
 number), rendered first (not timed); then timed: the DoclingDocument built and serialised to
 `<stem>.docling.json` bytes, and the chunks (`<stem>.chunks.jsonl` bytes, default tokenizer and
-limit). Prints figures; asserts nothing. Run it on one core:
+limit). Prints the pages/s of each stage alone (our chunker next to docling-core's HybridChunker,
+whose chunks it reproduces), then of each output as the flags ask for it; asserts nothing. The
+last line reads `pages per CPU-second: docling D, chunks C, both B`. Run it on one core:
 
     OMP_NUM_THREADS=1 taskset -c 0 .venv/bin/python benchmarks/bench_export.py [--pages 400]
 """
@@ -22,9 +24,11 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 from bench_render import typical_page
 
 from hpdparse.engines.base import DecodeRecord
-from hpdparse.export.chunks import chunk_records, make_chunker
+from hpdparse.export.chunks import chunk_records
 from hpdparse.export.docling import to_docling
+from hpdparse.export.docling_json import docling_json
 from hpdparse.export.files import build_exports
+from hpdparse.export.tokenizers import load_tokenizer
 from hpdparse.markdown.records import DocumentRecord, PageRecord
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
 from hpdparse.sources.document import PageGeometry
@@ -50,11 +54,15 @@ def documents(pages: int, pages_per_document: int) -> list[RenderedDocument]:
     return rendered
 
 
-def timed(work, pages: int) -> tuple[float, float]:
-    """(pages per wall second, pages per CPU second) of `work()`."""
-    start, cpu = time.perf_counter(), time.process_time()
-    work()
-    return pages / (time.perf_counter() - start), pages / (time.process_time() - cpu)
+def timed(work, pages: int, repeat: int) -> tuple[float, float]:
+    """Median (pages per wall second, pages per CPU second) of `repeat` runs of `work()`."""
+    rates = []
+    for _ in range(repeat):
+        start, cpu = time.perf_counter(), time.process_time()
+        work()
+        wall, used = time.perf_counter() - start, time.process_time() - cpu
+        rates.append((pages / wall, pages / used))
+    return statistics.median(r[0] for r in rates), statistics.median(r[1] for r in rates)
 
 
 def main() -> None:
@@ -66,37 +74,54 @@ def main() -> None:
 
     docs = documents(args.pages, args.pages_per_document)
     start = time.perf_counter()
-    chunker = make_chunker(512, None)
+    load_tokenizer(None, 512)
     print(f"default tokenizer loaded in {time.perf_counter() - start:.2f} s (once per process)")
     exports = [to_docling(d) for d in docs]
-    chunks = [chunk_records(e, d.json, chunker) for e, d in zip(exports, docs, strict=True)]
+    chunks = [chunk_records(e, d.json, 512) for e, d in zip(exports, docs, strict=True)]
     total = sum(len(c) for c in chunks)
     print(
         f"{args.pages} pages in documents of {args.pages_per_document}: "
         f"{total} chunks of <= 512 tokens ({total / args.pages:.1f} a page)"
     )
 
-    def docling_only() -> None:
-        for d in docs:
-            build_exports(d, RenderOptions(docling=True))
+    def hybrid_chunker() -> None:
+        for e, d in zip(exports, docs, strict=True):
+            chunk_records(e, d.json, 512, docling_chunker=True)
 
-    def chunks_only() -> None:
-        for d in docs:
-            build_exports(d, RenderOptions(chunks=True))
+    def run(docling: bool = False, chunks: bool = False):
+        def work() -> None:
+            for d in docs:
+                build_exports(d, RenderOptions(docling=docling, chunks=chunks))
 
-    def both() -> None:
-        for d in docs:
-            build_exports(d, RenderOptions(docling=True, chunks=True))
+        return work
 
-    for label, work in [
-        ("--docling (build + JSON)", docling_only),
-        ("--chunks (build + chunk)", chunks_only),
-        ("--docling --chunks", both),
-    ]:
-        rates = [timed(work, args.pages) for _ in range(args.repeat)]
-        wall = statistics.median(r[0] for r in rates)
-        cpu = statistics.median(r[1] for r in rates)
-        print(f"{label:26s} {wall:7.0f} pages/s (wall), {cpu:7.0f} pages per CPU-second")
+    def our_chunker() -> None:
+        for e, d in zip(exports, docs, strict=True):
+            chunk_records(e, d.json, 512)
+
+    stages = [
+        ("DoclingDocument built", lambda: [to_docling(d) for d in docs]),
+        ("docling.json written", lambda: [docling_json(e.document) for e in exports]),
+        ("chunks made (ours)", our_chunker),
+        ("chunks made (HybridChunker)", hybrid_chunker),
+    ]
+    outputs = [
+        ("--docling", run(docling=True)),
+        ("--chunks", run(chunks=True)),
+        ("--docling --chunks", run(docling=True, chunks=True)),
+    ]
+    print("stage (each alone)              pages/s (wall)   pages per CPU-second")
+    for label, work in stages:
+        wall, cpu = timed(work, args.pages, args.repeat)
+        print(f"  {label:30s} {wall:9.0f} {cpu:20.0f}")
+    print("output (what the flags cost)")
+    figures = []
+    for label, work in outputs:
+        wall, cpu = timed(work, args.pages, args.repeat)
+        figures.append(cpu)
+        print(f"  {label:30s} {wall:9.0f} {cpu:20.0f}")
+    docling, chunks_only, both = figures
+    print(f"pages per CPU-second: docling {docling:.0f}, chunks {chunks_only:.0f}, both {both:.0f}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,6 @@ and `<stem>.chunks.jsonl`, built from a rendered document (the runners write the
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from hpdparse.export.extra import require_docling
@@ -41,13 +40,12 @@ def build_exports(rendered: RenderedDocument, options: RenderOptions) -> Exports
 def _build(rendered: RenderedDocument, options: RenderOptions) -> Exports:
     from hpdparse.export.chunks import chunk_records, chunks_jsonl
     from hpdparse.export.docling import to_docling
+    from hpdparse.export.docling_json import docling_json
 
     export = to_docling(rendered)
     exports = Exports()
     if options.docling:
-        data = export.document.export_to_dict()
-        # Compact: an indent would take json's pure-Python encoder, several times slower.
-        exports.docling = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
+        exports.docling = docling_json(export.document)
     if options.chunks:
         limit, tokenizer = options.chunk_tokens, options.chunk_tokenizer
         records = chunk_records(export, rendered.json, limit, tokenizer)

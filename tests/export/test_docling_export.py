@@ -23,6 +23,7 @@ from docling_core.types.doc import (
 )
 
 from hpdparse.export.docling import plain
+from hpdparse.export.docling_json import dict_json, docling_json
 from hpdparse.export.pages import BlockRef, blocks_by_ref
 from hpdparse.markdown.formulas import wrap_arithmetic
 from hpdparse.markdown.merge import join_paragraphs
@@ -194,3 +195,21 @@ def test_doclings_markdown_matches_ours(name: str) -> None:
     assert ratio >= SIMILARITY_FLOOR, difflib.unified_diff(
         normalized(ours).splitlines(), normalized(theirs).splitlines()
     )
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_the_json_written_is_docling_cores_dump_byte_for_byte(name: str) -> None:
+    """`<stem>.docling.json` comes from pydantic's JSON writer where it spells every float as
+    `json.dumps` does, else from `export_to_dict`: the bytes are the same either way."""
+    doc = exported(name).document
+    written = docling_json(doc)
+    assert written == dict_json(doc)
+    assert DoclingDocument.model_validate_json(written).export_to_dict() == doc.export_to_dict()
+
+
+def test_a_float_pydantic_spells_otherwise_takes_the_dict_path() -> None:
+    doc = exported("synth/report").document.model_copy(deep=True)
+    prov = next(item.prov[0] for item in doc.texts if item.prov)
+    prov.bbox.l = 5e-05  # json.dumps: 5e-05, pydantic: 0.00005
+    assert b"5e-05" in docling_json(doc)
+    assert docling_json(doc) == dict_json(doc)
