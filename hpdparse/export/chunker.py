@@ -172,7 +172,7 @@ def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
     """The body's top-level nodes in reading order (what HierarchicalChunker serializes; the
     children of lists, tables and pictures are serialized with them)."""
     for ref in parent.children:
-        node = ref.resolve(doc)
+        node = _resolve(doc, ref.cref)
         if node.content_layer != ContentLayer.BODY:
             if node.children:
                 raise Unsupported(f"{node.self_ref}: furniture with children")
@@ -213,7 +213,7 @@ class _Markdown:
     def top_level(self, node: NodeItem) -> tuple[str, list[DocItem]]:
         """A top-level node's text and the items it comes from (the spans of docling's result)."""
         if isinstance(node, ListGroup):
-            items = [ref.resolve(self.doc) for ref in node.children]
+            items = [_resolve(self.doc, ref.cref) for ref in node.children]
             for item in items:
                 if not isinstance(item, ListItem) or item.children:
                     raise Unsupported(f"{node.self_ref}: a list holding {item.self_ref}")
@@ -223,8 +223,8 @@ class _Markdown:
             if {ref.cref for ref in node.children} != {ref.cref for ref in node.captions}:
                 raise Unsupported(f"{node.self_ref}: children other than its captions")
             return self._floating(node)
-        if node.children:
-            raise Unsupported(f"{node.self_ref}: children")
+        if node.children or isinstance(node, ListItem):
+            raise Unsupported(f"{node.self_ref}: children, or a list item outside a list")
         if isinstance(node, TitleItem | SectionHeaderItem) or node.self_ref in self._captions:
             return "", []
         text = self._text(node)
@@ -233,7 +233,7 @@ class _Markdown:
     def alone(self, item: DocItem) -> str:
         """An item of a chunk of several, serialized on its own (HybridChunker's item texts)."""
         if isinstance(item, ListItem):
-            return self._list_item(item, item.parent.resolve(self.doc))
+            return self._list_item(item, _resolve(self.doc, item.parent.cref))
         if isinstance(item, TableItem | PictureItem):
             return self._floating(item)[0]
         if isinstance(item, TitleItem | SectionHeaderItem) or item.self_ref in self._captions:
@@ -271,7 +271,7 @@ class _Markdown:
     def _floating(self, item: TableItem | PictureItem) -> tuple[str, list[DocItem]]:
         """Captions first (docling's standard placement), then the table; a picture's image is
         an empty placeholder. Spans: the captions, when they have text, then the table."""
-        captions = [ref.resolve(self.doc) for ref in item.captions]
+        captions = [_resolve(self.doc, ref.cref) for ref in item.captions]
         for caption in captions:
             if not isinstance(caption, TextItem) or caption.children:
                 raise Unsupported(f"{item.self_ref}: caption {caption.self_ref}")
@@ -295,8 +295,14 @@ class _Markdown:
         return self._tables[item.self_ref]
 
 
+def _resolve(doc: DoclingDocument, cref: str) -> NodeItem:
+    """RefItem.resolve for the references our documents hold (`#/texts/7`), without its regex."""
+    _, collection, index = cref.split("/")
+    return getattr(doc, collection)[int(index)]
+
+
 def _first_enumerated(group: ListGroup, doc: DoclingDocument) -> bool:
-    first = group.children[0].resolve(doc) if group.children else None
+    first = _resolve(doc, group.children[0].cref) if group.children else None
     return isinstance(first, ListItem) and first.enumerated
 
 

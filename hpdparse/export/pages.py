@@ -4,7 +4,7 @@ into page coordinates (PDF points; pixels of the page image for image inputs).""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 GRID = 1000.0  # the model's box grid
 
@@ -20,14 +20,16 @@ class PageGeometry:
     def box(self, grid_box: list[float]) -> tuple[float, float, float, float]:
         """A 0-1000 grid box -> (left, top, right, bottom) on the page, origin top left, clamped to
         the page."""
-        x1, y1, x2, y2 = (min(max(v, 0.0), GRID) for v in grid_box)
+        x1, y1, x2, y2 = grid_box
+        x1, y1 = min(max(x1, 0.0), GRID), min(max(y1, 0.0), GRID)
+        x2, y2 = min(max(x2, 0.0), GRID), min(max(y2, 0.0), GRID)
         sx, sy = self.width / GRID, self.height / GRID
         return (x1 * sx, y1 * sy, x2 * sx, y2 * sy)
 
 
-@dataclass(frozen=True)
-class BlockRef:
-    """A block of `<stem>.json`: its page and its index there."""
+class BlockRef(NamedTuple):
+    """A block of `<stem>.json`: its page and its index there (a tuple, hashed in C: it keys
+    every lookup of the export)."""
 
     page: int
     block: int
