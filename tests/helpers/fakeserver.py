@@ -56,6 +56,7 @@ Fault names:
     "bad-content"  HTTP 200 whose message content is not a string
     "length"       the page's stream cut in half, finish_reason "length"
     "hang"         answer nothing until the server stops (for client timeouts)
+    "no-logprobs"  HTTP 400 refusing the logprobs parameter, as a server without them may
     "ok" or None   answer normally
 
 Helpers: `image_fingerprint(image)`, `generic_stream(image, fingerprint)`, `load_streams(dir)`,
@@ -573,6 +574,9 @@ class FakeHPDServer:
             message = {"role": "assistant", "content": [1, 2]}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
             return 200, json.dumps({"choices": [choice]}).encode(), ""
+        if fault == "no-logprobs":
+            error = wire.error_body(400, "logprobs is not supported by this server", "logprobs")
+            return 400, json.dumps(error).encode(), ""
         if fault.isdigit():
             return int(fault), _error_body(int(fault), f"fake fault {fault}"), ""
         raise ValueError(f"unknown fault {fault!r}")

@@ -173,6 +173,7 @@ class PageScheduler:
             request.on_tokens,
             page_token_limit(request, self._prompt.max_tokens),
             request.cancel,
+            request.on_logprobs,
         )
         every_step = self._prompt.forks or page.on_tokens is not None  # to see its <FORK>s
         parent = BranchRequest(page, tree.parent, f"page{number}", every_step)
