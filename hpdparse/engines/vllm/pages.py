@@ -41,6 +41,7 @@ class PagePrompt:
     stop_ids: list[int]
     forks: bool
     max_tokens: int
+    logprobs: bool = True  # ask vLLM for the chosen tokens' log-probabilities
 
 
 @dataclass(frozen=True)

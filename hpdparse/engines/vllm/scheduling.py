@@ -199,7 +199,8 @@ class PageScheduler:
             output_kind=RequestOutputKind.DELTA if every_step else RequestOutputKind.FINAL_ONLY,
             detokenize=False,
             skip_special_tokens=False,
-            logprobs=0,  # the chosen token's log-probability only (for the confidence scores)
+            # the chosen token's log-probability only (for the confidence scores)
+            logprobs=0 if self._prompt.logprobs else None,
         )
 
     # -------------------------------------------------------------------------------- children
