@@ -4,6 +4,7 @@
 right", the expected calibration error, and the share of wrong blocks caught at `--flag-below`.
 
     PYTHONPATH=$PWD python benchmarks/bench_confidence.py [--model PATH] [--engine torch]
+        [--save pages.jsonl | --load pages.jsonl]
 
 `--scores` also prints the AUROC of the candidate scores the block figures allow (mean, minimum,
 weakest-tokens mean), which is how the confidence was chosen. The last line reads
@@ -13,6 +14,7 @@ weakest-tokens mean), which is how the confidence was chosen. The last line read
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import time
@@ -49,10 +51,23 @@ def level_line(
     flagged_right = (
         sum(o.score.confidence < flag_below for o in right) / len(right) if right else 0.0
     )
+    made_up = [o for o in wrong if not o.remembered]
+    swap = calibration.auroc(
+        [o.score.confidence for o in wrong if o.remembered], [o.score.confidence for o in right]
+    )
+    invented = calibration.auroc(
+        [o.score.confidence for o in made_up], [o.score.confidence for o in right]
+    )
+    caught_made_up = (
+        sum(o.score.confidence < flag_below for o in made_up) / len(made_up) if made_up else 0.0
+    )
     line = (
         f"{name:8} blocks {len(outcomes):4}  exact {1 - share_wrong:6.1%}  CER {cer:6.3f}  "
         f"AUROC {_fmt(area)}  ECE {ece:.3f}  caught@{flag_below} {caught:6.1%} "
-        f"(right flagged {flagged_right:5.1%})"
+        f"(right flagged {flagged_right:5.1%})\n"
+        f"         wrong: {len(wrong) - len(made_up)} remembered (AUROC {_fmt(swap)}), "
+        f"{len(made_up)} made up (AUROC {_fmt(invented)}, caught@{flag_below} "
+        f"{caught_made_up:6.1%})"
     )
     if scores:
         for label, fn in CANDIDATES.items():
@@ -73,16 +88,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--flag-below", type=float, default=DEFAULT_FLAG_BELOW)
     parser.add_argument("--scores", action="store_true", help="AUROC of each candidate score")
     parser.add_argument("--levels", default=None, help="comma-separated level names")
+    parser.add_argument("--save", type=Path, help="keep the decoded pages in this file")
+    parser.add_argument("--load", type=Path, help="score pages --save kept (no model)")
     args = parser.parse_args(argv)
     levels = calibration.LEVELS
     if args.levels:
         levels = tuple(lv for lv in levels if lv.name in args.levels.split(","))
-    engine = create_engine(args.engine, EngineConfig(model=args.model, mtp=False))
     started = time.monotonic()
     in_range, everything = [], []
-    print(f"{args.engine} {args.model}, {args.seeds} draw(s) per page and level", flush=True)
-    with engine:
-        for level, outcomes in calibration.run_levels(engine, levels, range(args.seeds)):
+    with contextlib.ExitStack() as stack:
+        if args.load:
+            print(f"pages decoded earlier: {args.load}", flush=True)
+            names = {lv.name for lv in levels}
+            decoded = iter([d for d in calibration.load_decoded(args.load) if d[0].name in names])
+        else:
+            print(f"{args.engine} {args.model}, {args.seeds} draw(s) per page and level")
+            config = EngineConfig(model=args.model, mtp=False)
+            engine = stack.enter_context(create_engine(args.engine, config))
+            decoded = calibration.decode_levels(engine, levels, range(args.seeds))
+        if args.save:
+            args.save.write_text("")
+        for level, results in decoded:
+            if args.save:  # level by level, so that a long run keeps what it has done
+                calibration.save_decoded(args.save, [(level, results)], append=True)
+            outcomes = calibration.level_outcomes(level, results)
             line, area, share_wrong = level_line(level.name, outcomes, args.flag_below, args.scores)
             print(line, flush=True)
             everything.extend(outcomes)

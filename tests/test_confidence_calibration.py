@@ -1,12 +1,17 @@
 """A floor under the confidence scores on the tiny checkpoint, so that a regression (log-
-probabilities misaligned with their blocks, a wrong sign or scale) fails CI: on clean and lightly
-degraded sample pages (tests/tinymodel/calibration.py), which the tiny model reads exactly, every
-block is right and none is flagged at the default --flag-below.
+probabilities misaligned with their blocks, a wrong sign or scale, a score that stops looking at
+the weakest tokens) fails CI. On fixed pages and draws (tests/tinymodel/calibration.py):
 
-What the scores do NOT reach on this checkpoint: ranking wrong blocks below right ones on
-heavily degraded pages (benchmarks/bench_confidence.py: ROC AUC 0.56 at level L4, where 49% of
-the blocks are wrong; the goal is 0.85). The tiny model memorised six pages and misreads
-confidently; see the README's Confidence section. No AUROC floor is enforced for that reason."""
+- clean and lightly degraded pages, which the tiny model reads exactly: every block is right and
+  none is flagged at the default --flag-below;
+- pages cropped hard (level C2), where the model makes text up for the part it cannot see:
+  those made-up blocks rank below every right block (ROC AUC, measured 1.00) and most are
+  flagged (measured 18 of 20 at 0.5).
+
+What the scores do NOT do on this checkpoint, and so is not tested: catch a page swap. Shown a
+degraded page, the tiny model (which memorised six pages) often writes another sample page's
+text verbatim, as confidently as its own (benchmarks/bench_confidence.py: AUROC 0.54 for those
+blocks; see the README's Confidence section)."""
 
 from __future__ import annotations
 
@@ -19,18 +24,26 @@ from hpdparse.engines.base import EngineConfig
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from tests.tinymodel import calibration
 
-LEVELS = ("clean", "L2")
-KEYS = [("paper", 1), ("report", 1)]
+READ = (("clean", "L2"), [0], [("paper", 1), ("report", 1)])
+CROPPED = (("C2",), [0, 1], [("report", 2), ("report", 3)])  # 20 made-up blocks, measured
 
 
-def test_pages_read_right_are_not_flagged() -> None:
+def test_right_blocks_pass_and_made_up_ones_are_flagged() -> None:
     if not (calibration.SAMPLES / "report.pdf").is_file():
         pytest.skip("samples/ not generated")
-    levels = [lv for lv in calibration.LEVELS if lv.name in LEVELS]
     model = str(calibration.REPO / "tests" / "fixtures" / "tiny-hpd")
+    right, made_up = [], []
     with create_engine("torch", EngineConfig(model=model, mtp=False)) as engine:
-        for level, outcomes in calibration.run_levels(engine, levels, [0], KEYS):
-            assert len(outcomes) >= 10, level.name
-            assert all(o.right for o in outcomes), level.name
-            lowest = min(o.score.confidence for o in outcomes)
-            assert lowest >= DEFAULT_FLAG_BELOW, (level.name, lowest)
+        for names, seeds, keys in (READ, CROPPED):
+            levels = [lv for lv in calibration.LEVELS if lv.name in names]
+            for level, outcomes in calibration.run_levels(engine, levels, seeds, keys):
+                if level.name in READ[0]:
+                    assert len(outcomes) >= 10, level.name
+                    assert all(o.right for o in outcomes), level.name
+                right += [o.score.confidence for o in outcomes if o.right]
+                made_up += [o.score.confidence for o in outcomes if not o.remembered]
+    assert min(right) >= DEFAULT_FLAG_BELOW
+    assert len(made_up) >= 10, "the crops no longer make the model invent text"
+    assert calibration.auroc(made_up, right) >= 0.95
+    caught = sum(v < DEFAULT_FLAG_BELOW for v in made_up) / len(made_up)
+    assert caught >= 0.7, f"{caught:.0%} of the made-up blocks flagged"

@@ -89,6 +89,8 @@ class PageRequest:
     (see hpd/fork_tree.py). The calls' ids, concatenated, are exactly the ids the page's
     `PageResult.text` is decoded from (`Engine.detokenize` turns them into text); a page that
     fails ends with an error result whatever was streamed. An exception it raises ends the run.
+    `on_logprobs`, when set too, is called just before each `on_tokens` call with those tokens'
+    log-probabilities (when the engine has them: vllm and torch do).
 
     `max_tokens` lowers the engine's token limit for this page (never raises it). `cancel`, once
     set (from any thread), makes the vllm and torch engines drop the page between steps: its
@@ -100,6 +102,7 @@ class PageRequest:
     on_tokens: Callable[[list[int]], None] | None = None
     max_tokens: int | None = None
     cancel: threading.Event | None = None
+    on_logprobs: Callable[[list[float]], None] | None = None
 
 
 @dataclass

@@ -21,7 +21,7 @@ it (vLLM refuses a request whose prompt fills ``max_model_len``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -171,14 +171,35 @@ class ForkTree:
         self._splice(_SpliceCursor(), values)
         return values
 
-    def take_settled(self) -> list[int]:
-        """The tokens that joined the settled prefix since the last call.
+    def take_settled(self, logprobs: list[float] | None = None) -> list[int]:
+        """The tokens that joined the settled prefix since the last call (and, when `logprobs`
+        is a list, their log-probabilities appended to it; none when some branch's tokens came
+        without them).
 
         The settled prefix is the longest prefix of the final spliced tokens that can no longer
         change: the parent's tokens up to the first ``<FORK>`` whose child is still decoding,
         then ``<CHILD>`` and that child's tokens so far. Once the page is done the calls' tokens,
         concatenated, are exactly `tokens()`."""
-        return self._splice(self._settled)
+        if any(len(b.logprobs) != len(b.tokens) for b in self.branches):
+            logprobs = None
+        return self._splice(self._settled, logprobs)
+
+    def stream_settled(
+        self,
+        on_tokens: Callable[[list[int]], None] | None,
+        on_logprobs: Callable[[list[float]], None] | None = None,
+    ) -> None:
+        """Hand the newly settled tokens to `on_tokens` (PageRequest.on_tokens), after their
+        log-probabilities to `on_logprobs` when it is set and the engine reported them."""
+        if on_tokens is None:
+            return
+        values: list[float] = []
+        settled = self.take_settled(values if on_logprobs is not None else None)
+        if not settled:
+            return
+        if on_logprobs is not None and len(values) == len(settled):
+            on_logprobs(values)
+        on_tokens(settled)
 
     def _splice(self, cursor: _SpliceCursor, logprobs: list[float] | None = None) -> list[int]:
         """Advance `cursor` through the splice as far as it is settled; return what it passed

@@ -11,7 +11,14 @@ from pathlib import Path
 from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.review.document_page import document_json, page_views
-from hpdparse.review.index import IndexRow, by_confidence, index_row, totals
+from hpdparse.review.index import (
+    MAX_PAGE_ROWS,
+    IndexRow,
+    by_confidence,
+    index_row,
+    page_rows,
+    totals,
+)
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.review.templates import render
 from hpdparse.sources.rasterize import close_cached_documents
@@ -100,9 +107,11 @@ def review(
     if result.index is not None:
         html = render(
             "index.html",
-            script=None,
+            script="review-index.js",
             out=str(out.absolute()),
             rows=by_confidence(rows),
+            pages=page_rows(rows),
+            max_pages=MAX_PAGE_ROWS,
             totals=totals(rows),
             flag_below=DEFAULT_FLAG_BELOW,
         )

@@ -1,5 +1,6 @@
 """The index over a run (OUT/review.html): one row per document folder with its status, pages,
-failures and links to its review page and files."""
+failures and links to its review page and files; and one row per page with its confidence.
+Both tables come least confident first and sort by a click on a column header (review-index.js)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,8 @@ class IndexRow:
     note: str | None = None
     # the least confident pages (number, confidence), lowest first; empty without confidence
     lowest: list[tuple[int, float]] = field(default_factory=list)
+    # every page (number, confidence or None), in page order
+    page_confidences: list[tuple[int, float | None]] = field(default_factory=list)
 
     @property
     def confidence(self) -> float | None:
@@ -70,7 +73,13 @@ def index_row(
         failures=failures,
         note=doc.problem,
         lowest=_lowest_pages(pages),
+        page_confidences=[(int(p["number"]), _confidence(p)) for p in pages],
     )
+
+
+def _confidence(page: dict[str, Any]) -> float | None:
+    value = page.get("confidence")
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def _lowest_pages(pages: list[dict[str, Any]], count: int = 3) -> list[tuple[int, float]]:
@@ -86,6 +95,30 @@ def by_confidence(rows: list[IndexRow]) -> list[IndexRow]:
     """The rows, least confident document first (documents without confidence last, in their
     order)."""
     return sorted(rows, key=lambda r: (r.confidence is None, r.confidence or 0.0))
+
+
+@dataclass(frozen=True)
+class PageRow:
+    document: str
+    review: str | None  # link to the page on its document's review page
+    number: int
+    confidence: float | None
+    order: int  # place in document order, then page number
+
+
+MAX_PAGE_ROWS = 5000  # the index of a huge run lists its least confident pages only
+
+
+def page_rows(rows: list[IndexRow]) -> list[PageRow]:
+    """Every page of the run, least confident first (pages without confidence last), at most
+    MAX_PAGE_ROWS of them."""
+    pages = []
+    for row in sorted(rows, key=lambda r: r.name):
+        for number, confidence in row.page_confidences:
+            link = f"{row.review}#page-{number}" if row.review else None
+            pages.append(PageRow(row.name, link, number, confidence, len(pages)))
+    pages.sort(key=lambda p: (p.confidence is None, p.confidence or 0.0, p.order))
+    return pages[:MAX_PAGE_ROWS]
 
 
 def totals(rows: list[IndexRow]) -> dict[str, int]:

@@ -18,6 +18,7 @@ from typing import Any
 from hpdparse import wire
 from hpdparse.engines.base import CANCELLED, FINISH_ERROR, PageResult
 from hpdparse.serve.detokenize import IncrementalText
+from hpdparse.serve.logprobs import TokenTexts, token_entries, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, ServeMetrics
 from hpdparse.wire import WireError
 
@@ -42,10 +43,12 @@ class PageTicket:
         streamed: bool,
         release: Callable[[], None],
         metrics: ServeMetrics,
+        logprobs: bool = False,
     ) -> None:
         self.cancel = threading.Event()
         self.max_tokens = max_tokens
         self.streamed = streamed
+        self.logprobs = logprobs
         self.accepted = time.perf_counter()
         self.outcome: asyncio.Future[Outcome] = loop.create_future()
         self.taken_or_done = asyncio.Event()
@@ -56,15 +59,26 @@ class PageTicket:
         self._metrics = metrics
         self._lock = threading.Lock()
         self._token_ids: list[int] = []
+        self._values: list[float] | None = [] if logprobs else None  # None: some came without
+        self._next_values: list[float] | None = None
         self._wake_pending = False
 
     # ---------------------------------------------------------------- engine thread
     def taken(self) -> None:
         self._call(self._on_taken)
 
+    def token_logprobs(self, values: list[float]) -> None:
+        self._next_values = values
+
     def tokens(self, token_ids: list[int]) -> None:
+        values, self._next_values = self._next_values, None
         with self._lock:
             self._token_ids.extend(token_ids)
+            if self._values is not None:
+                if values is not None and len(values) == len(token_ids):
+                    self._values.extend(values)
+                else:
+                    self._values = None
             wake, self._wake_pending = not self._wake_pending, True
         if wake:
             self._call(self.changed.set)
@@ -85,12 +99,17 @@ class PageTicket:
             self._released = True
             self._release()
 
-    def take_tokens(self) -> list[int]:
+    def take_tokens(self) -> tuple[list[int], list[float] | None]:
+        """The tokens settled since the last call and their log-probabilities (None when the
+        answer asked for none, or the engine did not report some)."""
         with self._lock:
             token_ids, self._token_ids = self._token_ids, []
+            values = self._values
+            if values is not None:
+                self._values = []
             self._wake_pending = False
         self.changed.clear()
-        return token_ids
+        return token_ids, values
 
     def _on_taken(self) -> None:
         self.release()
@@ -151,11 +170,14 @@ class PageStream:
         include_usage: bool,
         detokenize: Callable[[list[int]], str],
         client_gone: asyncio.Task[None],
+        token_texts: TokenTexts | None = None,
     ) -> None:
         self.ticket = ticket
         self.model = model
         self.include_usage = include_usage
         self.text = IncrementalText(detokenize)
+        self.token_texts = token_texts  # set: the content chunks carry their tokens' logprobs
+        self.unsent: list[dict[str, Any]] | None = []  # entries of tokens whose text is held
         self.client_gone = client_gone
         self.id = wire.completion_id()
         self.created = int(time.time())
@@ -183,15 +205,33 @@ class PageStream:
     def _chunk(self, **fields: Any) -> bytes:
         return wire.sse_event(wire.chunk(self.id, self.model, self.created, **fields))
 
+    def _content_chunk(self, content: str) -> bytes:
+        """A content delta; with logprobs, those of the tokens whose text it completes."""
+        data = wire.chunk(self.id, self.model, self.created, content=content)
+        if self.token_texts is not None:
+            with_logprobs(data, self.unsent)
+            self.unsent = [] if self.unsent is not None else None
+        return wire.sse_event(data)
+
+    def _take(self) -> list[int]:
+        token_ids, values = self.ticket.take_tokens()
+        if self.token_texts is not None and self.unsent is not None:
+            if values is None:
+                self.unsent = None
+            else:
+                self.unsent.extend(token_entries(token_ids, values, self.token_texts))
+        return token_ids
+
     async def _events(self, send: Any) -> None:
         ticket = self.ticket
         await self._send(send, self._chunk(role="assistant", content=""))
         while not ticket.outcome.done():
             if await first_of(ticket.changed.wait(), self.client_gone):
                 return
-            delta = self.text.add(ticket.take_tokens())
+            delta = self.text.add(self._take())
             if delta:
-                await self._send(send, self._chunk(content=delta))
+                await self._send(send, self._content_chunk(delta))
+        self._take()  # the last tokens' entries (their text comes from the final text)
         outcome = ticket.outcome.result()
         error = error_of(outcome)
         if error is None:
@@ -205,8 +245,8 @@ class PageStream:
             await self._send(send, wire.sse_event(error.body()))
             await self._send(send, wire.SSE_DONE, more=False)
             return
-        if rest:
-            await self._send(send, self._chunk(content=rest))
+        if rest or self.unsent:
+            await self._send(send, self._content_chunk(rest))
         await self._send(send, self._chunk(finish_reason=outcome.finish_reason))
         if self.include_usage:
             usage = page_usage(outcome, ticket.max_tokens)

@@ -35,6 +35,7 @@ from hpdparse.serve.answers import (
     page_usage,
 )
 from hpdparse.serve.auth import ApiKeys, AuthMiddleware
+from hpdparse.serve.logprobs import TokenTexts, token_entries, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, CONTENT_TYPE, ServeMetrics
 from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_image, describe
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue, QueueClosed
@@ -77,6 +78,7 @@ class Service:
             waiting=lambda: self.admission.waiting,
             up=lambda: self.state is State.READY and self.engine.up,
         )
+        self.token_texts = TokenTexts(self.engine.detokenize)
 
 
 class Admission:
@@ -223,6 +225,7 @@ async def _chat(service: Service, request: Request) -> Response:
             streamed=ask.stream,
             release=service.admission.leave,
             metrics=service.metrics,
+            logprobs=ask.logprobs,
         )
         try:
             service.pages.submit(ticket, payload)
@@ -248,6 +251,7 @@ async def _chat(service: Service, request: Request) -> Response:
         include_usage=ask.include_usage,
         detokenize=service.engine.detokenize,
         client_gone=client_gone,
+        token_texts=service.token_texts if ask.logprobs else None,
     )
 
 
@@ -274,6 +278,10 @@ async def _answer(
         outcome.finish_reason,
         page_usage(outcome, ask.max_tokens),
     )
+    if ask.logprobs:
+        token_ids, values = ticket.take_tokens()
+        entries = None if values is None else token_entries(token_ids, values, service.token_texts)
+        with_logprobs(body, entries)
     return JSONResponse(body)
 
 

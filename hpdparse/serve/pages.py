@@ -36,6 +36,7 @@ class PageAsk:
     stream: bool
     include_usage: bool
     max_tokens: int  # the limit applied: the request's, at most the server's
+    logprobs: bool = False  # answer each chosen token's log-probability
 
 
 def check_request(request: ChatRequest, policy: PagePolicy) -> PageAsk:
@@ -75,16 +76,35 @@ def check_request(request: ChatRequest, policy: PagePolicy) -> PageAsk:
         )
     if request.n not in (None, 1):
         raise WireError(400, f"n must be 1: one answer per page, got {request.n}", "n")
-    for name in ("logprobs", "top_logprobs", "echo"):
-        if request.body.get(name):
-            raise WireError(400, f"{name} is not supported by this server", name)
+    if request.body.get("echo"):
+        raise WireError(400, "echo is not supported by this server", "echo")
     limit = policy.max_tokens
     return PageAsk(
         image_url=request.image_urls[0],
         stream=request.stream,
         include_usage=request.include_usage,
         max_tokens=min(request.max_tokens, limit) if request.max_tokens else limit,
+        logprobs=_wants_logprobs(request.body),
     )
+
+
+def _wants_logprobs(body: dict) -> bool:
+    """The request's ``logprobs`` (true or false); ``top_logprobs`` may only be 0: the engines
+    report the chosen token's log-probability, not its rivals'."""
+    logprobs = body.get("logprobs")
+    if logprobs is not None and not isinstance(logprobs, bool):
+        raise WireError(400, "logprobs must be true or false", "logprobs")
+    top = body.get("top_logprobs")
+    if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 0):
+        raise WireError(400, "top_logprobs must be a non-negative integer", "top_logprobs")
+    if top:
+        raise WireError(
+            400,
+            f"top_logprobs must be 0: this server gives the chosen tokens' log-probabilities "
+            f"only, got {top}",
+            "top_logprobs",
+        )
+    return bool(logprobs)
 
 
 def decode_image(url: str) -> Image.Image:

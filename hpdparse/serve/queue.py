@@ -4,7 +4,8 @@ One engine thread owns the engine (vLLM is not thread-safe): it starts it, runs 
 `PageQueue.requests()`, a live source, and hands each result to the page's Ticket. The HTTP side
 submits prepared pages with a Ticket each; the Ticket hears, on the engine thread, when the engine
 takes its page (`taken`: the page no longer holds a place in the queue), the newly settled tokens
-of a streamed page (`tokens`), and the result (`finish`) or an error answer (`fail`). A ticket
+of a streamed page or one whose answer has log-probabilities (`tokens`, after their
+`token_logprobs`), and the result (`finish`) or an error answer (`fail`). A ticket
 whose `cancel` is set is dropped from the queue, or by the engine between two steps.
 """
 
@@ -31,10 +32,13 @@ class Ticket(Protocol):
     cancel: threading.Event
     max_tokens: int | None
     streamed: bool
+    logprobs: bool  # the answer needs the tokens' log-probabilities (and so their ids)
 
     def taken(self) -> None: ...
 
     def tokens(self, token_ids: list[int]) -> None: ...
+
+    def token_logprobs(self, values: list[float]) -> None: ...
 
     def finish(self, result: PageResult) -> None: ...
 
@@ -128,9 +132,10 @@ class PageQueue:
             yield PageRequest(
                 key,
                 payload,
-                on_tokens=ticket.tokens if ticket.streamed else None,
+                on_tokens=ticket.tokens if ticket.streamed or ticket.logprobs else None,
                 max_tokens=ticket.max_tokens,
                 cancel=ticket.cancel,
+                on_logprobs=ticket.token_logprobs if ticket.logprobs else None,
             )
             del payload
 

@@ -46,6 +46,9 @@ Options (all keyword-only):
     fault       Callable[[ChatRequest], str | None]: a fault for requests the queue leaves alone
                 (e.g. `lambda r: "400" if r.page_id == ("paper", 2) else None`).
     models_fault  a fault for GET /v1/models: an HTTP status ("503") or "garbage".
+    logprob     Callable[[ChatRequest], float]: when set, a request asking for logprobs gets
+                them, every token (special tokens, then pieces of up to 4 characters) with
+                that log-probability (so every block's confidence is exp of it)
     samples, streams  folders of sample documents and their ground truth (default: the repo's).
 
 Fault names:
@@ -56,6 +59,7 @@ Fault names:
     "bad-content"  HTTP 200 whose message content is not a string
     "length"       the page's stream cut in half, finish_reason "length"
     "hang"         answer nothing until the server stops (for client timeouts)
+    "no-logprobs"  HTTP 400 refusing the logprobs parameter, as a server without them may
     "ok" or None   answer normally
 
 Helpers: `image_fingerprint(image)`, `generic_stream(image, fingerprint)`, `load_streams(dir)`,
@@ -76,6 +80,7 @@ import io
 import json
 import math
 import random
+import re
 import sys
 import threading
 import time
@@ -105,6 +110,7 @@ MAX_ASPECT_DIFFERENCE = 0.03
 CHARS_PER_TOKEN = 4
 
 PageId = tuple[str, int]
+_TOKENS = re.compile(r"<[A-Z_|a-z]+>|[^<]{1,4}|<")
 
 
 @dataclass
@@ -410,6 +416,7 @@ class FakeHPDServer:
         faults: Iterable[str | None] = (),
         fault: Callable[[ChatRequest], str | None] | None = None,
         models_fault: str | None = None,
+        logprob: Callable[[ChatRequest], float] | None = None,
         samples: Path = SAMPLES_DIR,
         streams: Path = STREAMS_DIR,
         port: int = 0,
@@ -420,6 +427,7 @@ class FakeHPDServer:
         self.delay = delay
         self.fault = fault
         self.models_fault = models_fault
+        self.logprob = logprob
         self.models_count = 0
         self.max_concurrent = 0
         self.in_flight = 0
@@ -573,6 +581,9 @@ class FakeHPDServer:
             message = {"role": "assistant", "content": [1, 2]}
             choice = {"index": 0, "message": message, "finish_reason": "stop"}
             return 200, json.dumps({"choices": [choice]}).encode(), ""
+        if fault == "no-logprobs":
+            error = wire.error_body(400, "logprobs is not supported by this server", "logprobs")
+            return 400, json.dumps(error).encode(), ""
         if fault.isdigit():
             return int(fault), _error_body(int(fault), f"fake fault {fault}"), ""
         raise ValueError(f"unknown fault {fault!r}")
@@ -593,6 +604,11 @@ class FakeHPDServer:
             finish_reason,
             wire.usage(prompt_tokens, output_tokens),
         )
+        if self.logprob is not None and request.options.get("logprobs"):
+            value = self.logprob(request)
+            pieces = [t for t in _TOKENS.findall(text) if t]
+            content = [{"token": t, "logprob": value, "top_logprobs": []} for t in pieces]
+            completion["choices"][0]["logprobs"] = {"content": content}
         return json.dumps(completion).encode()
 
 

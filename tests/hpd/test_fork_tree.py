@@ -248,3 +248,38 @@ def test_the_settled_tokens_stream_the_final_tokens(run) -> None:
     assert page.done
     assert streamed == page.tokens()
     assert page.tokens().count(CHILD) == parent.count(FORK)
+
+
+def test_streamed_tokens_come_with_their_logprobs_a_child_marker_with_its_forks() -> None:
+    page = tree()
+    (child,) = page.absorb(page.parent, [10, FORK, 11], [-0.1, -0.2, -0.3])
+    calls: list[tuple[str, list]] = []
+
+    def on_tokens(ids: list[int]) -> None:
+        calls.append(("tokens", ids))
+
+    def on_logprobs(values: list[float]) -> None:
+        calls.append(("logprobs", values))
+
+    page.stream_settled(on_tokens, on_logprobs)
+    page.absorb(child, [12, EOT], [-0.4, -0.5])
+    page.finish(child, FINISH_STOP)
+    page.stream_settled(on_tokens, on_logprobs)
+    page.stream_settled(on_tokens, on_logprobs)  # nothing new: no call
+    assert calls == [
+        ("logprobs", [-0.1, -0.2]),
+        ("tokens", [10, CHILD]),
+        ("logprobs", [-0.4, -0.3]),
+        ("tokens", [12, 11]),
+    ]
+    assert page.logprobs() == [-0.1, -0.2, -0.4, -0.3]
+
+
+def test_tokens_without_logprobs_stream_without_them() -> None:
+    page = tree(forks=False)
+    page.absorb(page.parent, [10, 11])  # an engine that reported none
+    calls: list[object] = []
+    page.stream_settled(calls.append, calls.append)
+    assert calls == [[10, 11]]
+    page.stream_settled(None, calls.append)  # not streamed: nothing taken
+    assert calls == [[10, 11]]

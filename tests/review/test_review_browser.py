@@ -237,3 +237,58 @@ def test_a_hostile_page_runs_no_script(tmp_path: Path, load, screenshots: Path) 
         })"""
     )
     assert injected == "blocked"
+
+
+# Per-page log-probabilities the fake server gives (every token the same): page confidences.
+PAGE_LOGPROBS = {
+    ("report", 1): -2.0,  # 0.14
+    ("report", 2): -0.05,  # 0.95
+    ("report", 3): -1.0,  # 0.37
+    ("memo", 1): -0.5,  # 0.61
+    ("paper", 1): -0.01,  # 0.99
+    ("paper", 2): -3.0,  # 0.05
+}
+BY_CONFIDENCE = ["paper 2", "report 1", "report 3", "memo 1", "report 2", "paper 1"]
+BY_PAGE = ["memo 1", "paper 1", "paper 2", "report 1", "report 2", "report 3"]
+
+
+def _page_order(index) -> list[str]:
+    cells = index.locator("#pages tbody tr td:nth-child(2)").all_inner_texts()
+    return [cell.replace(" · page ", " ") for cell in cells]
+
+
+def test_the_index_sorts_pages_by_confidence_and_by_page_number(
+    server: FakeHPDServer, tmp_path: Path, load
+) -> None:
+    out = tmp_path / "out"
+    server.clear_log()
+    server.logprob = lambda request: PAGE_LOGPROBS[request.page_id]
+    try:
+        _convert(server, [SAMPLES / f"{s}.pdf" for s in ("report", "memo", "paper")], out)
+    finally:
+        server.logprob = None
+    assert _review(out).returncode == 0
+    loaded = load(out / "review.html")
+    index = loaded.page
+    assert _page_order(index) == BY_CONFIDENCE  # lowest first by default
+    confidences = index.locator("#pages tbody tr td:nth-child(1)").all_inner_texts()
+    assert confidences == sorted(confidences) and confidences[0] == "0.05"
+    index.click("#pages th[data-key=order] button")
+    assert _page_order(index) == BY_PAGE
+    assert index.locator("#pages th[data-key=order]").get_attribute("aria-sort") == "ascending"
+    index.click("#pages th[data-key=order] button")
+    assert _page_order(index) == BY_PAGE[::-1]
+    index.click("#pages th[data-key=confidence] button")
+    assert _page_order(index) == BY_CONFIDENCE
+    index.click("#pages th[data-key=confidence] button")
+    assert _page_order(index) == BY_CONFIDENCE[::-1]
+    index.click("#pages a >> text=paper · page 2")
+    index.wait_for_load_state("load")
+    assert index.url.endswith("/paper/paper.review.html#page-2")
+    # The documents table: least confident document first; by name on a click.
+    documents = load(out / "review.html").page
+    names = documents.locator("#documents a.review").all_inner_texts()
+    assert names == ["paper", "report", "memo"]
+    documents.click("#documents th[data-key=name] button")
+    assert documents.locator("#documents a.review").all_inner_texts() == ["memo", "paper", "report"]
+    assert loaded.messages == []

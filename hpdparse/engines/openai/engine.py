@@ -16,7 +16,8 @@ any other value (a server's own name for end of sequence) counts as "stop".
 ``--engine-option``s: `api_key` (else the environment variable HPDPARSE_API_KEY) sent as a
 bearer token; `retry_backoff` (first backoff in seconds, default 0.5) and `retry_backoff_max`
 (default 20); `extra_body`, a dict merged into every request body (e.g. vLLM's
-`{"skip_special_tokens": false}` or `{"repetition_penalty": 1.05}`).
+`{"skip_special_tokens": false}` or `{"repetition_penalty": 1.05}`); `logprobs` (default true:
+ask for the tokens' log-probabilities, see logprobs.py).
 
 open() and info: there is no local checkpoint, so open() resolves nothing and contacts no one
 (a run whose pages are all saved never needs the server). `info` is fixed from the start: the
@@ -60,19 +61,17 @@ from hpdparse.engines.base import (
     PageRequest,
     PageResult,
 )
+from hpdparse.engines.openai.logprobs import STOP_TOKENS, LogprobsAsk, without_logprobs
 from hpdparse.engines.openai.loop_thread import LoopThread
 from hpdparse.engines.openai.options import API_KEY_VARIABLE, OpenAIOptions
 from hpdparse.engines.openai.page_png import encode_page_png
 from hpdparse.engines.options import EngineOptions
 from hpdparse.errors import EngineError
-from hpdparse.hpd.logprobs import PageLogprobs
-from hpdparse.hpd.protocol import BLOCK, CHILD, DEFAULT_MODEL, ENDOFTEXT, FORK, IM_END, instruction
+from hpdparse.hpd.protocol import DEFAULT_MODEL, instruction
 
 log = logging.getLogger(__name__)
 
 _ERROR_FINISH_REASONS = {"abort", "content_filter"}
-_STOP_TOKENS = (IM_END, ENDOFTEXT)
-_MARKERS = frozenset({CHILD, FORK})
 _MAX_MESSAGE_CHARS = 300
 _CHECK_TIMEOUT = 30.0
 
@@ -132,6 +131,7 @@ class OpenAIEngine(Engine):
         self._backoff = opts.retry_backoff
         self._backoff_max = opts.retry_backoff_max
         self._extra_body: dict[str, Any] = dict(opts.extra_body)
+        self._logprobs = LogprobsAsk(opts.logprobs, self.server)
         self._started = False
 
     @property
@@ -227,7 +227,7 @@ class OpenAIEngine(Engine):
             self.prompt,
             max_tokens=self.config.max_tokens,
             temperature=0,
-            logprobs=self.options.logprobs,
+            logprobs=self._logprobs.asking,
             extra=self._extra_body,
         )
         return json.dumps(body).encode("ascii")
@@ -322,6 +322,9 @@ class OpenAIEngine(Engine):
                 if 200 <= status < 300:
                     return self._parse_answer(key, response, retries, time.perf_counter() - started)
                 problem = f"HTTP {status} {response.reason_phrase}: {_server_message(response)}"
+                if self._logprobs.refused(status, response.text, body):
+                    body = without_logprobs(body)
+                    continue
                 if status < 500:
                     message = f"server {self.server}: {problem}{_after(retries)}"
                     return self._error(key, message, retries, time.perf_counter() - started)
@@ -355,7 +358,7 @@ class OpenAIEngine(Engine):
             if finish_reason not in (None, FINISH_STOP):
                 log.debug("finish_reason %r taken as stop", finish_reason)
             finish_reason = FINISH_STOP
-        for token in _STOP_TOKENS:
+        for token in STOP_TOKENS:
             text = text.removesuffix(token)
         return PageResult(
             key=key,
@@ -365,21 +368,8 @@ class OpenAIEngine(Engine):
             output_tokens=_count(usage, "completion_tokens"),
             seconds=seconds,
             stats={"retries": retries},
-            logprobs=_page_logprobs(pairs),
+            logprobs=self._logprobs.read(pairs),
         )
-
-
-def _page_logprobs(pairs: list[tuple[str, float]] | None) -> PageLogprobs | None:
-    """The answer's token log-probabilities cut into blocks by their token texts (stop tokens
-    at the end left out, as they are from the text)."""
-    if not pairs:
-        return None
-    while pairs and pairs[-1][0] in _STOP_TOKENS:
-        pairs = pairs[:-1]
-    tokens = [token for token, _ in pairs]
-    return PageLogprobs.split(
-        tokens, [value for _, value in pairs], lambda t: t == BLOCK, _MARKERS.__contains__
-    )
 
 
 def _read_completion(

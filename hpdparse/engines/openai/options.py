@@ -39,10 +39,10 @@ class OpenAIOptions(EngineOptions):
     )
     api_key: str | None = option(None, f"else ${API_KEY_VARIABLE}", example="api_key=...")
     logprobs: bool = option(
-        False,
-        "ask for the chosen tokens' log-probabilities, for the confidence scores (stock vllm "
-        "serve answers them; hpdparse serve does not yet)",
-        example="logprobs=true",
+        True,
+        "ask for the chosen tokens' log-probabilities, for the confidence scores (hpdparse "
+        "serve and vllm serve answer them; a server without them leaves confidence null)",
+        example="logprobs=false",
     )
     retry_backoff: float = option(
         0.5, "first pause before a retry, seconds, doubling", bound="non-negative"

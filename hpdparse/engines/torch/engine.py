@@ -78,6 +78,7 @@ class _Live:
         self.page = page
         self.started = started
         self.on_tokens = request.on_tokens
+        self.on_logprobs = request.on_logprobs
         self.cancel = request.cancel
 
     @property
@@ -86,10 +87,7 @@ class _Live:
 
     def stream(self) -> None:
         """Hand the page's newly settled tokens to its `on_tokens`, if any."""
-        if self.on_tokens is not None:
-            settled = self.page.tree.take_settled()
-            if settled:
-                self.on_tokens(settled)
+        self.page.tree.stream_settled(self.on_tokens, self.on_logprobs)
 
 
 class TorchEngine(LocalEngine):

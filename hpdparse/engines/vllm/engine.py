@@ -250,6 +250,7 @@ class VllmEngine(LocalEngine):
             self._stop_ids,
             forks=self.config.fork,
             max_tokens=self.config.max_tokens,
+            logprobs=self.options.logprobs,
         )
         scheduler = PageScheduler(
             self.llm_engine,

@@ -1,6 +1,6 @@
 """Options of the vllm engine (``--engine-option KEY=VALUE``).
 
-Besides its own two, the engine passes any other key to vLLM's ``EngineArgs`` unchanged
+Besides its own options, the engine passes any other key to vLLM's ``EngineArgs`` unchanged
 (``max_num_seqs=256``, ``gpu_memory_utilization=0.8``, ``tensor_parallel_size=2``); the names are
 checked against ``EngineArgs`` when the engine starts, since that needs vLLM imported.
 """
@@ -54,6 +54,11 @@ class VllmOptions(EngineOptions):
         "GiB of KV cache on CPU",
         example="kv_cache_gib=8",
         bound="positive",
+    )
+    logprobs: bool = option(
+        True,
+        "keep each chosen token's log-probability (the confidence scores); false: confidence null",
+        example="logprobs=false",
     )
     engine_args: dict[str, Any] = option(
         {}, "vLLM EngineArgs fields, passed through unchanged", settable=False

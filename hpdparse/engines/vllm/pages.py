@@ -41,6 +41,7 @@ class PagePrompt:
     stop_ids: list[int]
     forks: bool
     max_tokens: int
+    logprobs: bool = True  # ask vLLM for the chosen tokens' log-probabilities
 
 
 @dataclass(frozen=True)
@@ -112,14 +113,12 @@ class PageInFlight:
     on_tokens: Callable[[list[int]], None] | None
     max_tokens: int  # per branch
     cancel: threading.Event | None = None
+    on_logprobs: Callable[[list[float]], None] | None = None
     requests: list[BranchRequest] = field(default_factory=list)  # parent's, then children's
 
     def stream(self) -> None:
         """Hand the page's newly settled tokens to its `on_tokens`, if any."""
-        if self.on_tokens is not None:
-            settled = self.tree.take_settled()
-            if settled:
-                self.on_tokens(settled)
+        self.tree.stream_settled(self.on_tokens, self.on_logprobs)
 
     def decoding_steps(self) -> int:
         """The engine steps in which one of the page's branches decoded."""

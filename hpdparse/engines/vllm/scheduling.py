@@ -173,6 +173,7 @@ class PageScheduler:
             request.on_tokens,
             page_token_limit(request, self._prompt.max_tokens),
             request.cancel,
+            request.on_logprobs,
         )
         every_step = self._prompt.forks or page.on_tokens is not None  # to see its <FORK>s
         parent = BranchRequest(page, tree.parent, f"page{number}", every_step)
@@ -198,7 +199,8 @@ class PageScheduler:
             output_kind=RequestOutputKind.DELTA if every_step else RequestOutputKind.FINAL_ONLY,
             detokenize=False,
             skip_special_tokens=False,
-            logprobs=0,  # the chosen token's log-probability only (for the confidence scores)
+            # the chosen token's log-probability only (for the confidence scores)
+            logprobs=0 if self._prompt.logprobs else None,
         )
 
     # -------------------------------------------------------------------------------- children

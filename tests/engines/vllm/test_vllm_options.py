@@ -33,7 +33,7 @@ def test_other_keys_are_passed_to_vllm_unchanged() -> None:
 def test_what_it_takes_is_said_in_the_unknown_option_error() -> None:
     # The names of EngineArgs are checked at start (test_vllm_engine.py), with this text.
     assert VllmOptions.takes() == (
-        "vLLM EngineArgs fields, kv_cache_gib, max_waiting and max_waiting_tokens"
+        "vLLM EngineArgs fields, kv_cache_gib, logprobs, max_waiting and max_waiting_tokens"
     )
 
 

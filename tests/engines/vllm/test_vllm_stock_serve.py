@@ -176,3 +176,20 @@ def test_convert_through_stock_vllm_serve_gives_the_torch_engines_pages(
     assert served.keys() == reference.keys()
     for page, text in reference.items():
         assert served[page] == text, f"{page}: vllm serve's text differs from the torch engine's"
+    # The openai engine asked for logprobs (its default) and vllm serve answered them: the same
+    # block confidences as the torch engine's, within the across-engines tolerance
+    # (tests/engines/test_confidence_parity.py).
+    for stem in ("report", "scan"):
+        got = _confidences(tmp_path / "served", stem)
+        want = _confidences(tmp_path / "torch", stem)
+        assert got and all(v is not None for v in got), stem
+        assert got == pytest.approx(want, abs=0.02), stem
+
+
+def _confidences(out: Path, stem: str) -> list[float | None]:
+    document = json.loads((out / stem / f"{stem}.json").read_text(encoding="utf-8"))
+    return [
+        v
+        for p in document["pages"]
+        for v in [p["confidence"]] + [b["confidence"] for b in p["blocks"]]
+    ]
