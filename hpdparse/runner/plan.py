@@ -69,7 +69,7 @@ def _plan(
             f"page{'s' if page_count != 1 else ''})",
             path=src,
         )
-    if folder.exists() and (s.overwrite or (old is not None and not same_source)):
+    if (s.overwrite or (old is not None and not same_source)) and folder.exists():
         folder.clear(old.stem if old else folder.name)
     folder.create()
     stem = folder.name
