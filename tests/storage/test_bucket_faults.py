@@ -5,6 +5,7 @@ each is one line naming the URL, the batch goes on where it can, and the exit co
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import urllib.request
 import uuid
@@ -115,16 +116,13 @@ def test_an_object_deleted_between_planning_and_reading(bucket: str) -> None:
     [
         ("foo://bucket/a.pdf", "foo://bucket/a.pdf: unknown URL scheme foo://"),
         ("gs://bucket/a.pdf", "gs://bucket/a.pdf: gs:// needs the gcs extra"),
+        ("az://container/a.pdf", "az://container/a.pdf: az:// needs the azure extra"),
     ],
 )
 def test_a_url_that_cannot_be_used_is_a_usage_error(url: str, message: str, tmp_path) -> None:
-    if url.startswith("gs:"):
-        try:
-            import gcsfs  # noqa: F401
-        except ImportError:
-            pass
-        else:
-            pytest.skip("gcsfs is installed: the gcs extra is not missing")
+    library = {"gs": "gcsfs", "az": "adlfs"}.get(url.split(":", 1)[0])
+    if library is not None and importlib.util.find_spec(library) is not None:
+        pytest.skip(f"{library} is installed: its extra is not missing")
     proc = hpdparse("convert", url, "-o", str(tmp_path))
     assert proc.returncode == 2
     (line,) = _errors(proc.stderr)
