@@ -44,7 +44,6 @@ _EXTRAS = {
     "gcs": "gcs",
     "az": "azure",
     "abfs": "azure",
-    "abfss": "azure",
     "adl": "azure",
     "http": "http",
     "https": "http",
@@ -129,7 +128,7 @@ def _scheme_defaults(scheme: str) -> dict[str, Any]:
                 "read_timeout": S3_READ_TIMEOUT_S,
             },
         }
-    if scheme in ("gs", "gcs", "az", "abfs", "abfss"):
+    if scheme in ("gs", "gcs", "az", "abfs"):
         return {"use_listings_cache": False}
     return {}
 

@@ -19,8 +19,9 @@ def assemble_record(folder: DocumentFolder, state: DocumentState) -> DocumentRec
     """The document as its raw pages hold it: a page with a valid raw output is OK, any other
     selected page is failed (with the error recorded in the state, if any)."""
     pages: list[PageRecord] = []
+    saved = folder.read_raw_pages(state.selected)
     for number in state.selected:
-        raw = folder.read_raw_page(number)
+        raw = saved[number]
         if raw is None:
             error = state.failed_pages.get(number) or "no raw output for this page"
             failed = PageRecord(number, NO_GEOMETRY, FAILED_DECODE, PAGE_FAILED, error=error)

@@ -16,7 +16,7 @@ progress display is told, from the moment a document is added to the moment it i
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from hpdparse.engines.base import EngineInfo
@@ -52,6 +52,9 @@ class DocumentBook:
         self.docs: list[DocumentRun] = []
         self._cut_images: ImageCutter | None = None
         self._overlay: OverlayWriter | None = None
+        # Set by a runner that saves pages in the background: waits for a document's saves and
+        # says why one failed (then the document fails instead of being finished).
+        self.settle_pages: Callable[[DocumentRun], str | None] | None = None
 
     def add(
         self,
@@ -159,6 +162,9 @@ class DocumentBook:
     def finish(self, doc: DocumentRun) -> None:
         """All pages of `doc` are in: rebuild it from its folder and write it."""
         if doc.done:
+            return
+        if self.settle_pages is not None and (reason := self.settle_pages(doc)) is not None:
+            self.fail(doc, f"{doc.folder.location}: cannot write the output folder: {reason}")
             return
         assert doc.state is not None and self._cut_images is not None
         finished = finish_converted(

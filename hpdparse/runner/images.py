@@ -12,6 +12,7 @@ from hpdparse.errors import InputError
 from hpdparse.markdown.render import ImageCrop
 from hpdparse.runner.workers import WorkerPool, cut_crops
 from hpdparse.sources.location import source_location
+from hpdparse.store.concurrent_writes import ConcurrentWrites
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.state import DocumentState
 
@@ -30,29 +31,29 @@ def group_crops(crops: list[ImageCrop]) -> PageCrops:
 
 class PoolCutter:
     """Cut in the rasterizer processes of `pool` (a run's own, already started), pages in
-    parallel; a crashed process costs that page's images, not the document."""
+    parallel; a crashed process costs that page's images, not the document. The crops are
+    written from this process as they come, concurrently (`ConcurrentWrites`)."""
 
     def __init__(self, pool: WorkerPool, password: str | None) -> None:
         self.pool = pool
         self.password = password
 
     def __call__(self, folder: DocumentFolder, state: DocumentState, crops: PageCrops) -> list[str]:
-        futures = [
-            self.pool.submit(
-                cut_crops, state.source.path, number, state.dpi, self.password, folder, page_crops
+        futures = {
+            number: self.pool.submit(
+                cut_crops, state.source.path, number, state.dpi, self.password, page_crops
             )
             for number, page_crops in sorted(crops.items())
-        ]
-        errors = []
-        for future in futures:
-            try:
-                error = future.result()
-            except BrokenProcessPool:
-                self.pool.rebuild()
-                error = "images not written: the renderer crashed"
-            if error:
-                errors.append(error)
-        return errors
+        }
+        with _CropWriter(folder) as writer:
+            for number, future in futures.items():
+                try:
+                    cut = future.result()
+                except BrokenProcessPool:
+                    self.pool.rebuild()
+                    cut = "images not written: the renderer crashed"
+                writer.write(number, cut)
+            return writer.errors()
 
 
 class InProcessCutter:
@@ -73,9 +74,46 @@ class InProcessCutter:
             raise InputError(
                 f"{source}: the source changed since {folder.location} was converted", path=source
             )
+        with _CropWriter(folder) as writer:
+            for number, page_crops in sorted(crops.items()):
+                writer.write(
+                    number, cut_crops(str(source), number, state.dpi, self.password, page_crops)
+                )
+            return writer.errors()
+
+
+class _CropWriter:
+    """Writes the crops of a document's pages into its folder concurrently and keeps one error
+    per page whose crops could not be cut or written."""
+
+    def __init__(self, folder: DocumentFolder) -> None:
+        self.folder = folder
+        self._writes = ConcurrentWrites()
+        self._pages: dict[int, str | None] = {}  # page number -> error cutting it
+
+    def __enter__(self) -> _CropWriter:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._writes.close()
+
+    def write(self, number: int, cut: list[tuple[str, bytes]] | str) -> None:
+        """Write page `number`'s crops (or keep its error)."""
+        if isinstance(cut, str):
+            self._pages[number] = cut
+            return
+        self._pages[number] = None
+        write = self.folder.write_image
+        for name, png in cut:
+            self._writes.submit(number, lambda name=name, png=png: write(name, png))
+
+    def errors(self) -> list[str]:
+        """Once every write is done: one line per page whose images are missing, in page order."""
         errors = []
-        for number, page_crops in sorted(crops.items()):
-            error = cut_crops(str(source), number, state.dpi, self.password, folder, page_crops)
+        for number, error in sorted(self._pages.items()):
+            reason = self._writes.settle(number)
+            if error is None and reason is not None:
+                error = f"images of page {number} not written: {reason}"
             if error:
                 errors.append(error)
         return errors

@@ -15,7 +15,7 @@ from pathlib import Path
 from hpdparse.engines.base import EngineInfo, ReuseKey
 from hpdparse.errors import InputError, OutputError
 from hpdparse.runner.settings import ConvertSettings
-from hpdparse.sources.location import UrlSource
+from hpdparse.sources.location import UrlSource, held_once
 from hpdparse.sources.open import open_source
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.state import DocumentState, SourceIdentity
@@ -40,7 +40,8 @@ def plan_document(
     """Plan `source` (an absolute path or a URL) into `folder`. Raises InputError or
     OutputError, one line naming the file or folder, when the document cannot be converted."""
     try:
-        return _plan(folder, source, settings, info)
+        with held_once(source):  # an object at a URL is read once here, not once per question
+            return _plan(folder, source, settings, info)
     except OSError as exc:
         where = exc.filename or source  # a failed storage request names its URL
         raise InputError(f"{where}: {exc.strerror or exc}", path=source) from None
@@ -68,7 +69,7 @@ def _plan(
             f"page{'s' if page_count != 1 else ''})",
             path=src,
         )
-    if folder.exists() and (s.overwrite or (old is not None and not same_source)):
+    if (s.overwrite or (old is not None and not same_source)) and folder.exists():
         folder.clear(old.stem if old else folder.name)
     folder.create()
     stem = folder.name
@@ -117,13 +118,14 @@ def _pages_to_decode(
     folder: DocumentFolder, selected: list[int], key: ReuseKey
 ) -> tuple[list[int], int]:
     """The selected pages without a reusable raw output (any other saved output of theirs is
-    removed), and how many are reused. One listing of raw/, then reads of the saved pages only
-    (on an object store: one LIST, not a request per page)."""
+    removed), and how many are reused. One listing of raw/, then reads of the saved pages only,
+    together (on an object store: one LIST, not a request per page, and the GETs concurrent)."""
     to_decode = []
     reused = 0
     saved = set(folder.saved_page_numbers())
+    pages = folder.read_raw_pages([n for n in selected if n in saved])
     for number in selected:
-        page = folder.read_raw_page(number) if number in saved else None
+        page = pages.get(number)
         if page is not None and page.reusable(key):
             reused += 1
         else:

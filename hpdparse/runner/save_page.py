@@ -1,6 +1,7 @@
 """Store a decoded page: the engine's result, with what produced it and the rasterized page's
 geometry, becomes the page's raw record in its document folder. A stage on its own: whoever holds
-the engine's result and the page's geometry (the scheduler, a Ray actor) calls `save_page`."""
+the engine's result and the page's geometry (the scheduler, a Ray actor) calls `save_page`, or
+writes `raw_page_of` itself (the scheduler does, on `store.concurrent_writes` threads)."""
 
 from __future__ import annotations
 

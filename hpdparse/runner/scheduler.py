@@ -8,8 +8,9 @@
   `engine.run` through a lazy iterator, so the engine holds at most `batch_size` pages and the
   host at most `read_ahead` more, however long the documents are;
 - store a raw page (`runner.save_page`): results come back in completion order and each page's
-  raw text is saved at once; the run's `DocumentBook` keeps counters and failed pages per
-  document, and closes each document as it ends;
+  raw text is handed at once to `store.concurrent_writes`, which writes pages on a few threads
+  (a document is finished only once all of its pages are written); the run's `DocumentBook`
+  keeps counters and failed pages per document, and closes each document as it ends;
 - finish (`runner.finish`): when a document's last page is in, it is rebuilt from its raw pages
   and written, its .md last.
 Planning and rasterizing run inside the engine's pull of the next request, so they only record
@@ -35,9 +36,10 @@ from hpdparse.runner.images import PoolCutter
 from hpdparse.runner.overlay import PoolOverlay
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import PageJob, ReadAhead
-from hpdparse.runner.save_page import save_page
+from hpdparse.runner.save_page import raw_page_of
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import PreparedPage, WorkerPool
+from hpdparse.store.concurrent_writes import ConcurrentWrites
 from hpdparse.store.output_store import open_output_store
 from hpdparse.store.report import RunReport
 
@@ -62,6 +64,7 @@ class Converter:
         self._events: deque[Event] = deque()
         self._inflight: dict[tuple[int, int], tuple[DocumentRun, PreparedPage]] = {}
         self._pool: WorkerPool | None = None
+        self._saver = ConcurrentWrites()  # saves decoded pages; a new one for each run()
         self._book = DocumentBook(settings, self.progress)  # a new one for each run()
         self._first_sent: float | None = None
         self._last_result: float | None = None
@@ -72,6 +75,8 @@ class Converter:
         started = time.monotonic()
         book = self._book = DocumentBook(self.settings, self.progress)
         book.add(self._store, sources, input_errors)
+        self._saver = ConcurrentWrites()
+        book.settle_pages = self._saver.settle
         try:
             # open() first: the engine resolves its checkpoint (and revision) there, and the reuse
             # key of saved pages must carry that revision.
@@ -89,6 +94,7 @@ class Converter:
             book.report.engine_error = str(exc)
             self.progress.error(f"engine {self.engine.name}: {exc}")
         finally:
+            self._saver.close()
             if self._pool is not None:
                 self._pool.shutdown(cancel=True)
             if self._engine_started and self._start_engine:
@@ -180,11 +186,11 @@ class Converter:
         self, doc: DocumentRun, number: int, result: PageResult, prepared: PreparedPage
     ) -> None:
         assert self._info is not None
-        try:
-            save_page(doc.folder, number, result, prepared.geometry, self._info, self.settings.dpi)
-        except OSError as exc:
-            location = doc.folder.location
-            self._book.fail(doc, f"{location}: cannot write the output folder: {exc.strerror}")
+        raw = raw_page_of(number, result, prepared.geometry, self._info, self.settings.dpi)
+        self._saver.submit(doc, lambda: doc.folder.write_raw_page(raw))
+        reason = self._saver.failure(doc)  # an earlier page of doc that could not be written
+        if reason is not None:
+            self._book.fail(doc, f"{doc.folder.location}: cannot write the output folder: {reason}")
 
     def _drain_events(self) -> None:
         while self._events:

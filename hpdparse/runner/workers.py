@@ -1,6 +1,6 @@
 """The rasterizer processes: pages are rasterized with PyMuPDF and prepared for the engine
 (`engine.preparer()`: PNG bytes or HPD tiles) in a pool of worker processes ahead of the engine;
-figure crops are cut there too and written through the document's `DocumentFolder`. The pool is
+figure crops are cut there too (the main process writes them: `runner.images`). The pool is
 forkserver (or spawn, never fork: vLLM and torch run threads in the main process) and is rebuilt
 when MuPDF crashes a worker on a damaged file.
 """
@@ -29,7 +29,6 @@ except ImportError:  # Windows
 from hpdparse.errors import InputError
 from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.rasterize import rasterize_page
-from hpdparse.store.document_folder import DocumentFolder
 
 _preparer: Callable[[Image.Image], Any] | None = None
 
@@ -106,27 +105,24 @@ def cut_crops(
     number: int,
     dpi: int,
     password: str | None,
-    folder: DocumentFolder,
     crops: list[tuple[str, tuple[int, int, int, int]]],
-) -> str | None:
-    """Rasterize page `number` again as the model saw it and write the crops (file name relative
-    to `folder`, pixel box) into `folder`; an error comes back as one line."""
+) -> list[tuple[str, bytes]] | str:
+    """Rasterize page `number` again as the model saw it and cut the crops (file name, pixel
+    box): each one's file name and PNG bytes, for the caller to write; an error as one line."""
     try:
         page = rasterize_page(path, number, dpi, password)
     except InputError as exc:
         return f"images of page {number} not written: {exc}"
-    try:
-        image = page.image
-        for filename, bbox in crops:
-            x1, y1, x2, y2 = bbox
-            x1, x2 = sorted((max(0, min(x1, image.width)), max(0, min(x2, image.width))))
-            y1, y2 = sorted((max(0, min(y1, image.height)), max(0, min(y2, image.height))))
-            if x2 - x1 < 1 or y2 - y1 < 1:
-                continue
-            folder.write_image(filename, _png_bytes(image.crop((x1, y1, x2, y2))))
-    except OSError as exc:
-        return f"images of page {number} not written: {exc.strerror or exc}"
-    return None
+    image = page.image
+    pngs = []
+    for filename, bbox in crops:
+        x1, y1, x2, y2 = bbox
+        x1, x2 = sorted((max(0, min(x1, image.width)), max(0, min(x2, image.width))))
+        y1, y2 = sorted((max(0, min(y1, image.height)), max(0, min(y2, image.height))))
+        if x2 - x1 < 1 or y2 - y1 < 1:
+            continue
+        pngs.append((filename, _png_bytes(image.crop((x1, y1, x2, y2)))))
+    return pngs
 
 
 def _png_bytes(image: Image.Image) -> bytes:

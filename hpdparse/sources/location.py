@@ -4,8 +4,9 @@ and reads its object through fsspec (`hpdparse.remote`)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from functools import total_ordering
 from pathlib import Path
@@ -16,6 +17,9 @@ from hpdparse.remote import filesystem, is_url, local_path_of, redact, storage_m
 
 T = TypeVar("T")
 
+LARGE_OBJECT_BYTES = 256 << 20
+"""Objects up to this size are read into memory; larger ones go through a temporary file."""
+
 
 @total_ordering
 class UrlSource:
@@ -23,6 +27,27 @@ class UrlSource:
 
     def __init__(self, url: str) -> None:
         self.url = url
+        self._held = False  # within held(): the answers below are kept
+        self._info: dict[str, Any] | None = None
+        self._data: bytes | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self.url}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["url"])  # type: ignore[misc]
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[UrlSource]:
+        """Within: the object is asked about once (one HEAD) and, up to LARGE_OBJECT_BYTES, read
+        once (one GET), however often `is_file`, `stat` and `read_bytes` are called; planning
+        checks the object, takes its sha256 and counts its pages from one read. Forgotten on
+        exit."""
+        self._held = True
+        try:
+            yield self
+        finally:
+            self._held, self._info, self._data = False, None, None
 
     def __str__(self) -> str:
         return redact(self.url)
@@ -57,20 +82,36 @@ class UrlSource:
     def is_file(self) -> bool:
         """True when the object exists (one HEAD request). InputError (one line naming the URL)
         when the store cannot tell (no credentials, access denied, unreachable...)."""
-        info = self._request(lambda fs, path: _info_or_none(fs, path))
+        info = self._object_info(missing_ok=True)
         return info is not None and info.get("type", "file") == "file"
 
     def stat(self) -> tuple[int, int]:
         """The object's size and last modification time in ns (0 when the store gives none); one
         HEAD request. InputError when it cannot be read."""
-        info = self._request(lambda fs, path: fs.info(path))
+        info = self._object_info(missing_ok=False)
+        assert info is not None
         size = int(info.get("size") or 0)
         return size, _mtime_ns(info)
 
     def read_bytes(self) -> bytes:
         """The whole object (one GET). InputError (one line naming the URL) when it cannot be
         read."""
-        return self._request(lambda fs, path: fs.cat_file(path))
+        if self._data is not None:
+            return self._data
+        data = self._request(lambda fs, path: fs.cat_file(path))
+        if self._held and len(data) <= LARGE_OBJECT_BYTES:
+            self._data = data
+        return data
+
+    def _object_info(self, missing_ok: bool) -> dict[str, Any] | None:
+        info = self._info
+        if info is None:
+            info = self._request(lambda fs, path: _info_or_none(fs, path))
+            if self._held:
+                self._info = info
+        if info is None and not missing_ok:
+            raise InputError(storage_message(self.url, FileNotFoundError()), path=str(self))
+        return info
 
     def download(self, target: Path) -> None:
         """Copy the object to the local file `target` (streamed). InputError when it cannot."""
@@ -108,6 +149,11 @@ def _mtime_ns(info: dict[str, Any]) -> int:
                 continue
             return int(parsed.timestamp() * 1_000_000_000)
     return 0
+
+
+def held_once(source: Path | UrlSource) -> contextlib.AbstractContextManager[object]:
+    """`UrlSource.held` for an object at a URL; nothing for a local file."""
+    return source.held() if isinstance(source, UrlSource) else contextlib.nullcontext()
 
 
 def source_location(text: str | os.PathLike[str]) -> Path | UrlSource:

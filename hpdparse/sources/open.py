@@ -18,11 +18,10 @@ from hpdparse.sources.document import (
     read_head,
 )
 from hpdparse.sources.images import ImageDocument, is_image_content
-from hpdparse.sources.location import UrlSource
+from hpdparse.sources.location import LARGE_OBJECT_BYTES, UrlSource
 from hpdparse.sources.pdf import PdfDocument
 
-LARGE_OBJECT_BYTES = 256 << 20
-"""Objects up to this size are opened from memory; larger ones from a temporary copy."""
+__all__ = ["LARGE_OBJECT_BYTES", "open_source"]
 
 
 def open_source(path: Path | UrlSource, password: str | None = None) -> SourceDocument:

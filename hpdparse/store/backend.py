@@ -1,10 +1,11 @@
 """Where the files of one document folder live: `FolderBackend`, bytes at names relative to the
 folder ("raw/page-0003.txt").
 
-The local file system is the only backend today (`hpdparse.store.local.LocalFolder`). An object
-store (s3://bucket/prefix/) would implement these same methods (an object PUT is atomic, "folders"
-are key prefixes) and everything above them, `DocumentFolder` and the runner, would stay as it is.
-A backend is picklable: rasterizer processes write image crops through it.
+Two backends: the local file system (`hpdparse.store.local.LocalFolder`) and an object store through
+fsspec (`hpdparse.store.fsspec_folder.FsspecFolder`: an object PUT is atomic, "folders" are key
+prefixes); everything above them, `DocumentFolder` and the runners, is the same for both. A
+backend is picklable: rasterizer processes write image crops through it. Its methods may be called
+from several threads at once (the runner saves pages on a few threads).
 """
 
 from __future__ import annotations
@@ -43,6 +44,17 @@ class FolderBackend(ABC):
     @abstractmethod
     def read_bytes(self, name: str) -> bytes:
         """The content of file `name`; OSError (FileNotFoundError when it does not exist)."""
+
+    def read_many(self, names: list[str]) -> dict[str, bytes | None]:
+        """The content of each file of `names`, None for one that is missing or cannot be read.
+        One after the other here; a backend whose requests take long reads them concurrently."""
+        contents: dict[str, bytes | None] = {}
+        for name in names:
+            try:
+                contents[name] = self.read_bytes(name)
+            except OSError:
+                contents[name] = None
+        return contents
 
     @abstractmethod
     def write_bytes(self, name: str, data: bytes) -> None:

@@ -113,12 +113,25 @@ class DocumentFolder:
     def read_raw_page(self, number: int) -> RawPage | None:
         """A saved page whose metadata exists, is valid and has the sha256 of its text; None
         otherwise."""
-        try:
-            meta = json.loads(self.files.read_bytes(raw_meta_name(number)).decode("utf-8"))
-            text = self.files.read_bytes(raw_text_name(number)).decode("utf-8")
-        except (OSError, ValueError):
-            return None
-        return decode_raw_page(number, text, meta)
+        return self.read_raw_pages([number])[number]
+
+    def read_raw_pages(self, numbers: list[int]) -> dict[int, RawPage | None]:
+        """`read_raw_page` of each of `numbers`, their files read together (concurrently on an
+        object store)."""
+        names = [name for n in numbers for name in (raw_meta_name(n), raw_text_name(n))]
+        contents = self.files.read_many(names)
+        pages: dict[int, RawPage | None] = {}
+        for number in numbers:
+            meta, text = contents[raw_meta_name(number)], contents[raw_text_name(number)]
+            try:
+                pages[number] = None
+                if meta is not None and text is not None:
+                    pages[number] = decode_raw_page(
+                        number, text.decode("utf-8"), json.loads(meta.decode("utf-8"))
+                    )
+            except ValueError:
+                pass
+        return pages
 
     def has_raw_page_files(self, number: int) -> bool:
         """True when page `number` has a metadata file, valid or not."""

@@ -7,7 +7,8 @@ new one and a killed run leaves no half object. There are no temporary files to 
 folders to create or remove. Listings are never cached (other processes write the same folder).
 
 Requests: `list_files` and `exists` are one LIST each, `is_file` one HEAD, `read_bytes` one GET,
-`write_bytes` one PUT, `delete` one DELETE, `delete_tree` one LIST and one batched DELETE.
+`read_many` one GET per object, all at once (fsspec's concurrent `cat`), `write_bytes` one PUT,
+`delete` one DELETE, `delete_tree` one LIST and, when it found objects, one batched DELETE.
 
 Every storage failure comes out as an OSError whose `strerror` is a one-line reason without
 secrets (FileNotFoundError when an object is missing), as the runner expects of a backend. The
@@ -106,6 +107,19 @@ class FsspecFolder(FolderBackend):
         path = self._path(name)
         return self._call(name, lambda: self.fs.cat_file(path))
 
+    def read_many(self, names: list[str]) -> dict[str, bytes | None]:
+        paths = {self._path(name): name for name in names}
+        if not paths or any(c in self._root for c in "*?["):  # fsspec would take them as globs
+            return super().read_many(names)
+        try:
+            contents = self._call("", lambda: self.fs.cat(list(paths), on_error="return"))
+        except OSError:
+            return dict.fromkeys(names)
+        return {
+            name: data if isinstance(data := contents.get(path), bytes) else None
+            for path, name in paths.items()
+        }
+
     def write_bytes(self, name: str, data: bytes) -> None:
         path = self._path(name)
         self._call(name, lambda: self.fs.pipe_file(path, data))
@@ -124,9 +138,13 @@ class FsspecFolder(FolderBackend):
             self._call(name, lambda: self.fs.rm_file(path))
 
     def delete_tree(self, name: str) -> None:
+        # find + rm of the names found: rm(recursive=True) would also ask whether the prefix
+        # exists (a HEAD and a LIST more), even when there is nothing to delete.
         path = self._path(name)
         with contextlib.suppress(OSError):
-            self._call(name, lambda: self.fs.rm(path, recursive=True))
+            objects = self._call(name, lambda: self.fs.find(path))
+            if objects:
+                self._call(name, lambda: self.fs.rm(objects))
 
     def list_files(self, folder: str) -> list[str]:
         path = self._path(folder).rstrip("/")

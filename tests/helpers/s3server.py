@@ -71,16 +71,21 @@ class MotoServer:
     def requests(self, since: int = 0, bucket: str | None = None) -> Counter[str]:
         """Requests served since log offset `since` (to `bucket` only, when given), by kind:
         LIST, GET, HEAD, PUT, DELETE (a batched delete, POST ?delete, counts once)."""
+        return Counter(kind for kind, _key in self.request_log(since, bucket))
+
+    def request_log(self, since: int = 0, bucket: str | None = None) -> list[tuple[str, str]]:
+        """(kind, path) of each request served since log offset `since`, in order (to `bucket`
+        only, when given); the path is "/bucket/key" without the query."""
         with open(self.log_path, "rb") as f:
             f.seek(since)
             text = f.read().decode("utf-8", "replace")
-        counts: Counter[str] = Counter()
+        log = []
         for method, target, _status in _ACCESS.findall(_COLOUR.sub("", text)):
             path, _, query = target.partition("?")
             if bucket is not None and path.strip("/").split("/", 1)[0] != bucket:
                 continue
-            counts[request_kind(method, path, query)] += 1
-        return counts
+            log.append((request_kind(method, path, query), path))
+        return log
 
 
 def request_kind(method: str, path: str, query: str) -> str:

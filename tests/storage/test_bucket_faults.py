@@ -4,7 +4,12 @@ each is one line naming the URL, the batch goes on where it can, and the exit co
 
 from __future__ import annotations
 
+import contextlib
+import importlib.util
 import json
+import urllib.request
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -111,16 +116,13 @@ def test_an_object_deleted_between_planning_and_reading(bucket: str) -> None:
     [
         ("foo://bucket/a.pdf", "foo://bucket/a.pdf: unknown URL scheme foo://"),
         ("gs://bucket/a.pdf", "gs://bucket/a.pdf: gs:// needs the gcs extra"),
+        ("az://container/a.pdf", "az://container/a.pdf: az:// needs the azure extra"),
     ],
 )
 def test_a_url_that_cannot_be_used_is_a_usage_error(url: str, message: str, tmp_path) -> None:
-    if url.startswith("gs:"):
-        try:
-            import gcsfs  # noqa: F401
-        except ImportError:
-            pass
-        else:
-            pytest.skip("gcsfs is installed: the gcs extra is not missing")
+    library = {"gs": "gcsfs", "az": "adlfs"}.get(url.split(":", 1)[0])
+    if library is not None and importlib.util.find_spec(library) is not None:
+        pytest.skip(f"{library} is installed: its extra is not missing")
     proc = hpdparse("convert", url, "-o", str(tmp_path))
     assert proc.returncode == 2
     (line,) = _errors(proc.stderr)
@@ -166,3 +168,68 @@ def test_a_store_that_does_not_answer_times_out(bucket: str, fake: FakeHPDServer
     (line,) = _errors(proc.stderr)
     assert line.startswith(f"error: s3://{bucket}/in/: the store did not answer in time")
     assert SECRET not in proc.stderr
+
+
+@contextlib.contextmanager
+def _iam_enforced(s3: S3, policy: dict) -> Iterator[dict[str, str]]:
+    """An IAM user with `policy`, and the server checking every request's signature and
+    permissions (moto's /moto-api/reset-auth) until the block ends: the user's credentials, as
+    environment variables."""
+    import boto3
+
+    iam = boto3.client("iam", endpoint_url=s3.server.url)
+    user = f"user-{uuid.uuid4().hex[:8]}"
+    iam.create_user(UserName=user)
+    iam.put_user_policy(UserName=user, PolicyName="test", PolicyDocument=json.dumps(policy))
+    key = iam.create_access_key(UserName=user)["AccessKey"]
+    env = {"AWS_ACCESS_KEY_ID": key["AccessKeyId"], "AWS_SECRET_ACCESS_KEY": key["SecretAccessKey"]}
+    _reset_auth(s3, b"0")  # from the next request on
+    try:
+        yield env
+    finally:
+        _reset_auth(s3, b"inf")
+
+
+def _reset_auth(s3: S3, count: bytes) -> None:
+    request = urllib.request.Request(
+        f"{s3.server.url}/moto-api/reset-auth",
+        data=count,
+        headers={"Content-Type": "text/plain"},
+        method="POST",
+    )
+    urllib.request.urlopen(request).close()
+
+
+def test_access_denied(bucket: str, fake: FakeHPDServer, s3: S3, tmp_path: Path) -> None:
+    upload(bucket, "in/", [MEMO])
+    no_objects = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+            {"Effect": "Deny", "Action": ["s3:GetObject", "s3:PutObject"], "Resource": "*"},
+        ],
+    }
+    with _iam_enforced(s3, no_objects) as env:
+        reading = hpdparse(
+            "convert", f"s3://{bucket}/in/", "-o", str(tmp_path / "out"), *_openai(fake), env=env
+        )
+        one = hpdparse(
+            "convert", f"s3://{bucket}/in/memo.pdf", "-o", str(tmp_path), *_openai(fake), env=env
+        )
+        writing = hpdparse(
+            "convert", str(MEMO), "-o", f"s3://{bucket}/out", *_openai(fake), env=env
+        )
+    assert reading.returncode == 1
+    (line,) = _errors(reading.stderr)
+    # Finding the inputs already asks for the prefix as an object (a HEAD, which needs
+    # s3:GetObject): refused, as AWS refuses it.
+    assert line.startswith(f"error: s3://{bucket}/in/: access denied"), line
+    assert one.returncode == 1
+    (line,) = _errors(one.stderr)
+    assert line.startswith(f"error: s3://{bucket}/in/memo.pdf: access denied"), line
+    assert writing.returncode == 1
+    (line,) = _errors(writing.stderr)
+    assert line.startswith(f"error: s3://{bucket}/out/memo: cannot write the output folder"), line
+    assert "access denied" in line
+    for proc in (reading, one, writing):
+        assert env["AWS_SECRET_ACCESS_KEY"] not in proc.stdout + proc.stderr

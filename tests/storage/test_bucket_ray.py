@@ -1,6 +1,7 @@
 """`convert --ray local` with inputs and output only in a bucket (real S3 server; no local path
 involved): two actors read their pages from the bucket and write raw/ pages there, one actor is
-killed mid-run, and every page is converted."""
+killed mid-run, and every page is converted; a bucket folder that a `--ray local` run left
+half done is finished by a plain run, which decodes none of the pages already saved."""
 
 from __future__ import annotations
 
@@ -13,11 +14,12 @@ from pathlib import Path
 import boto3
 import pytest
 
-from tests.helpers.fakeserver import FakeHPDServer
+from hpdparse.sources.rasterize import rasterize_page
+from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
 from tests.helpers.pdfs import make_pdf
-from tests.helpers.ray_processes import decoder_actor_pids
-from tests.storage.conftest import upload
-from tests.storage.runs import popen_hpdparse
+from tests.helpers.ray_processes import decoder_actor_pids, wait_for_no_decoder_actors
+from tests.storage.conftest import download_tree, upload
+from tests.storage.runs import assert_same_output, hpdparse, popen_hpdparse
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -80,3 +82,81 @@ def test_ray_local_bucket_only_actor_killed_all_pages_converted(
     assert any(actor["restarts"] >= 1 for actor in report["ray"]["actors"])
     keys = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix="out/doc/")["Contents"]
     assert "out/doc/doc.md" in {item["Key"] for item in keys}
+
+
+def _convert_args(bucket: str, out: str, fake: FakeHPDServer) -> list[str]:
+    return [
+        "convert", f"s3://{bucket}/in/", "-o", f"s3://{bucket}/{out}",
+        "--engine", "openai", "--server", fake.url, "--dpi", "60", "--quiet",
+    ]  # fmt: skip
+
+
+RAY_LOCAL = [
+    "--batch-size",
+    "2",
+    "--ray",
+    "local",
+    "--ray-actors",
+    "2",
+    "--ray-cpus-per-actor",
+    "1",
+]
+
+
+def _saved_numbers(bucket: str) -> set[int]:
+    return {int(key.rsplit("page-", 1)[1][:4]) for key in _saved_pages(bucket)}
+
+
+def _stopped_after_three_pages(bucket: str, args: list[str], stop: signal.Signals) -> set[int]:
+    """Run `hpdparse ARGS`, send it `stop` once 3 pages are saved; the pages saved by then."""
+    proc = popen_hpdparse(*args)
+    try:
+        deadline = time.monotonic() + 420
+        while proc.poll() is None and len(_saved_pages(bucket)) < 3:
+            assert time.monotonic() < deadline, "no page saved"
+            time.sleep(0.2)
+        assert proc.poll() is None, proc.communicate()
+        proc.send_signal(stop)
+        proc.wait(timeout=300)  # reaped first: its rasterizer processes exit once its pid is gone
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert wait_for_no_decoder_actors(120)
+    keys = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix="out/")["Contents"]
+    assert "out/doc/doc.md" not in {item["Key"] for item in keys}
+    return _saved_numbers(bucket)
+
+
+@pytest.mark.parametrize("first, then", [("ray", "plain"), ("plain", "ray")])
+def test_a_bucket_folder_started_by_one_runner_is_finished_by_the_other(
+    bucket: str, tmp_path: Path, first: str, then: str
+) -> None:
+    """Started by `--ray local` and interrupted (Ctrl-C), or by a plain run and killed
+    (SIGKILL); finished by the other: identical output, no saved page decoded again."""
+    pytest.importorskip("ray.data")
+    pages = 30
+    pdf = make_pdf(tmp_path / "doc.pdf", pages, "ray-and-plain")
+    upload(bucket, "in/", [pdf])
+    page_of = {
+        image_fingerprint(rasterize_page(str(pdf), n, 60).image): n for n in range(1, pages + 1)
+    }
+    runner = {"ray": RAY_LOCAL, "plain": []}
+    stop = {"ray": signal.SIGINT, "plain": signal.SIGKILL}
+    with FakeHPDServer() as fake:
+        reference = hpdparse(*_convert_args(bucket, "ref", fake))
+        assert reference.returncode == 0, reference.stderr
+        fake.delay = 2.0  # the first run is stopped long before its last page
+        args = _convert_args(bucket, "out", fake) + runner[first]
+        saved = _stopped_after_three_pages(bucket, args, stop[first])
+        assert 3 <= len(saved) < pages
+        fake.delay = 0.0
+        fake.clear_log()
+        rest = hpdparse(*_convert_args(bucket, "out", fake), *runner[then])
+        assert rest.returncode == 0, rest.stderr[-3000:]
+        decoded = [page_of[f] for f in fake.fingerprints()]
+    assert sorted(decoded) == sorted(set(range(1, pages + 1)) - saved)  # each once, none saved
+    download_tree(bucket, "ref/", tmp_path / "ref")
+    download_tree(bucket, "out/", tmp_path / "out")
+    assert_same_output(tmp_path / "ref", tmp_path / "out")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,33 @@ def test_secrets_never_in_messages(monkeypatch) -> None:
 def test_unknown_scheme_is_a_usage_error() -> None:
     with pytest.raises(remote.StorageUsageError, match="unknown URL scheme nope://"):
         remote.filesystem("nope://bucket/a.pdf")
+    # No fsspec library registers abfss:// (adlfs: abfs://, az://, adl://).
+    with pytest.raises(remote.StorageUsageError, match="unknown URL scheme abfss://"):
+        remote.filesystem("abfss://container/a.pdf")
+
+
+@pytest.mark.parametrize(
+    "url, library, extra",
+    [
+        ("s3://bucket/a.pdf", "s3fs", "s3"),
+        ("s3a://bucket/a.pdf", "s3fs", "s3"),
+        ("gs://bucket/a.pdf", "gcsfs", "gcs"),
+        ("gcs://bucket/a.pdf", "gcsfs", "gcs"),
+        ("az://container/a.pdf", "adlfs", "azure"),
+        ("abfs://container/a.pdf", "adlfs", "azure"),
+    ],
+)
+def test_each_scheme_goes_to_its_fsspec_library_or_names_its_extra(
+    url: str, library: str, extra: str
+) -> None:
+    """Routing only: gs:// and az:// are not tested end to end (no emulator runs here)."""
+    if importlib.util.find_spec(library) is None:
+        with pytest.raises(remote.StorageUsageError) as caught:
+            remote.filesystem(url)
+        scheme = url.split("://", 1)[0]
+        assert str(caught.value) == (
+            f"{url}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'"
+        )
+        return
+    fs, _ = remote.filesystem(url)
+    assert type(fs).__module__.split(".")[0] == library
