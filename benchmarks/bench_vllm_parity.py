@@ -57,9 +57,65 @@ from hpdparse.engines.base import EngineConfig  # noqa: E402
 from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
 from hpdparse.engines.vllm.options import VllmOptions  # noqa: E402
 
-VARIANTS = ("hpdparse", "generate-inproc", "generate-mp", "fork", "fork-pmtp")
+VARIANTS = (
+    "hpdparse",
+    "generate-inproc",
+    "generate-mp",
+    "fork",
+    "fork-pmtp",
+    "hpdparse-process",
+    "fork-process",
+    "fork-pmtp-process",
+)
 PARTS = ("model", "sched", "outproc", "input", "own")
 CPU_PARTS = ("sched cpu", "outproc cpu", "input cpu", "own cpu")
+
+
+class Transfer:
+    """What a multiprocess client sends its engine core: the bytes of its ZeroMQ messages
+    (``MPClient.encoder.encode``), and with the shared-memory tensor transport the bytes it moves
+    into shared memory (tensors not shared yet) and the tensor handles it passes."""
+
+    def __init__(self) -> None:
+        self.socket_bytes = 0
+        self.shm_bytes = 0
+        self.handles = 0
+
+    def install(self, llm_engine: Any) -> None:
+        encoder = getattr(llm_engine.engine_core, "encoder", None)
+        if encoder is None:
+            return  # in-process: nothing crosses
+        encode = encoder.encode
+
+        def counted(obj: Any) -> Any:
+            buffers = encode(obj)
+            self.socket_bytes += sum(memoryview(b).nbytes for b in buffers)
+            return buffers
+
+        encoder.encode = counted
+        consumer = getattr(encoder, "oob_tensor_consumer", None)
+        if consumer is None:
+            return
+        send = consumer.__call__
+
+        def sent(tensor: Any) -> Any:
+            if not tensor.is_shared():
+                self.shm_bytes += tensor.untyped_storage().nbytes()
+            self.handles += 1
+            return send(tensor)
+
+        methods = {"__call__": lambda _, t: sent(t), "new_message": consumer.new_message}
+        encoder.oob_tensor_consumer = type("CountedSender", (), methods)()
+
+    def reset(self) -> None:
+        self.socket_bytes = self.shm_bytes = self.handles = 0
+
+    def per_page(self, pages: int) -> dict[str, float]:
+        return {
+            "socket MB/page": self.socket_bytes / pages / 1e6,
+            "shm MB/page": self.shm_bytes / pages / 1e6,
+            "handles/page": self.handles / pages,
+        }
 
 
 class StepTimers:
@@ -142,8 +198,15 @@ def _config(args: argparse.Namespace, model: Path, fork: bool, mtp: bool) -> Eng
     )
 
 
-def _options(args: argparse.Namespace) -> VllmOptions:
-    return VllmOptions(kv_cache_gib=1.0, max_waiting=args.max_waiting)
+def _options(args: argparse.Namespace, variant: str = "") -> VllmOptions:
+    process = variant.endswith("-process")
+    extra = {"mm_tensor_ipc": args.transport} if process and args.transport else {}
+    return VllmOptions(
+        kv_cache_gib=1.0,
+        max_waiting=args.max_waiting,
+        engine_core="process" if process else "inline",
+        engine_args=extra,
+    )
 
 
 def _digest(texts: list[str]) -> str:
@@ -152,25 +215,46 @@ def _digest(texts: list[str]) -> str:
 
 def run_hpdparse(args: argparse.Namespace, model: Path, variant: str) -> list[dict]:
     """One engine, every batch size: figures per batch."""
-    fork = variant != "hpdparse"
-    config = _config(args, model, fork=fork, mtp=variant == "fork-pmtp")
+    base = variant.removesuffix("-process")
+    fork = base != "hpdparse"
+    config = _config(args, model, fork=fork, mtp=base == "fork-pmtp")
     rows = []
-    with VllmEngine(config, _options(args)) as engine:
-        timers = StepTimers()
+    with VllmEngine(config, _options(args, variant)) as engine:
+        timers, transfer = StepTimers(), Transfer()
         timers.install(engine.llm_engine)
+        transfer.install(engine.llm_engine)
+        in_process = not variant.endswith("-process")
         prepare = engine.preparer()
         images = sample_images(args.dpi, max(args.pages))
         payloads = [prepare(image) for image in images]
         timed_run(engine, payloads[:4], 4)  # warm-up
         for n in args.pages:
             timers.reset()
+            transfer.reset()
             began_cpu = time.thread_time()
             results, figures = timed_run(engine, payloads[:n], n)
             cpu = time.thread_time() - began_cpu
             texts = [r.text for r in sorted(results, key=lambda r: r.key)]
-            split = timers.split(figures["seconds"], cpu, in_process=True)
-            rows.append({"pages": n, **figures, **split, "text": _digest(texts)})
+            split = timers.split(figures["seconds"], cpu, in_process=in_process)
+            cache = _prefix_hit_rate(results)
+            rows.append(
+                {
+                    "pages": n,
+                    **figures,
+                    **split,
+                    **transfer.per_page(n),
+                    "child hit %": cache,
+                    "text": _digest(texts),
+                }
+            )
     return rows
+
+
+def _prefix_hit_rate(results: list) -> float:
+    """Children's prompt tokens served by the prefix cache, in percent (nan without children)."""
+    cached = sum(r.stats.get("cached_tokens", 0) for r in results)
+    prompts = sum(r.stats.get("child_prompt_tokens", 0) for r in results)
+    return 100.0 * cached / prompts if prompts else float("nan")
 
 
 def _generate_engine(args: argparse.Namespace, model: Path) -> tuple[Any, VllmEngine]:
@@ -308,6 +392,16 @@ def _print_table(by_variant: dict[str, list[list[dict]]], pages: list[int]) -> C
             rows = [run[i] for run in runs]
             cells = "".join(f" {_median(rows, p):11.2f}" for p in CPU_PARTS)
             print(f"{variant:16} {n:5d}{cells}")
+    extra = ("child hit %", "socket MB/page", "shm MB/page", "handles/page")
+    print("\nchildren's prefix-cache hits; what crosses to a process-mode engine core, per page:")
+    print(f"{'variant':16} {'pages':>5}" + "".join(f" {p:>14}" for p in extra))
+    for variant, runs in by_variant.items():
+        if variant.startswith("generate"):
+            continue
+        for i, n in enumerate(pages):
+            rows = [run[i] for run in runs]
+            cells = "".join(f" {_median(rows, p):14.2f}" for p in extra)
+            print(f"{variant:16} {n:5d}{cells}")
     return lambda variant, n: table[variant, n]
 
 
@@ -321,6 +415,11 @@ def main() -> None:
     parser.add_argument("--dpi", type=int, default=100)
     parser.add_argument("--max-waiting", type=int, default=VllmOptions().max_waiting)
     parser.add_argument("--instrument", choices=["hpd-like"], help="see bench_vllm.py")
+    parser.add_argument(
+        "--transport",
+        choices=["direct_rpc", "torch_shm"],
+        help="mm_tensor_ipc of the *-process variants (default: the engine's choice)",
+    )
     parser.add_argument("--child", choices=VARIANTS, help=argparse.SUPPRESS)
     args = parser.parse_args()
     args.passthrough = [a for a in sys.argv[1:] if a not in ("--child", args.child)]

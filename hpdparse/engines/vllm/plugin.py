@@ -3,7 +3,11 @@
 vLLM calls ``register()`` in every process it starts. It only adds names; nothing stock is replaced:
 the ``internvl_chat`` config class is registered only when transformers has none, and the model
 goes in under its own architecture name, selected per engine with ``hf_overrides``. On a vLLM
-outside the supported range it registers nothing and logs why (other models keep working).
+outside the supported range it registers nothing and logs why (other models keep working). In the
+engine-core process of hpdparse's own engine with ``engine_core=process``
+(``HPDPARSE_ENGINE_PARENT`` set, spawned) it also starts the watch that ends that process with its
+parent and keeps the image data on the worker (``core_process``,
+``compat.keep_image_data_on_the_worker``).
 """
 
 from __future__ import annotations
@@ -36,3 +40,15 @@ def register() -> None:
         # A "module:Class" string keeps vLLM from importing the model until it is used.
         ModelRegistry.register_model(ARCHITECTURE, _MODEL_CLASS)
     register_draft_model()  # the P-MTP draft head, used when speculative decoding is on
+    _in_engine_core_process()
+
+
+def _in_engine_core_process() -> None:
+    """In the engine-core process of a process-mode hpdparse engine started with spawn (a fork
+    inherits both from the engine's process): the image-data fix and the parent watch."""
+    import os
+
+    from hpdparse.engines.vllm import compat, core_process
+
+    if os.environ.get(core_process.PARENT_ENV) and core_process.watch_parent():
+        compat.keep_image_data_on_the_worker()

@@ -33,8 +33,17 @@ def test_other_keys_are_passed_to_vllm_unchanged() -> None:
 def test_what_it_takes_is_said_in_the_unknown_option_error() -> None:
     # The names of EngineArgs are checked at start (test_vllm_engine.py), with this text.
     assert VllmOptions.takes() == (
-        "vLLM EngineArgs fields, kv_cache_gib, logprobs, max_waiting and max_waiting_tokens"
+        "vLLM EngineArgs fields, engine_core, kv_cache_gib, logprobs, max_waiting"
+        " and max_waiting_tokens"
     )
+
+
+def test_engine_core_is_inline_or_process() -> None:
+    assert VllmOptions().engine_core == "inline"
+    assert VllmOptions.from_mapping({"engine_core": "process"}).engine_core == "process"
+    with pytest.raises(EngineError) as caught:
+        VllmOptions.from_mapping({"engine_core": "thread"})
+    assert "engine_core" in str(caught.value) and "inline, process" in str(caught.value)
 
 
 @pytest.mark.parametrize("name", ["max_waiting", "max_waiting_tokens"])
