@@ -7,9 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import pymupdf
-
 from hpdparse.overlay.roles import is_container, rgb, role_name
+from hpdparse.sources.mupdf import pymupdf
 
 FONT = "helv"
 WHITE = (1.0, 1.0, 1.0)

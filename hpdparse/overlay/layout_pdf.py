@@ -13,8 +13,6 @@ import io
 from pathlib import Path
 from typing import Any
 
-import pymupdf
-
 from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.overlay.draw import (
     Metrics,
@@ -28,6 +26,7 @@ from hpdparse.overlay.roles import roles_in
 from hpdparse.remote import output_location
 from hpdparse.sources.document import SourceDocument
 from hpdparse.sources.location import UrlSource
+from hpdparse.sources.mupdf import pymupdf
 from hpdparse.sources.open import open_source
 from hpdparse.sources.pdf import PdfDocument
 from hpdparse.store.output_store import open_document_folder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-import pymupdf
+from hpdparse.sources.mupdf import pymupdf
 
 
 def label_rules(doc: pymupdf.Document) -> list[tuple[int, str, str, int]]:

@@ -7,7 +7,6 @@ import unicodedata
 from pathlib import Path
 from typing import BinaryIO
 
-import pymupdf
 from PIL import Image
 
 from hpdparse.errors import InputError
@@ -26,6 +25,7 @@ from hpdparse.sources.document import (
     readable,
 )
 from hpdparse.sources.labels import label_rules, page_label
+from hpdparse.sources.mupdf import pymupdf
 
 log = logging.getLogger(__name__)
 

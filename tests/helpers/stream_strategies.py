@@ -82,35 +82,63 @@ FRAGMENTS = [
 
 text_pieces = st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=20))
 
+# Strategies are built once, here: hypothesis validates and caches a strategy object, so one
+# made anew at every draw costs most of an example's time (the draws are the same either way).
+_SOUP = st.lists(text_pieces, max_size=40)
+_KINDS = st.sampled_from(["text", "math", "table", "soup", "loop"])
+_TEXT = st.text(max_size=80)
+_LATEX = st.lists(st.sampled_from(FRAGMENTS[9:22] + ["x", "+", "α"]), max_size=12)
+_MATH_FORMS = st.sampled_from(["\\[\n{}\n\\]", "\\({}\\)", "{}", "\\[{}"])
+_CELLS = st.lists(st.text(max_size=8), max_size=12)
+_COLUMNS = st.integers(1, 4)
+_TABLE_ENDS = st.sampled_from(["</table>", "", "</tr>"])
+_UNIT = st.text(min_size=1, max_size=6)
+_LOOP_LEAD = st.text(max_size=10)
+_REPEATS = st.integers(5, 300)
+_SHORT_SOUP = st.lists(text_pieces, max_size=10)
+
 
 @st.composite
 def random_streams(draw: st.DrawFn) -> str:
     """Token soup: grammar fragments and arbitrary text in any order."""
-    return "".join(draw(st.lists(text_pieces, max_size=40)))
+    return "".join(draw(_SOUP))
 
 
 @st.composite
 def block_content(draw: st.DrawFn) -> str:
-    kind = draw(st.sampled_from(["text", "math", "table", "soup", "loop"]))
+    kind = draw(_KINDS)
     if kind == "text":
-        return draw(st.text(max_size=80))
+        return draw(_TEXT)
     if kind == "math":
-        latex = "".join(
-            draw(st.lists(st.sampled_from(FRAGMENTS[9:22] + ["x", "+", "α"]), max_size=12))
-        )
-        return draw(st.sampled_from(["\\[\n{}\n\\]", "\\({}\\)", "{}", "\\[{}"])).format(latex)
+        latex = "".join(draw(_LATEX))
+        return draw(_MATH_FORMS).format(latex)
     if kind == "table":
-        cells = draw(st.lists(st.text(max_size=8), max_size=12))
-        ncols = draw(st.integers(1, 4))
+        cells = draw(_CELLS)
+        ncols = draw(_COLUMNS)
         rows = [cells[i : i + ncols] for i in range(0, len(cells), ncols)]
         html = "<table>" + "".join(
             "<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows
         )
-        return html + draw(st.sampled_from(["</table>", "", "</tr>"]))
+        return html + draw(_TABLE_ENDS)
     if kind == "loop":
-        unit = draw(st.text(min_size=1, max_size=6))
-        return draw(st.text(max_size=10)) + unit * draw(st.integers(5, 300))
-    return "".join(draw(st.lists(text_pieces, max_size=10)))
+        unit = draw(_UNIT)
+        return draw(_LOOP_LEAD) + unit * draw(_REPEATS)
+    return "".join(draw(_SHORT_SOUP))
+
+
+def _box(values: tuple[int, int, int, int]) -> str:
+    return "[{}, {}, {}, {}]".format(*values)
+
+
+_BOXES = st.one_of(
+    st.tuples(*[st.integers(0, 1000)] * 4).map(_box),
+    st.tuples(*[st.integers(-2000, 3000)] * 4).map(_box),
+    st.sampled_from(["", "[1, 2, 3]", "[a, b, c, d]", "[1.5, 2.5, 900.2, 1000.9]"]),
+)
+_LABELS = st.sampled_from(LABELS)
+_BLOCK_CONTENT = block_content()
+_SEPARATORS = st.sampled_from(["", "\n", " "])
+_EDITS = st.sampled_from(["cut", "insert", "delete", "truncate"])
 
 
 @st.composite
@@ -118,25 +146,17 @@ def grammar_streams(draw: st.DrawFn) -> str:
     """A well-formed page built from the grammar, then corrupted."""
     blocks = []
     for _ in range(draw(st.integers(0, 12))):
-        label = draw(st.sampled_from(LABELS))
-        box = draw(
-            st.one_of(
-                st.tuples(*[st.integers(0, 1000)] * 4).map(lambda b: "[{}, {}, {}, {}]".format(*b)),
-                st.tuples(*[st.integers(-2000, 3000)] * 4).map(
-                    lambda b: "[{}, {}, {}, {}]".format(*b)
-                ),
-                st.sampled_from(["", "[1, 2, 3]", "[a, b, c, d]", "[1.5, 2.5, 900.2, 1000.9]"]),
-            )
-        )
+        label = draw(_LABELS)
+        box = draw(_BOXES)
         has_child = draw(st.booleans())
-        content = draw(block_content()) if has_child else ""
-        sep = draw(st.sampled_from(["", "\n", " "]))
+        content = draw(_BLOCK_CONTENT) if has_child else ""
+        sep = draw(_SEPARATORS)
         blocks.append(f"<BLOCK>{label} {box}" + ("<CHILD>" + content if has_child else "") + sep)
     stream = "".join(blocks)
     for _ in range(draw(st.integers(0, 4))):
         if not stream:
             break
-        op = draw(st.sampled_from(["cut", "insert", "delete", "truncate"]))
+        op = draw(_EDITS)
         at = draw(st.integers(0, len(stream)))
         if op == "cut":
             stream = stream[:at]
