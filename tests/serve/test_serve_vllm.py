@@ -108,15 +108,25 @@ def test_convert_through_the_server_gives_the_in_process_engines_text(
     for (stem, page), stream in truth.items():
         raw = out / stem / "raw" / f"page-{page:04d}.txt"
         assert raw.read_text(encoding="utf-8") == stream, f"{raw} differs from the ground truth"
+    for stem in {stem for stem, _ in truth}:  # the engine asked for logprobs, the server gave them
+        pages = json.loads((out / stem / f"{stem}.json").read_text(encoding="utf-8"))["pages"]
+        assert all(0 < page["confidence"] <= 1 for page in pages), stem
 
 
 def test_streamed_and_plain_answers_are_the_same_text(client, truth, pngs) -> None:
     for key in sorted(truth)[:3]:
-        plain = _ask(client, pngs[key])
-        chunks = list(_ask(client, pngs[key], stream=True, stream_options={"include_usage": True}))
+        plain = _ask(client, pngs[key], logprobs=True)
+        usage = {"include_usage": True}
+        chunks = list(_ask(client, pngs[key], stream=True, stream_options=usage, logprobs=True))
         streamed = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
         assert plain.choices[0].message.content == streamed == truth[key], key
         assert chunks[-1].usage.completion_tokens == plain.usage.completion_tokens
+        # logprobs (tests/serve/test_serve_logprobs.py on the torch engine): the same tokens
+        entries = plain.choices[0].logprobs.content
+        assert "".join(e.token for e in entries) == truth[key]
+        pieces = [c.choices[0] for c in chunks if c.choices and c.choices[0].delta.content]
+        tokens = [e.token for p in pieces for e in p.logprobs.content]
+        assert tokens == [e.token for e in entries], key
 
 
 def test_a_client_leaving_mid_stream_frees_its_page(served: Served, client, truth, pngs) -> None:
