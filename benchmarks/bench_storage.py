@@ -10,7 +10,8 @@ server mode on 127.0.0.1, tests/helpers/s3server.py), alternately, --rounds time
 output each time. pages/s is pages decoded over the run's whole time (its report's "seconds").
 The bucket's requests are counted at the server, from its access log: LIST, GET, HEAD, PUT and
 DELETE (a batched delete counts once) per page, the report's own PUT excluded (it goes to a local
-file). Goal: bucket >= 0.9x local pages/s, <= 3 PUTs per page. The last line reads
+file), and the PUTs by object: a page's raw/ objects and figure images, the document's own.
+Goal: bucket >= 0.9x local pages/s, <= 3 PUTs per page. The last line reads
 `bucket/local pages/s: R; PUTs per page: P`.
 """
 
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import uuid
+from collections import Counter
 from pathlib import Path
 
 import pymupdf
@@ -47,6 +49,25 @@ def generated_pdf(path: Path, pages: int, seed: int) -> Path:
     doc.save(path)
     doc.close()
     return path
+
+
+def put_kinds(log: list[tuple[str, str]]) -> tuple[Counter[str], set[str]]:
+    """The PUTs of a run by object: "raw" (a page's raw/ objects), "images" (figure crops) and
+    "document" (the document's own objects, whose names, the stem written <stem>, come second)."""
+    kinds: Counter[str] = Counter()
+    names: set[str] = set()
+    for kind, path in log:
+        if kind != "PUT":
+            continue
+        if "/raw/page-" in path:
+            kinds["raw"] += 1
+        elif "/images/" in path:
+            kinds["images"] += 1
+        else:
+            kinds["document"] += 1
+            stem, name = path.split("/", 3)[-1].split("/", 1)  # /bucket/outN/<stem>/<name>
+            names.add(name.replace(stem, "<stem>", 1))
+    return kinds, names
 
 
 def convert(inputs: list[Path], out: str, server: FakeHPDServer, args, report: Path) -> dict:
@@ -87,6 +108,7 @@ def main() -> None:
             boto3.client("s3").create_bucket(Bucket=bucket)
             rates: dict[str, list[float]] = {"local": [], "bucket": []}
             requests: list[dict[str, float]] = []
+            puts: list[tuple[Counter[str], set[str]]] = []
             for n in range(args.rounds):
                 for where in ("local", "bucket"):
                     out = str(tmp / f"out{n}") if where == "local" else f"s3://{bucket}/out{n}"
@@ -97,6 +119,7 @@ def main() -> None:
                     if where == "bucket":
                         counts = moto.requests(offset, bucket=bucket)
                         requests.append({k: counts.get(k, 0) / pages for k in KINDS})
+                        puts.append(put_kinds(moto.request_log(offset, bucket=bucket)))
                     print(f"round {n + 1} {where:<6} {pages} pages, {rates[where][-1]:.2f} pages/s")
         finally:
             moto.stop()
@@ -107,6 +130,11 @@ def main() -> None:
     print(f"local  {local:.2f} pages/s (median of {args.rounds})")
     print(f"bucket {remote:.2f} pages/s (median of {args.rounds})")
     print("requests per page: " + ", ".join(f"{k} {v:.2f}" for k, v in per_page.items()))
+    pages, (put, names) = args.docs * args.pages, puts[-1]
+    print(
+        f"PUTs: per page {put['raw'] / pages:.2f} raw/ + {put['images'] / pages:.2f} images/, "
+        f"per document {put['document'] / args.docs:.2f} ({', '.join(sorted(names))})"
+    )
     print(f"bucket/local pages/s: {remote / local:.2f}; PUTs per page: {per_page['PUT']:.2f}")
 
 

@@ -55,9 +55,14 @@ class ConcurrentWrites:
     def failure(self, owner: Hashable) -> str | None:
         """Why one of `owner`'s writes already failed (an OSError's strerror), without waiting;
         None when none has failed so far."""
+        pending = []
         for future in self._writes.get(owner, []):
-            if future.done() and (reason := _reason(future)) is not None:
+            if not future.done():
+                pending.append(future)
+            elif (reason := _reason(future)) is not None:
                 return reason
+        if owner in self._writes:
+            self._writes[owner] = pending  # the writes done well need no more looking at
         return None
 
     def settle(self, owner: Hashable) -> str | None:
