@@ -22,6 +22,7 @@ from docling_core.types.doc import (
     CodeItem,
     ContentLayer,
     DocItem,
+    DocItemLabel,
     DoclingDocument,
     FormulaItem,
     ListGroup,
@@ -38,6 +39,22 @@ from tabulate import _column_type, tabulate
 
 DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
 _KNOWN = (TitleItem, SectionHeaderItem, ListItem, CodeItem, FormulaItem, TextItem, TableItem)
+_LABELS = {  # the labels docling-core's chunking serializer writes as plain Markdown
+    DocItemLabel.TITLE,
+    DocItemLabel.SECTION_HEADER,
+    DocItemLabel.TEXT,
+    DocItemLabel.PARAGRAPH,
+    DocItemLabel.FOOTNOTE,
+    DocItemLabel.REFERENCE,
+    DocItemLabel.CAPTION,
+    DocItemLabel.PAGE_HEADER,
+    DocItemLabel.PAGE_FOOTER,
+    DocItemLabel.LIST_ITEM,
+    DocItemLabel.FORMULA,
+    DocItemLabel.CODE,
+    DocItemLabel.TABLE,
+    DocItemLabel.PICTURE,
+}
 
 
 class Unsupported(Exception):
@@ -189,8 +206,8 @@ def _check(node: NodeItem) -> None:
             if ref.cref.startswith("#/groups/"):
                 raise Unsupported(f"{node.self_ref}: nested list")
         return
-    if not isinstance(node, _KNOWN + (PictureItem,)):
-        raise Unsupported(f"{node.self_ref}: {type(node).__name__}")
+    if not isinstance(node, _KNOWN + (PictureItem,)) or node.label not in _LABELS:
+        raise Unsupported(f"{node.self_ref}: {type(node).__name__} {node.label}")
     if isinstance(node, TextItem) and (node.formatting is not None or node.hyperlink is not None):
         raise Unsupported(f"{node.self_ref}: formatting or link")
     if getattr(node, "footnotes", None):

@@ -166,11 +166,17 @@ def test_adversarial_document_chunks_as_hybrid_chunker_does(limit: int) -> None:
     assert_same_chunks(adversarial(), limit)
 
 
-def test_a_document_beyond_ours_goes_to_hybrid_chunker() -> None:
+@pytest.mark.parametrize("what", ["formatting", "checkbox"])
+def test_a_document_beyond_ours_goes_to_hybrid_chunker(what: str) -> None:
     doc = adversarial()
-    doc.add_text(
-        label=DocItemLabel.TEXT, text="bold", formatting=Formatting(bold=True), prov=_prov(2)
-    )
+    if what == "formatting":
+        doc.add_text(
+            label=DocItemLabel.TEXT, text="bold", formatting=Formatting(bold=True), prov=_prov(2)
+        )
+        last = "**bold**"  # docling writes the formatting
+    else:
+        doc.add_text(label=DocItemLabel.CHECKBOX_SELECTED, text="done", prov=_prov(2))
+        last = "- [x] done"
     count = token_counter(load_tokenizer(None, 64))
     with pytest.raises(Unsupported):
         FastChunker(count, 64).chunk(doc)
@@ -178,4 +184,4 @@ def test_a_document_beyond_ours_goes_to_hybrid_chunker() -> None:
     data = {"stem": "adversarial", "pages": []}
     records = chunk_records(export, data, 64)
     assert [r["text"] for r in records] == [t[0].strip() for t in oracle_triples(doc, 64)]
-    assert records[-1]["text"].endswith("**bold**")  # docling writes the formatting
+    assert records[-1]["text"].endswith(last)
