@@ -1,7 +1,8 @@
 """hpdparse's vLLM engine against vLLM's own ``LLM.generate``: the same pages, the same settings.
 
     .venv/bin/python benchmarks/bench_vllm_parity.py [--pages 64,256,512] [--repeats 3]
-        [--variants hpdparse,generate-inproc,generate-mp,fork,fork-pmtp] [--max-tokens 400]
+        [--variants hpdparse,generate-inproc,generate-mp,fork,fork-pmtp,hpdparse-process,...]
+        [--transport torch_shm|direct_rpc] [--max-tokens 400]
         [--dpi 100] [--model tests/fixtures/tiny-hpd] [--instrument hpd-like] [--max-waiting 8]
 
 Variants, each in a process of its own, run in turn (variant after variant, then again, --repeats
@@ -13,6 +14,11 @@ times) so that they share the machine's conditions; the table shows medians:
   agree), with ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` (engine core in this process) or ``=1`` (vLLM's
   default: the engine core in a process of its own).
 - ``fork`` / ``fork-pmtp``: hpdparse in fork mode, without and with P-MTP.
+- ``hpdparse-process`` / ``fork-process`` / ``fork-pmtp-process``: the same with
+  ``engine_core=process`` (vLLM's engine core in its own process; ``--transport`` picks its
+  ``mm_tensor_ipc``). A third table gives what crosses to that process per page (`Transfer`: the
+  bytes of its ZeroMQ messages, the bytes moved into shared memory, the tensor handles passed)
+  and the children's prefix-cache hit rate.
 
 Per row: pages/s, output tokens/s (stop tokens not counted), engine steps (``LLMEngine.step``
 calls) and the time per step split into model forward, vLLM scheduling, vLLM output processing,

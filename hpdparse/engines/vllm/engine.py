@@ -1,5 +1,8 @@
 """The default engine: HPD-Parsing on stock vLLM, in-process, with hierarchical parallel decoding.
 
+vLLM's engine core runs in this process (``engine_core=inline``, the default) or in a process of
+its own (``engine_core=process``: ``core_process``).
+
 A page is one parent request. Every ``<FORK>`` the parent writes becomes a child request added
 while the parent keeps decoding: its prompt is the parent's prompt, the parent's tokens before
 that ``<FORK>`` and ``<CHILD>``, and it carries the parent's already rendered image input, so the
