@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import csv
+import os
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.paths import CORPUS
+
+# OpenMP threads (torch's and vLLM's CPU kernels) sleep between parallel regions instead of
+# spinning: the tests share two cores with a second test stream, and spinning threads waiting at
+# a barrier for a thread that is not scheduled made the torch decoding tests 20-30x slower there
+# (a vLLM engine started in this process leaves torch with two OpenMP threads). Read when torch
+# loads libgomp, so set before any test module imports torch; subprocesses inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 @pytest.fixture(scope="session")
