@@ -465,7 +465,7 @@ def test_unknown_engine_option_is_one_line_before_loading() -> None:
         engine.start()
     assert str(caught.value) == (
         "vllm engine: unknown engine option kv_cache_gb; it takes vLLM EngineArgs fields, "
-        "kv_cache_gib, logprobs, max_waiting and max_waiting_tokens"
+        "engine_core, kv_cache_gib, logprobs, max_waiting and max_waiting_tokens"
     )
     assert engine._llm is None
 
