@@ -28,7 +28,7 @@ from hpdparse.errors import HpdparseError
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.protocol import DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.runner.progress import make_progress
+from hpdparse.runner.progress import logged_warnings_shown, make_progress
 from hpdparse.runner.settings import (
     AUTO_WORKERS,
     DEFAULT_BATCH_SIZE,
@@ -272,36 +272,37 @@ def convert(**kw: Any) -> None:
     progress = make_progress(quiet=quiet, verbose=verbose)
     previous = _stop_cleanly_on_sigterm()
     try:
-        report = api.convert(
-            kw["inputs"],
-            kw["output"],
-            engine=kw["engine"],
-            model=kw["model"],
-            server=kw["server"],
-            recursive=kw["recursive"],
-            pages=kw["pages"],
-            dpi=kw["dpi"],
-            password=kw["password"],
-            batch_size=kw["batch_size"],
-            workers=kw["workers"],
-            overwrite=not kw["skip_existing"],
-            fork=not kw["no_fork"],
-            mtp=not kw["no_mtp"],
-            speculative_tokens=kw["speculative_tokens"],
-            max_tokens=kw["max_tokens"],
-            device=kw["device"],
-            dtype=kw["dtype"],
-            engine_options=kw["engine_options"],
-            render_options=options,
-            layout=kw["layout"],
-            report_path=kw["report_path"],
-            progress=progress,
-            ray=kw["ray_address"],
-            ray_actors=kw["ray_actors"],
-            ray_cpus_per_actor=kw["ray_cpus_per_actor"],
-            flag_below=kw["flag_below"],
-            fail_below=kw["fail_below"],
-        )
+        with logged_warnings_shown(progress):
+            report = api.convert(
+                kw["inputs"],
+                kw["output"],
+                engine=kw["engine"],
+                model=kw["model"],
+                server=kw["server"],
+                recursive=kw["recursive"],
+                pages=kw["pages"],
+                dpi=kw["dpi"],
+                password=kw["password"],
+                batch_size=kw["batch_size"],
+                workers=kw["workers"],
+                overwrite=not kw["skip_existing"],
+                fork=not kw["no_fork"],
+                mtp=not kw["no_mtp"],
+                speculative_tokens=kw["speculative_tokens"],
+                max_tokens=kw["max_tokens"],
+                device=kw["device"],
+                dtype=kw["dtype"],
+                engine_options=kw["engine_options"],
+                render_options=options,
+                layout=kw["layout"],
+                report_path=kw["report_path"],
+                progress=progress,
+                ray=kw["ray_address"],
+                ray_actors=kw["ray_actors"],
+                ray_cpus_per_actor=kw["ray_cpus_per_actor"],
+                flag_below=kw["flag_below"],
+                fail_below=kw["fail_below"],
+            )
     except KeyboardInterrupt:
         progress.close()
         click.echo("error: interrupted", err=True)

@@ -8,10 +8,12 @@ them.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TextIO
 
 from hpdparse.store.report import DocumentReport
@@ -252,3 +254,26 @@ def make_progress(
     if stream.isatty():
         return RichProgress(stream, verbose)
     return PlainProgress(stream, verbose)
+
+
+class _LoggedWarnings(logging.Handler):
+    def __init__(self, progress: Progress) -> None:
+        super().__init__(logging.WARNING)
+        self._progress = progress
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self._progress.warning(record.getMessage())
+
+
+@contextlib.contextmanager
+def logged_warnings_shown(progress: Progress) -> Iterator[None]:
+    """While a command runs, the warnings hpdparse's lower layers log (an engine's: a server
+    without log-probabilities) are shown as the run's own, one `warning: ...` line each,
+    instead of reaching Python's bare last-resort output."""
+    logger = logging.getLogger("hpdparse")
+    handler = _LoggedWarnings(progress)
+    logger.addHandler(handler)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import io
+import logging
 
-from hpdparse.runner.progress import PlainProgress, RichProgress
+from hpdparse.runner.progress import PlainProgress, Progress, RichProgress, logged_warnings_shown
 from hpdparse.store.report import DocumentReport
 from tests.helpers.clock import FakeClock
 
@@ -74,3 +75,15 @@ def test_rich_progress_shows_ray_actors_alive_beside_the_rates() -> None:
     progress.actors_alive(3, 4, 0)
     progress.close()
     assert "3/4 actors alive" in stream.getvalue()
+
+
+def test_warnings_logged_below_are_the_runs_own_lines_while_it_lasts() -> None:
+    stream = io.StringIO()
+    engine_log = logging.getLogger("hpdparse.engines.example")
+    with logged_warnings_shown(Progress(stream)):
+        engine_log.warning("server %s answered without log-probabilities", "http://host/v1")
+        engine_log.info("not shown")
+    engine_log.warning("after the run")
+    assert (
+        stream.getvalue() == "warning: server http://host/v1 answered without log-probabilities\n"
+    )
