@@ -181,12 +181,24 @@ def join(url: str, *names: str) -> str:
 
 def redact(text: str) -> str:
     """`text` without the credentials it could carry: user:password@ in URLs and the values of
-    the storage options and of the AWS secret variables."""
-    text = re.sub(r"(://)[^/@\s]+@", r"\1", text)
+    the storage options and of the AWS secret variables. An Azure URL's `container@account` is
+    a name, not a credential, and stays."""
+    text = _USERINFO.sub(_without_userinfo, text)
     secrets = [v for v in _secret_values() if len(v) >= 4]
     for secret in sorted(secrets, key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)(://)([^/@\s]+)@")
+_CONTAINER_AT_ACCOUNT = frozenset({"az", "abfs"})
+
+
+def _without_userinfo(match: re.Match[str]) -> str:
+    scheme, separator, userinfo = match.group(1, 2, 3)
+    if scheme.lower() in _CONTAINER_AT_ACCOUNT and ":" not in userinfo:
+        return match.group(0)
+    return scheme + separator
 
 
 def _secret_values() -> list[str]:

@@ -68,6 +68,20 @@ def test_secrets_never_in_messages(monkeypatch) -> None:
     assert message == "https://host/a.pdf: failed with *** and *** and ***"
 
 
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("abfs://docs@account.dfs.core.windows.net/a.pdf", None),
+        ("az://docs@account/a.pdf", None),
+        ("az://docs:key@account/a.pdf", "az://account/a.pdf"),
+        ("s3://key:secret@bucket/a.pdf", "s3://bucket/a.pdf"),
+        ("https://token@host/a.pdf and https://u:p@h/b", "https://host/a.pdf and https://h/b"),
+    ],
+)
+def test_an_azure_container_is_a_name_not_a_credential(text: str, shown: str | None) -> None:
+    assert remote.redact(text) == (text if shown is None else shown)
+
+
 def test_unknown_scheme_is_a_usage_error() -> None:
     with pytest.raises(remote.StorageUsageError, match="unknown URL scheme nope://"):
         remote.filesystem("nope://bucket/a.pdf")
