@@ -15,6 +15,7 @@ import boto3
 import pytest
 
 from hpdparse.sources.rasterize import rasterize_page
+from hpdparse.store.report import EXIT_INTERRUPTED
 from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.ray_processes import decoder_actor_pids, wait_for_no_decoder_actors
@@ -118,7 +119,10 @@ def _stopped_after_three_pages(bucket: str, args: list[str], stop: signal.Signal
         assert proc.poll() is None, proc.communicate()
         proc.send_signal(stop)
         proc.wait(timeout=300)  # reaped first: its rasterizer processes exit once its pid is gone
-        proc.communicate(timeout=60)
+        _, stderr = proc.communicate(timeout=60)
+        if stop != signal.SIGKILL:  # stopped as an interrupted run, with its one line
+            assert proc.returncode == EXIT_INTERRUPTED, stderr[-3000:]
+            assert "Traceback" not in stderr, stderr[-3000:]
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -129,12 +133,21 @@ def _stopped_after_three_pages(bucket: str, args: list[str], stop: signal.Signal
     return _saved_numbers(bucket)
 
 
-@pytest.mark.parametrize("first, then", [("ray", "plain"), ("plain", "ray")])
+@pytest.mark.parametrize(
+    "first, stop, then",
+    [
+        ("ray", signal.SIGINT, "plain"),
+        ("ray", signal.SIGTERM, "plain"),
+        ("plain", signal.SIGKILL, "ray"),
+    ],
+    ids=["ray-ctrl-c-plain", "ray-sigterm-plain", "plain-sigkill-ray"],
+)
 def test_a_bucket_folder_started_by_one_runner_is_finished_by_the_other(
-    bucket: str, tmp_path: Path, first: str, then: str
+    bucket: str, tmp_path: Path, first: str, stop: signal.Signals, then: str
 ) -> None:
-    """Started by `--ray local` and interrupted (Ctrl-C), or by a plain run and killed
-    (SIGKILL); finished by the other: identical output, no saved page decoded again."""
+    """Started by `--ray local` and interrupted (Ctrl-C, or `kill`, which stops a run the same
+    way), or by a plain run and killed (SIGKILL); finished by the other: identical output, no
+    saved page decoded again."""
     pytest.importorskip("ray.data")
     pages = 30
     pdf = make_pdf(tmp_path / "doc.pdf", pages, "ray-and-plain")
@@ -143,13 +156,12 @@ def test_a_bucket_folder_started_by_one_runner_is_finished_by_the_other(
         image_fingerprint(rasterize_page(str(pdf), n, 60).image): n for n in range(1, pages + 1)
     }
     runner = {"ray": RAY_LOCAL, "plain": []}
-    stop = {"ray": signal.SIGINT, "plain": signal.SIGKILL}
     with FakeHPDServer() as fake:
         reference = hpdparse(*_convert_args(bucket, "ref", fake))
         assert reference.returncode == 0, reference.stderr
         fake.delay = 2.0  # the first run is stopped long before its last page
         args = _convert_args(bucket, "out", fake) + runner[first]
-        saved = _stopped_after_three_pages(bucket, args, stop[first])
+        saved = _stopped_after_three_pages(bucket, args, stop)
         assert 3 <= len(saved) < pages
         fake.delay = 0.0
         fake.clear_log()

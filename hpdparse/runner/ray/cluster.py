@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+import threading
 from collections.abc import Iterator
 from types import ModuleType
 
@@ -40,10 +42,11 @@ def connected(address: str, verbose: bool = False) -> Iterator[ModuleType]:
         "log_to_driver": True,  # an actor's last words (why its engine died) reach the user
     }
     try:
-        if address == RAY_LOCAL:
-            ray.init(include_dashboard=False, **options)
-        else:
-            ray.init(address="auto" if address == RAY_AUTO else address, **options)
+        with _own_sigterm_handler_kept():
+            if address == RAY_LOCAL:
+                ray.init(include_dashboard=False, **options)
+            else:
+                ray.init(address="auto" if address == RAY_AUTO else address, **options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = "the running cluster" if address == RAY_AUTO else address
         raise EngineError(
@@ -53,6 +56,22 @@ def connected(address: str, verbose: bool = False) -> Iterator[ModuleType]:
         yield ray
     finally:
         ray.shutdown()
+
+
+@contextlib.contextmanager
+def _own_sigterm_handler_kept() -> Iterator[None]:
+    """`ray.init` replaces the process's SIGTERM handler with its own, which ends the driver
+    abruptly; the handler the program had (the command line's: SIGTERM stops a run as Ctrl-C
+    does, finished pages kept, actors shut down) is put back."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        yield
+    finally:
+        if callable(previous):
+            signal.signal(signal.SIGTERM, previous)
 
 
 _RAY_DATA_CHATTER = {
