@@ -70,6 +70,9 @@ def test_convert_exit_0_then_skip(srv: FakeHPDServer, tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (tmp_path / "memo" / "memo.md").is_file() and (tmp_path / "scan" / "scan.md").is_file()
     assert "2 converted" in result.stdout and result.stderr.count("error") == 0
+    # The fake server answers without log-probabilities: one warning line for the run.
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and "answered without log-probabilities" in warnings[0], warnings
     sent = srv.chat_count
     again = run(srv, SAMPLES / "memo.pdf", SAMPLES / "scan.png", "-o", tmp_path)
     assert again.exit_code == 0 and "2 skipped" in again.stdout

@@ -272,7 +272,7 @@ def convert(**kw: Any) -> None:
     progress = make_progress(quiet=quiet, verbose=verbose)
     previous = _stop_cleanly_on_sigterm()
     try:
-        with logged_warnings_shown(progress):
+        with logged_warnings_shown(progress, quiet):
             report = api.convert(
                 kw["inputs"],
                 kw["output"],

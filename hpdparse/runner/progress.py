@@ -257,21 +257,24 @@ def make_progress(
 
 
 class _LoggedWarnings(logging.Handler):
-    def __init__(self, progress: Progress) -> None:
+    def __init__(self, progress: Progress, shown: bool) -> None:
         super().__init__(logging.WARNING)
         self._progress = progress
+        self._shown = shown
 
     def emit(self, record: logging.LogRecord) -> None:
-        self._progress.warning(record.getMessage())
+        if self._shown:
+            self._progress.warning(record.getMessage())
 
 
 @contextlib.contextmanager
-def logged_warnings_shown(progress: Progress) -> Iterator[None]:
+def logged_warnings_shown(progress: Progress, quiet: bool = False) -> Iterator[None]:
     """While a command runs, the warnings hpdparse's lower layers log (an engine's: a server
     without log-probabilities) are shown as the run's own, one `warning: ...` line each,
-    instead of reaching Python's bare last-resort output."""
+    instead of reaching Python's bare last-resort output; with --quiet (nothing but errors)
+    they are not shown at all."""
     logger = logging.getLogger("hpdparse")
-    handler = _LoggedWarnings(progress)
+    handler = _LoggedWarnings(progress, shown=not quiet)
     logger.addHandler(handler)
     try:
         yield

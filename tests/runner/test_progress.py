@@ -87,3 +87,10 @@ def test_warnings_logged_below_are_the_runs_own_lines_while_it_lasts() -> None:
     assert (
         stream.getvalue() == "warning: server http://host/v1 answered without log-probabilities\n"
     )
+
+
+def test_logged_warnings_are_not_shown_when_quiet() -> None:
+    stream = io.StringIO()
+    with logged_warnings_shown(Progress(stream), quiet=True):
+        logging.getLogger("hpdparse.engines.example").warning("a server without logprobs")
+    assert stream.getvalue() == ""
