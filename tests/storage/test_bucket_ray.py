@@ -32,6 +32,25 @@ def _saved_pages(bucket: str) -> set[str]:
     return {item["Key"] for item in listing.get("Contents", []) if item["Key"].endswith(".json")}
 
 
+def _convert_args(bucket: str, out: str, fake: FakeHPDServer) -> list[str]:
+    return [
+        "convert", f"s3://{bucket}/in/", "-o", f"s3://{bucket}/{out}",
+        "--engine", "openai", "--server", fake.url, "--dpi", "60", "--quiet",
+    ]  # fmt: skip
+
+
+RAY_LOCAL = [
+    "--batch-size",
+    "2",
+    "--ray",
+    "local",
+    "--ray-actors",
+    "2",
+    "--ray-cpus-per-actor",
+    "1",
+]
+
+
 def test_ray_local_bucket_only_actor_killed_all_pages_converted(
     bucket: str, tmp_path: Path
 ) -> None:
@@ -39,27 +58,10 @@ def test_ray_local_bucket_only_actor_killed_all_pages_converted(
     upload(bucket, "in/", [make_pdf(tmp_path / "doc.pdf", PAGES, "ray-bucket")])
     with FakeHPDServer(delay=0.5) as fake:
         proc = popen_hpdparse(
-            "convert",
-            f"s3://{bucket}/in/",
-            "-o",
-            f"s3://{bucket}/out",
-            "--engine",
-            "openai",
-            "--server",
-            fake.url,
-            "--dpi",
-            "60",
-            "--batch-size",
-            "2",
-            "--ray",
-            "local",
-            "--ray-actors",
-            "2",
-            "--ray-cpus-per-actor",
-            "1",
+            *_convert_args(bucket, "out", fake),
+            *RAY_LOCAL,
             "--report",
             f"s3://{bucket}/report.json",
-            "--quiet",
         )
         killed = None
         try:
@@ -83,25 +85,6 @@ def test_ray_local_bucket_only_actor_killed_all_pages_converted(
     assert any(actor["restarts"] >= 1 for actor in report["ray"]["actors"])
     keys = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix="out/doc/")["Contents"]
     assert "out/doc/doc.md" in {item["Key"] for item in keys}
-
-
-def _convert_args(bucket: str, out: str, fake: FakeHPDServer) -> list[str]:
-    return [
-        "convert", f"s3://{bucket}/in/", "-o", f"s3://{bucket}/{out}",
-        "--engine", "openai", "--server", fake.url, "--dpi", "60", "--quiet",
-    ]  # fmt: skip
-
-
-RAY_LOCAL = [
-    "--batch-size",
-    "2",
-    "--ray",
-    "local",
-    "--ray-actors",
-    "2",
-    "--ray-cpus-per-actor",
-    "1",
-]
 
 
 def _saved_numbers(bucket: str) -> set[int]:
