@@ -232,10 +232,10 @@ def main() -> None:
     "ray_address",
     metavar="local|auto|ADDRESS",
     callback=_check_ray_address,
-    help="Run on a Ray cluster through Ray Data: local (start one on this machine: one engine "
-    "actor per GPU), auto (the running cluster: RAY_ADDRESS or `ray start`), or an address "
-    "(ray://head:10001). Inputs and -o must be URLs (s3://...) or on a file system every node "
-    "sees. Needs pip install 'hpdparse[ray]'.",
+    help="Run on a Ray cluster through Ray Data: local (start one on this machine for the run, "
+    "even where another runs here: one engine actor per GPU), auto (the running cluster: "
+    "RAY_ADDRESS or `ray start`), or an address (ray://head:10001). Inputs and -o must be "
+    "URLs (s3://...) or on a file system every node sees. Needs pip install 'hpdparse[ray]'.",
 )
 @click.option(
     "--ray-actors",

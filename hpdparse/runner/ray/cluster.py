@@ -32,7 +32,8 @@ def import_ray() -> ModuleType:
 @contextlib.contextmanager
 def connected(address: str, verbose: bool = False) -> Iterator[ModuleType]:
     """Ray, connected to the cluster at `address` (RAY_LOCAL starts one on this machine for the
-    run, RAY_AUTO joins the running one); a process already connected keeps its connection."""
+    run, even where another Ray cluster already runs here; RAY_AUTO joins the running one); a
+    process already connected keeps its connection."""
     ray = import_ray()
     if ray.is_initialized():
         yield ray
@@ -44,7 +45,8 @@ def connected(address: str, verbose: bool = False) -> Iterator[ModuleType]:
     try:
         with _own_sigterm_handler_kept():
             if address == RAY_LOCAL:
-                ray.init(include_dashboard=False, **options)
+                # Without address="local", ray.init joins a cluster already running here.
+                ray.init(address="local", include_dashboard=False, **options)
             else:
                 ray.init(address="auto" if address == RAY_AUTO else address, **options)
     except (ConnectionError, RuntimeError, ValueError) as exc:

@@ -55,3 +55,27 @@ def test_a_request_this_machine_cannot_hold_is_fitted_at_once_and_the_run_prints
     for noise in ("Traceback", "KeyError", "resource_tracker"):
         assert noise not in run.stderr, run.stderr[-3000:]
     assert tree_snapshot(tmp_path / "ray") == tree_snapshot(tmp_path / "single")
+
+
+def test_ray_local_starts_its_own_cluster_beside_one_already_running(ray_cluster: str) -> None:
+    """A `--ray local` run on a machine where a Ray cluster already runs and is the one Ray
+    would join (here the session's, named by RAY_ADDRESS as `ray start` or a job would leave it)
+    starts a cluster of its own rather than joining that one (a bare `ray.init()` joins it)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    env["RAY_ADDRESS"] = ray_cluster
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    script = (
+        "from hpdparse.runner.ray.cluster import connected\n"
+        "from hpdparse.runner.ray.settings import RAY_LOCAL\n"
+        "with connected(RAY_LOCAL) as ray:\n"
+        "    print('gcs', ray.get_runtime_context().gcs_address)\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+        timeout=600,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-3000:]
+    started = re.search(r"^gcs (\S+)$", run.stdout, re.MULTILINE)
+    assert started, run.stdout + run.stderr[-3000:]
+    assert started[1] != ray_cluster
+    assert "Connecting to" not in run.stderr, run.stderr[-3000:]
