@@ -11,6 +11,9 @@
 # While it runs, $venv/.installing exists; $venv/.installed marks a finished install (.ci/test.sh
 # waits for the first and needs the second, so CI can install this beside the tests).
 set -euo pipefail
+# The CUDA torch and its NVIDIA libraries come to about 6.5 GB in the venv; pip's cache of their
+# wheels would take as much again on a disk that CI shares with two other environments.
+export PIP_NO_CACHE_DIR=1
 venv=${1:-.venv-vllm026}
 mkdir -p "$venv"
 rm -f "$venv/.installed"
