@@ -3,6 +3,7 @@ for `convert`/`render` to render and for `review` to show."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from hpdparse.engines.base import FINISH_ERROR, DecodeRecord
@@ -15,11 +16,14 @@ NO_GEOMETRY = PageGeometry(0, 0)  # a page with no raw output
 FAILED_DECODE = DecodeRecord(FINISH_ERROR)
 
 
-def assemble_record(folder: DocumentFolder, state: DocumentState) -> DocumentRecord:
+def assemble_record(
+    folder: DocumentFolder, state: DocumentState, written: Mapping[str, bytes] | None = None
+) -> DocumentRecord:
     """The document as its raw pages hold it: a page with a valid raw output is OK, any other
-    selected page is failed (with the error recorded in the state, if any)."""
+    selected page is failed (with the error recorded in the state, if any). `written`: raw files
+    this process wrote, taken as they are instead of read back (`DocumentFolder.read_raw_pages`)."""
     pages: list[PageRecord] = []
-    saved = folder.read_raw_pages(state.selected)
+    saved = folder.read_raw_pages(state.selected, written)
     for number in state.selected:
         raw = saved[number]
         if raw is None:

@@ -174,6 +174,7 @@ class DocumentBook:
             self._cut_images,
             doc.report,
             self._overlay,
+            doc.written,
         )
         for message in finished.warnings:
             self.progress.error(message)
@@ -187,6 +188,7 @@ class DocumentBook:
 
     def close(self, doc: DocumentRun, status: str, error: str | None) -> None:
         doc.done = True
+        doc.written = {}
         r = doc.report
         r.status = status
         r.error = error

@@ -1,9 +1,9 @@
 """What a run tracks about one document while it converts it (`DocumentBook` keeps them):
-counters, not pages."""
+counters, and the raw files of its pages written in this run until it is finished."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpdparse.sources.location import UrlSource
@@ -24,3 +24,6 @@ class DocumentRun:
     pending: int = 0  # pages to decode whose result (or failure) has not come back
     done: bool = False  # closed: finished, skipped or failed
     started: float = 0.0  # time.monotonic() when planning began
+    # The raw page files written in this run (name -> bytes), so that finishing the document
+    # does not read them back; emptied once the document is closed.
+    written: dict[str, bytes] = field(default_factory=dict)

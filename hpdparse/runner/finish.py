@@ -12,10 +12,11 @@ its resume state, the render options and an `ImageCutter`.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpdparse.export.files import build_exports
+from hpdparse.export.files import Exports, build_exports
 from hpdparse.markdown.assemble import assemble_record, failed_numbers
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
 from hpdparse.runner.images import ImageCutter, group_crops
@@ -44,14 +45,16 @@ def finish_document(
     cut_images: ImageCutter,
     report: DocumentReport,
     overlay: OverlayWriter | None = None,
+    written: Mapping[str, bytes] | None = None,
 ) -> FinishedDocument:
     """Rebuild, render and write the document in `folder` from its raw pages (and, with
-    `overlay`, its --layout PDF); `state` is updated
+    `overlay`, its --layout PDF; `written`: the raw files this process wrote there, not read
+    back); `state` is updated
     (failed pages, render options, final status) and saved. The page counts go into `report` as
     soon as they are known, so that a later failure still reports them. When no page has a raw
     output nothing is written (STATUS_FAILED, with the first page's error). Raises OSError when
     the folder cannot be written, InputError from `cut_images`, anything the renderer raises."""
-    record = assemble_record(folder, state)
+    record = assemble_record(folder, state, written)
     failed = failed_numbers(record)
     report.pages = len(record.pages)
     report.pages_failed = len(failed)
@@ -75,8 +78,7 @@ def finish_document(
         crop_errors += overlay(folder, state, rendered.json)
     state.failed_pages = failed
     state.render_options = dataclasses.asdict(options)
-    folder.write_exports(state.stem, exports.docling, exports.chunks)
-    write_document(folder, state, rendered, crop_errors)
+    write_document(folder, state, rendered, crop_errors, exports)
     source = state.source.path
     warnings = [f"{source}: {message}" for message in crop_errors]
     if state.status == STATUS_CONVERTED:
@@ -94,13 +96,14 @@ def finish_converted(
     cut_images: ImageCutter,
     report: DocumentReport,
     overlay: OverlayWriter | None = None,
+    written: Mapping[str, bytes] | None = None,
 ) -> FinishedDocument:
     """`finish_document` as a conversion run does it: never raises (a folder that cannot be
     written, or a renderer bug, fails this document, not the run), and a document with no page
     converted leaves nothing behind but reusable raw pages (`report.output_dir` is cleared when
     the folder is gone)."""
     try:
-        finished = finish_document(folder, state, options, cut_images, report, overlay)
+        finished = finish_document(folder, state, options, cut_images, report, overlay, written)
     except OSError as exc:
         message = f"{folder.location}: cannot write the output folder: {exc.strerror}"
         return FinishedDocument(False, STATUS_FAILED, message, [message])
@@ -120,14 +123,14 @@ def write_document(
     state: DocumentState,
     rendered: RenderedDocument,
     crop_errors: list[str],
+    exports: Exports,
 ) -> None:
-    """Write .json, the final state and, last, the .md (images are already written)."""
+    """Write .json, the final state and the exports together and, last, the .md (images are
+    already written)."""
     state.status = (
         STATUS_CONVERTED if not state.failed_pages and not crop_errors else STATUS_PARTIAL
     )
-    folder.write_json(state.stem, rendered.json)
-    folder.save_state(state)
-    folder.write_markdown(state.stem, rendered.markdown)
+    folder.write_finished(state, rendered.json, rendered.markdown, exports.docling, exports.chunks)
 
 
 def without_source_prefix(message: str, source: str | Path) -> str:

@@ -187,7 +187,8 @@ class Converter:
     ) -> None:
         assert self._info is not None
         raw = raw_page_of(number, result, prepared.geometry, self._info, self.settings.dpi)
-        self._saver.submit(doc, lambda: doc.folder.write_raw_page(raw))
+        written, folder = doc.written, doc.folder  # kept for finishing, not read back
+        self._saver.submit(doc, lambda: written.update(folder.write_raw_page(raw)))
         reason = self._saver.failure(doc)  # an earlier page of doc that could not be written
         if reason is not None:
             self._book.fail(doc, f"{doc.folder.location}: cannot write the output folder: {reason}")

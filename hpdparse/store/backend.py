@@ -11,6 +11,7 @@ from several threads at once (the runner saves pages on a few threads).
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 
 
 class FolderBackend(ABC):
@@ -60,6 +61,13 @@ class FolderBackend(ABC):
     def write_bytes(self, name: str, data: bytes) -> None:
         """Write file `name` atomically and durably: a reader sees the old content or all of the
         new, never a part, whenever the process dies. Creates missing sub folders."""
+
+    def write_many(self, files: Mapping[str, bytes]) -> None:
+        """`write_bytes` of each of `files` (name -> bytes), in no set order: one after the other
+        here; a backend whose requests take long writes them concurrently. OSError when one
+        cannot be written (the others may or may not be)."""
+        for name, data in files.items():
+            self.write_bytes(name, data)
 
     @abstractmethod
     def is_file(self, name: str) -> bool:

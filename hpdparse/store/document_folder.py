@@ -5,6 +5,7 @@ only through it; it is picklable, so worker processes can write through it too."
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from hpdparse.errors import OutputError
@@ -103,23 +104,31 @@ class DocumentFolder:
 
     # --- raw pages (raw/page-NNNN.txt and .json) ---
 
-    def write_raw_page(self, page: RawPage) -> None:
+    def write_raw_page(self, page: RawPage) -> dict[str, bytes]:
         """Save one decoded page: the text first, then its metadata with the text's sha256 (the
-        metadata file is the commit point of the page)."""
+        metadata file is the commit point of the page). Returns the files written (name ->
+        bytes), which `read_raw_pages` takes as `written` instead of reading them back."""
         text, meta = encode_raw_page(page)
-        self.files.write_bytes(raw_text_name(page.number), text)
-        self.files.write_bytes(raw_meta_name(page.number), json_bytes(meta))
+        files = {raw_text_name(page.number): text, raw_meta_name(page.number): json_bytes(meta)}
+        for name, data in files.items():
+            self.files.write_bytes(name, data)
+        return files
 
     def read_raw_page(self, number: int) -> RawPage | None:
         """A saved page whose metadata exists, is valid and has the sha256 of its text; None
         otherwise."""
         return self.read_raw_pages([number])[number]
 
-    def read_raw_pages(self, numbers: list[int]) -> dict[int, RawPage | None]:
+    def read_raw_pages(
+        self, numbers: list[int], written: Mapping[str, bytes] | None = None
+    ) -> dict[int, RawPage | None]:
         """`read_raw_page` of each of `numbers`, their files read together (concurrently on an
-        object store)."""
+        object store), except those in `written` (what `write_raw_page` returned for pages this
+        process wrote: they are taken as they are, not read back)."""
+        known = written or {}
         names = [name for n in numbers for name in (raw_meta_name(n), raw_text_name(n))]
-        contents = self.files.read_many(names)
+        contents: dict[str, bytes | None] = {name: known[name] for name in names if name in known}
+        contents.update(self.files.read_many([name for name in names if name not in known]))
         pages: dict[int, RawPage | None] = {}
         for number in numbers:
             meta, text = contents[raw_meta_name(number)], contents[raw_text_name(number)]
@@ -189,11 +198,23 @@ class DocumentFolder:
         self.files.delete(docling_name(stem))
         self.files.delete(chunks_name(stem))
 
-    def write_exports(self, stem: str, docling: bytes | None, chunks: bytes | None) -> None:
-        if docling is not None:
-            self.files.write_bytes(docling_name(stem), docling)
-        if chunks is not None:
-            self.files.write_bytes(chunks_name(stem), chunks)
+    def write_finished(
+        self,
+        state: DocumentState,
+        data: Any,
+        markdown: str,
+        docling: bytes | None = None,
+        chunks: bytes | None = None,
+    ) -> None:
+        """Write a finished document: its <stem>.json (`data`), its resume state and the exports
+        asked for (`docling`, `chunks`: None when not) all at once (concurrently on an object
+        store), then, once they are all written, its .md."""
+        exports = {docling_name(state.stem): docling, chunks_name(state.stem): chunks}
+        files = {name: content for name, content in exports.items() if content is not None}
+        files[json_name(state.stem)] = json_bytes(data)
+        files[STATE_NAME] = json_bytes(state.to_json())
+        self.files.write_many(files)
+        self.write_markdown(state.stem, markdown)
 
     def remove_images(self) -> None:
         self.files.delete_tree(IMAGES_DIR)

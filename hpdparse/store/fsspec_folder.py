@@ -8,6 +8,7 @@ folders to create or remove. Listings are never cached (other processes write th
 
 Requests: `list_files` and `exists` are one LIST each, `is_file` one HEAD, `read_bytes` one GET,
 `read_many` one GET per object, all at once (fsspec's concurrent `cat`), `write_bytes` one PUT,
+`write_many` one PUT per object, all at once (fsspec's concurrent `pipe`),
 `delete` one DELETE, `delete_tree` one LIST and, when it found objects, one batched DELETE.
 
 Every storage failure comes out as an OSError whose `strerror` is a one-line reason without
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -123,6 +124,12 @@ class FsspecFolder(FolderBackend):
     def write_bytes(self, name: str, data: bytes) -> None:
         path = self._path(name)
         self._call(name, lambda: self.fs.pipe_file(path, data))
+
+    def write_many(self, files: Mapping[str, bytes]) -> None:
+        if len(files) < 2:
+            return super().write_many(files)
+        paths = {self._path(name): data for name, data in files.items()}
+        self._call("", lambda: self.fs.pipe(paths))
 
     def is_file(self, name: str) -> bool:
         path = self._path(name)

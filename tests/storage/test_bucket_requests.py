@@ -31,7 +31,8 @@ def test_each_object_is_put_once_and_the_markdown_last(bucket: str, s3: S3, tmp_
             "--engine", "openai", "--server", fake.url, "--dpi", "60", "--quiet",
         )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    puts = [key for kind, key in s3.server.request_log(since, bucket) if kind == "PUT"]
+    log = s3.server.request_log(since, bucket)
+    puts = [key for kind, key in log if kind == "PUT"]
     doc = f"/{bucket}/out/doc/"
     per_page = [
         f"{doc}raw/page-{n:04d}.{ext}" for n in range(1, PAGES + 1) for ext in ("txt", "json")
@@ -41,6 +42,8 @@ def test_each_object_is_put_once_and_the_markdown_last(bucket: str, s3: S3, tmp_
     # folder is claimed and when it is finished, .json, .md): nothing written twice.
     assert Counter(puts) == Counter(per_page + per_document)
     assert puts[-1] == f"{doc}doc.md"  # written last, after every other object was written
+    # Finishing takes the raw pages this run wrote from memory: none is read back.
+    assert [key for kind, key in log if kind == "GET" and "/raw/page-" in key] == []
 
 
 def _source_requests(s3: S3, since: int, key: str) -> Counter[str]:
