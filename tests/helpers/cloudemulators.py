@@ -120,7 +120,7 @@ def azurite_command() -> list[str] | None:
     given = os.environ.get("HPDPARSE_AZURITE")
     found = given or (str(AZURITE_BIN) if AZURITE_BIN.exists() else shutil.which("azurite-blob"))
     node = shutil.which("node") or shutil.which("nodejs")
-    if not found or not node:
+    if not found or not Path(found).exists() or not node:
         return None
     return [node, found]
 
