@@ -189,13 +189,17 @@ def filesystem(url: str) -> tuple[Any, str]:
 
 
 def _open_reason(scheme: str, exc: BaseException) -> str:
-    if _EXTRAS.get(scheme) == "azure" and "account_name" in str(exc):
+    if _EXTRAS.get(scheme) != "azure":
+        return storage_reason(exc)
+    # adlfs: "unable to connect to account for <the Azure SDK's reason>"
+    text = _first_line(str(exc)).removeprefix("unable to connect to account for ").strip()
+    if "account_name" in text:
         return (
             "no credentials (set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME "
             "and AZURE_STORAGE_ACCOUNT_KEY, or --storage-option account_name=... "
             "--storage-option account_key=...)"
         )
-    return storage_reason(exc)
+    return f"cannot open the Azure account: {text}"
 
 
 def _gcsfs_experimental_asked() -> bool:

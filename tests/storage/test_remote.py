@@ -144,6 +144,12 @@ def test_azure_without_an_account_is_one_line(monkeypatch) -> None:
         remote.filesystem("az://docs/in/")
     assert caught.value.filename == "az://docs/in/"
     assert caught.value.strerror.startswith("no credentials (set AZURE_STORAGE_CONNECTION_STRING")
+    adlfs.AzureBlobFileSystem.clear_instance_cache()
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", "not a connection string")
+    with pytest.raises(remote.StorageOpenError) as caught:
+        remote.filesystem("az://docs/in/")
+    assert caught.value.strerror.startswith("cannot open the Azure account: ")
+    assert "\n" not in caught.value.strerror
 
 
 def test_gs_uses_gcsfs_json_api_file_system(monkeypatch) -> None:
