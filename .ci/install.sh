@@ -26,4 +26,4 @@ venv=${1:-.venv}
 "$venv/bin/python" -c "import latex2mathml, mdit_py_plugins, jinja2, playwright.sync_api"
 "$venv/bin/python" -c "import ray.data"
 "$venv/bin/python" -c "import docling_core, semchunk, mistral_common, langchain_docling"
-"$venv/bin/python" -c "import s3fs, moto.server"
+"$venv/bin/python" -c "import s3fs, moto.server, gcsfs, adlfs, gcp_storage_emulator, azure.storage.blob"

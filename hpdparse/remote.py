@@ -18,6 +18,7 @@ their own library's retries.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -34,6 +35,8 @@ S3_CONNECT_TIMEOUT_S = 10
 
 S3_READ_TIMEOUT_S = 60
 
+GCSFS_EXPERIMENTAL_ENV = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
+
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 # The extra that brings each scheme's fsspec implementation (pyproject.toml).
@@ -44,6 +47,7 @@ _EXTRAS = {
     "gcs": "gcs",
     "az": "azure",
     "abfs": "azure",
+    "abfss": "azure",
     "adl": "azure",
     "http": "http",
     "https": "http",
@@ -54,6 +58,11 @@ _options: dict[str, Any] | None = None
 
 class StorageUsageError(HpdparseError):
     """A URL that cannot be used at all (unknown scheme, missing extra): a usage error."""
+
+
+class StorageOpenError(OSError):
+    """The file system of a URL cannot be opened (no account or credentials for it): `strerror`
+    says why in one line, `filename` is the URL."""
 
 
 def is_url(text: str | os.PathLike[str]) -> bool:
@@ -128,7 +137,7 @@ def _scheme_defaults(scheme: str) -> dict[str, Any]:
                 "read_timeout": S3_READ_TIMEOUT_S,
             },
         }
-    if scheme in ("gs", "gcs", "az", "abfs"):
+    if _EXTRAS.get(scheme) in ("gcs", "azure"):
         return {"use_listings_cache": False}
     return {}
 
@@ -161,7 +170,10 @@ def filesystem(url: str) -> tuple[Any, str]:
     options.update(user)
     retries = options.pop("retries", None)  # an attribute of s3fs's file system, not an argument
     try:
-        fs, path = url_to_fs(url, **options)
+        if _EXTRAS.get(scheme) == "gcs" and not _gcsfs_experimental_asked():
+            fs, path = _plain_gcsfs(url, options)
+        else:
+            fs, path = url_to_fs(url, **options)
     except ImportError as exc:
         extra = _EXTRAS.get(scheme, scheme)
         raise StorageUsageError(
@@ -169,9 +181,42 @@ def filesystem(url: str) -> tuple[Any, str]:
             f" ({exc.__class__.__name__})",
             path=redact(url),
         ) from None
+    except Exception as exc:  # the library refused to open: no account, a bad option...
+        raise StorageOpenError(errno.EIO, redact(_open_reason(scheme, exc)), redact(url)) from None
     if retries is not None and hasattr(fs, "retries"):
         fs.retries = int(retries)
     return fs, path
+
+
+def _open_reason(scheme: str, exc: BaseException) -> str:
+    if _EXTRAS.get(scheme) != "azure":
+        return storage_reason(exc)
+    # adlfs: "unable to connect to account for <the Azure SDK's reason>"
+    text = _first_line(str(exc)).removeprefix("unable to connect to account for ").strip()
+    if "account_name" in text:
+        return (
+            "no credentials (set AZURE_STORAGE_CONNECTION_STRING, or AZURE_STORAGE_ACCOUNT_NAME "
+            "and AZURE_STORAGE_ACCOUNT_KEY, or --storage-option account_name=... "
+            "--storage-option account_key=...)"
+        )
+    return f"cannot open the Azure account: {text}"
+
+
+def _gcsfs_experimental_asked() -> bool:
+    return os.environ.get(GCSFS_EXPERIMENTAL_ENV, "").lower() in ("true", "1")
+
+
+def _plain_gcsfs(url: str, options: dict[str, Any]) -> tuple[Any, str]:
+    """gcsfs's JSON-API file system. gcsfs's default class (its experimental zonal and
+    hierarchical-bucket support) asks the storage-control gRPC API for a bucket's layout before
+    its requests; where that answer is refused (no permission for it, an emulator, a
+    GCS-compatible store) it logs a warning and asks again at every request, or waits out a 60 s
+    timeout each time. hpdparse reads and writes whole objects, which the JSON API does alone;
+    GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=true restores gcsfs's default."""
+    from gcsfs.core import GCSFileSystem
+
+    fs = GCSFileSystem(**options)
+    return fs, fs._strip_protocol(url)
 
 
 def join(url: str, *names: str) -> str:
@@ -191,7 +236,7 @@ def redact(text: str) -> str:
 
 
 _USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)(://)([^/@\s]+)@")
-_CONTAINER_AT_ACCOUNT = frozenset({"az", "abfs"})
+_CONTAINER_AT_ACCOUNT = frozenset({"az", "abfs", "abfss"})
 
 
 def _without_userinfo(match: re.Match[str]) -> str:
@@ -215,33 +260,70 @@ def _secret_values() -> list[str]:
             values.append(value)
 
     walk(storage_options())
-    for name in ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AZURE_STORAGE_KEY"):
+    for name in _SECRET_ENV:
         if os.environ.get(name):
             values.append(os.environ[name])
+    for text in list(values):  # a connection string's key, wherever it appears alone
+        values += _CONNECTION_SECRET.findall(text)
     return values
+
+
+# The secrets each cloud's chain reads from the environment (botocore, adlfs, the Azure SDK).
+_SECRET_ENV = (
+    "AWS_SECRET_ACCESS_KEY",
+    "AWS_SESSION_TOKEN",
+    "AZURE_STORAGE_KEY",
+    "AZURE_STORAGE_ACCOUNT_KEY",
+    "AZURE_STORAGE_CONNECTION_STRING",
+    "AZURE_STORAGE_SAS_TOKEN",
+    "AZURE_STORAGE_CLIENT_SECRET",
+    "AZURE_CLIENT_SECRET",
+)
+
+_CONNECTION_SECRET = re.compile(r"(?:AccountKey|SharedAccessSignature)=([^;]+)", re.IGNORECASE)
 
 
 def storage_reason(exc: BaseException) -> str:
     """What went wrong with a storage request, in a few words (no secrets)."""
     name = exc.__class__.__name__
-    text = " ".join(str(exc).split())
-    if isinstance(exc, FileNotFoundError):
-        detail = exc.strerror or text
+    text = _first_line(str(exc))
+    azure_code = getattr(exc, "error_code", None)  # azure-core's HttpResponseError
+    if azure_code == "ContainerNotFound":
+        return "container not found"
+    if isinstance(exc, FileNotFoundError) or name == "ResourceNotFoundError":
+        detail = getattr(exc, "strerror", None) or text
         return "bucket not found" if "bucket does not exist" in detail.lower() else "not found"
-    if isinstance(exc, PermissionError):
+    if isinstance(exc, PermissionError) or name == "ClientAuthenticationError":
         return f"access denied ({text})" if text else "access denied"
     if name in ("NoCredentialsError", "PartialCredentialsError", "CredentialRetrievalError"):
         return (
             "no credentials (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, or "
             "--storage-option key=... --storage-option secret=...)"
         )
-    if name in ("EndpointConnectionError", "ClientConnectorError", "ConnectionRefusedError"):
+    if name in (
+        "EndpointConnectionError",
+        "ClientConnectorError",
+        "ConnectionRefusedError",
+        "ServiceRequestError",  # azure-core: the request never reached the store
+    ):
         return f"cannot reach the store ({text or name})"
     if name in ("ConnectTimeoutError", "ReadTimeoutError", "TimeoutError", "FSTimeoutError"):
         return f"the store did not answer in time ({text or name})"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
     return f"{name}: {text}" if text else name
+
+
+def _first_line(text: str) -> str:
+    """The first line of an error's text, blanks collapsed: the Azure SDK appends request ids,
+    times and the XML body on the lines after it."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    return " ".join(lines[0].split()) if lines else ""
+
+
+def missing_bucket_reason(url: str) -> str:
+    """Why writing an object at `url` found nothing there: only its bucket can be missing."""
+    return "container not found" if _EXTRAS.get(scheme_of(url)) == "azure" else "bucket not found"
 
 
 def storage_message(url: str, exc: BaseException) -> str:

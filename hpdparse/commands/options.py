@@ -15,6 +15,7 @@ import click
 from hpdparse.engines import registry
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS
 from hpdparse.remote import (
+    StorageOpenError,
     StorageUsageError,
     filesystem,
     is_url,
@@ -130,3 +131,6 @@ def use_storage(options: tuple[str, ...], locations: list[Any]) -> None:
     except (StorageUsageError, ValueError) as exc:
         click.echo(f"error: {' '.join(str(exc).split())}", err=True)
         sys.exit(EXIT_USAGE)
+    except StorageOpenError as exc:  # a store it cannot even open: nothing there can be done
+        click.echo(f"error: {exc.filename}: {exc.strerror}", err=True)
+        sys.exit(EXIT_FAILED)

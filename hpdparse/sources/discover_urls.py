@@ -22,7 +22,7 @@ def discover_url(spec: str, recursive: bool) -> tuple[list[UrlSource], InputErro
         return [UrlSource(spec)], None  # a web address is one file; opening it says the rest
     try:
         if any(c in path for c in _MAGIC):
-            members = _glob_members(fs, path, recursive)
+            members = _glob_members(fs, path, recursive, scheme_of(spec))
             if not members:
                 return [], _error(spec, "no PDF or image file matches this pattern")
             return members, None
@@ -31,10 +31,10 @@ def discover_url(spec: str, recursive: bool) -> tuple[list[UrlSource], InputErro
             return [], _error(spec, "no such file or folder")
         if info.get("type") != "directory":
             return [UrlSource(spec)], None
-        members = _folder_members(fs, path, recursive)
+        members = _folder_members(fs, path, recursive, scheme_of(spec))
         if not members:
             reason = "no PDF or image file in this folder"
-            if not recursive and _folder_members(fs, path, True):
+            if not recursive and _folder_members(fs, path, True, scheme_of(spec)):
                 reason += " (use -r to include subfolders)"
             return [], _error(spec, reason)
         return members, None
@@ -64,7 +64,14 @@ def _supported(name: str) -> bool:
     return dot > name.rfind("/") and name[dot:].lower() in SUPPORTED_SUFFIXES
 
 
-def _folder_members(fs: Any, path: str, recursive: bool) -> list[UrlSource]:
+def _url_of(fs: Any, name: str, scheme: str) -> str:
+    """The URL of object `name` in the scheme the user wrote: fsspec would write every az://
+    object as abfs:// and every gcs:// one as gs://, and messages would name URLs never given."""
+    url = fs.unstrip_protocol(name)
+    return f"{scheme}://{url.split('://', 1)[1]}" if "://" in url else url
+
+
+def _folder_members(fs: Any, path: str, recursive: bool, scheme: str) -> list[UrlSource]:
     root = path.rstrip("/")
     if recursive:
         names = list(fs.find(root))
@@ -74,18 +81,18 @@ def _folder_members(fs: Any, path: str, recursive: bool) -> list[UrlSource]:
     for name in sorted(names, key=lambda n: n.split("/")):
         relative = name[len(root) :].lstrip("/")
         if relative and not _hidden(relative) and _supported(name):
-            members.append(UrlSource(fs.unstrip_protocol(name)))
+            members.append(UrlSource(_url_of(fs, name, scheme)))
     return members
 
 
-def _glob_members(fs: Any, pattern: str, recursive: bool) -> list[UrlSource]:
+def _glob_members(fs: Any, pattern: str, recursive: bool, scheme: str) -> list[UrlSource]:
     if not recursive:
         pattern = pattern.replace("**", "*")
     found: dict[UrlSource, None] = {}
     for name, info in sorted(fs.glob(pattern, detail=True).items()):
         if info.get("type") == "directory":
-            for member in _folder_members(fs, name, recursive):
+            for member in _folder_members(fs, name, recursive, scheme):
                 found.setdefault(member, None)
         elif _supported(name):
-            found.setdefault(UrlSource(fs.unstrip_protocol(name)), None)
+            found.setdefault(UrlSource(_url_of(fs, name, scheme)), None)
     return list(found)

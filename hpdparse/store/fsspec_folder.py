@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from hpdparse.remote import filesystem, join, redact, storage_reason
+from hpdparse.remote import filesystem, join, missing_bucket_reason, redact, storage_reason
 from hpdparse.store.atomic import atomic_write_bytes
 from hpdparse.store.backend import FolderBackend
 from hpdparse.store.document_folder import DocumentFolder
@@ -38,13 +38,15 @@ class StorageError(OSError):
     """A request to the object store failed; `strerror` says why in one line."""
 
 
-def storage_call(url: str, call: Callable[[], T]) -> T:
+def storage_call(url: str, call: Callable[[], T], write: bool = False) -> T:
     """Run `call` (fsspec requests about `url`); any failure becomes FileNotFoundError (missing)
-    or StorageError, both with a one-line `strerror` and `filename` the URL."""
+    or StorageError, both with a one-line `strerror` and `filename` the URL. A `write` that
+    finds nothing there found no bucket (gcsfs and adlfs only say "not found")."""
     try:
         return call()
     except FileNotFoundError as exc:
-        raise FileNotFoundError(errno.ENOENT, storage_reason(exc), redact(url)) from None
+        reason = missing_bucket_reason(url) if write else storage_reason(exc)
+        raise FileNotFoundError(errno.ENOENT, reason, redact(url)) from None
     except PermissionError as exc:
         raise StorageError(errno.EACCES, redact(storage_reason(exc)), redact(url)) from None
     except Exception as exc:
@@ -79,8 +81,8 @@ class FsspecFolder(FolderBackend):
         _ = self.fs  # opens the file system, which sets the root
         return f"{self._root}/{name}" if name else self._root
 
-    def _call(self, name: str, call: Callable[[], T]) -> T:
-        return storage_call(join(self.url, name), call)
+    def _call(self, name: str, call: Callable[[], T], write: bool = False) -> T:
+        return storage_call(join(self.url, name), call, write)
 
     @property
     def location(self) -> str:
@@ -123,7 +125,7 @@ class FsspecFolder(FolderBackend):
 
     def write_bytes(self, name: str, data: bytes) -> None:
         path = self._path(name)
-        self._call(name, lambda: self.fs.pipe_file(path, data))
+        self._call(name, lambda: self.fs.pipe_file(path, data), write=True)
 
     def write_many(self, files: Mapping[str, bytes]) -> None:
         if len(files) < 2:
@@ -183,7 +185,7 @@ class FsspecOutputStore(OutputStore):
 def write_object(url: str, data: bytes) -> None:
     """Write one object at `url` in one PUT (StorageError, FileNotFoundError: one line)."""
     fs, path = filesystem(url)
-    storage_call(url, lambda: fs.pipe_file(path, data))
+    storage_call(url, lambda: fs.pipe_file(path, data), write=True)
 
 
 def copy_tree(url: str, target: Path) -> None:

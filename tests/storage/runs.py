@@ -30,14 +30,14 @@ def hpdparse(*args: str, env: dict[str, str] | None = None, timeout: float = 600
     )
 
 
-def popen_hpdparse(*args: str) -> subprocess.Popen:
+def popen_hpdparse(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "hpdparse", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         cwd=REPO,
-        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        env={**os.environ, "OMP_NUM_THREADS": "1", **(env or {})},
     )
 
 

@@ -68,6 +68,24 @@ def test_secrets_never_in_messages(monkeypatch) -> None:
     assert message == "https://host/a.pdf: failed with *** and *** and ***"
 
 
+def test_azure_secrets_from_the_environment_never_in_messages(monkeypatch) -> None:
+    key = "YXp1cmUta2V5LXZhbHVl+/=="
+    monkeypatch.setenv(
+        "AZURE_STORAGE_CONNECTION_STRING",
+        f"DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={key};EndpointSuffix=x",
+    )
+    monkeypatch.setenv("AZURE_STORAGE_SAS_TOKEN", "sv=2024&sig=sas-signature")
+    message = remote.storage_message(
+        "az://docs/a.pdf", OSError(5, f"signed with {key}, token sv=2024&sig=sas-signature")
+    )
+    assert message == "az://docs/a.pdf: signed with ***, token ***"
+
+
+def test_the_first_line_of_a_multi_line_storage_error() -> None:
+    error = RuntimeError("The specified blob is gone.\nRequestId:1\nContent: <?xml ...>")
+    assert remote.storage_reason(error) == "RuntimeError: The specified blob is gone."
+
+
 @pytest.mark.parametrize(
     ("text", "shown"),
     [
@@ -85,9 +103,6 @@ def test_an_azure_container_is_a_name_not_a_credential(text: str, shown: str | N
 def test_unknown_scheme_is_a_usage_error() -> None:
     with pytest.raises(remote.StorageUsageError, match="unknown URL scheme nope://"):
         remote.filesystem("nope://bucket/a.pdf")
-    # No fsspec library registers abfss:// (adlfs: abfs://, az://, adl://).
-    with pytest.raises(remote.StorageUsageError, match="unknown URL scheme abfss://"):
-        remote.filesystem("abfss://container/a.pdf")
 
 
 @pytest.mark.parametrize(
@@ -99,12 +114,13 @@ def test_unknown_scheme_is_a_usage_error() -> None:
         ("gcs://bucket/a.pdf", "gcsfs", "gcs"),
         ("az://container/a.pdf", "adlfs", "azure"),
         ("abfs://container/a.pdf", "adlfs", "azure"),
+        ("abfss://container/a.pdf", "adlfs", "azure"),
     ],
 )
 def test_each_scheme_goes_to_its_fsspec_library_or_names_its_extra(
-    url: str, library: str, extra: str
+    url: str, library: str, extra: str, monkeypatch
 ) -> None:
-    """Routing only: gs:// and az:// are not tested end to end (no emulator runs here)."""
+    """Routing only (gs:// and az:// end to end: test_cloud_buckets.py)."""
     if importlib.util.find_spec(library) is None:
         with pytest.raises(remote.StorageUsageError) as caught:
             remote.filesystem(url)
@@ -113,5 +129,36 @@ def test_each_scheme_goes_to_its_fsspec_library_or_names_its_extra(
             f"{url}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'"
         )
         return
+    account = "DefaultEndpointsProtocol=https;AccountName=a;AccountKey=a2V5;EndpointSuffix=x"
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", account)  # adlfs needs an account
     fs, _ = remote.filesystem(url)
     assert type(fs).__module__.split(".")[0] == library
+
+
+def test_azure_without_an_account_is_one_line(monkeypatch) -> None:
+    adlfs = pytest.importorskip("adlfs")
+    adlfs.AzureBlobFileSystem.clear_instance_cache()  # fsspec's, keyed on the arguments alone
+    for name in ("CONNECTION_STRING", "ACCOUNT_NAME", "ACCOUNT_KEY", "SAS_TOKEN"):
+        monkeypatch.delenv(f"AZURE_STORAGE_{name}", raising=False)
+    with pytest.raises(remote.StorageOpenError) as caught:
+        remote.filesystem("az://docs/in/")
+    assert caught.value.filename == "az://docs/in/"
+    assert caught.value.strerror.startswith("no credentials (set AZURE_STORAGE_CONNECTION_STRING")
+    adlfs.AzureBlobFileSystem.clear_instance_cache()
+    monkeypatch.setenv("AZURE_STORAGE_CONNECTION_STRING", "not a connection string")
+    with pytest.raises(remote.StorageOpenError) as caught:
+        remote.filesystem("az://docs/in/")
+    assert caught.value.strerror.startswith("cannot open the Azure account: ")
+    assert "\n" not in caught.value.strerror
+
+
+def test_gs_uses_gcsfs_json_api_file_system(monkeypatch) -> None:
+    """Not gcsfs's experimental default, which asks a gRPC API about every bucket first."""
+    pytest.importorskip("gcsfs")
+    monkeypatch.delenv(remote.GCSFS_EXPERIMENTAL_ENV, raising=False)
+    fs, path = remote.filesystem("gs://bucket/in/a.pdf")
+    assert (type(fs).__module__, type(fs).__name__, path) == (
+        "gcsfs.core",
+        "GCSFileSystem",
+        "bucket/in/a.pdf",
+    )
