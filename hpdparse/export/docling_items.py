@@ -1,0 +1,186 @@
+"""DoclingDocument items made without pydantic's validation, for the values the export already
+knows to be valid: the same objects, many times faster to build.
+
+A DoclingDocument page holds about 200 small docling-core models (items, provenance, boxes,
+references, table cells). Validating each one, and deep-copying its empty default lists, took
+most of the export's time; `construct` fills a model's fields from its declared defaults
+directly, the way pydantic's `model_construct` does (which is no faster than validation: it
+walks every field in Python). `FastAdder` does what `DoclingDocument.add_*` does for the
+arguments the export passes, with constructed items.
+
+docling-core stays the producer of record: `to_docling(..., validated=True)` builds through its
+own `add_*` API with full validation, and tests/export check on every test document that both
+documents dump to the same bytes and that the constructed one validates."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from docling_core.types.doc import (
+    CodeItem,
+    CodeLanguageLabel,
+    ContentLayer,
+    DocItemLabel,
+    DoclingDocument,
+    FormulaItem,
+    ImageRef,
+    ListGroup,
+    ListItem,
+    NodeItem,
+    PictureItem,
+    ProvenanceItem,
+    RefItem,
+    SectionHeaderItem,
+    TableData,
+    TableItem,
+    TextItem,
+    TitleItem,
+)
+from pydantic import BaseModel
+from pydantic_core import PydanticUndefined
+
+Model = TypeVar("Model", bound=BaseModel)
+
+# Each field in declaration order (pydantic dumps a model's __dict__ in its order), with its
+# default, or `_EMPTY_LIST` for a fresh empty list per instance.
+_EMPTY_LIST = object()
+_REQUIRED = object()
+_TEMPLATES: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+
+def construct(cls: type[Model], /, **values: Any) -> Model:
+    """`cls(**values)` without validation, for values that would pass it unchanged (the right
+    types: floats as floats, enums as enums). Models with private attributes or a post-init
+    hook are refused (see `_template`); so are unknown fields."""
+    template = _TEMPLATES.get(cls) or _template(cls)
+    data = {name: [] if default is _EMPTY_LIST else default for name, default in template}
+    size = len(data)
+    data.update(values)
+    if len(data) != size or any(value is _REQUIRED for value in data.values()):
+        raise TypeError(f"{cls.__name__}: unknown or missing fields in {sorted(values)}")
+    model = cls.__new__(cls)
+    object.__setattr__(model, "__dict__", data)
+    object.__setattr__(model, "__pydantic_fields_set__", set(values))
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
+
+
+def _template(cls: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+    if cls.__private_attributes__ or cls.__pydantic_post_init__:
+        raise TypeError(f"{cls.__name__} has private attributes or a post-init: validate it")
+    fields: list[tuple[str, Any]] = []
+    for name, field in cls.model_fields.items():
+        default = field.default
+        if field.default_factory is not None or default is PydanticUndefined:
+            fields.append((name, _REQUIRED))  # required, or made by a factory: the caller gives it
+        elif type(default) is list and not default:
+            fields.append((name, _EMPTY_LIST))
+        elif isinstance(default, list | dict | set):
+            raise TypeError(f"{cls.__name__}.{name}: a mutable default: validate it")
+        else:
+            fields.append((name, default))  # None, enums, numbers, strings
+    _TEMPLATES[cls] = tuple(fields)
+    return _TEMPLATES[cls]
+
+
+class FastAdder:
+    """`DoclingDocument.add_*` for the arguments the export passes (one provenance entry, the
+    body or a given parent), with constructed items. Same items, same order, same refs."""
+
+    def __init__(self, doc: DoclingDocument) -> None:
+        self.doc = doc
+
+    def add_page(self, page_no: int, size: Any) -> None:
+        self.doc.add_page(page_no=page_no, size=size)  # a few per document: validated
+
+    def _append(
+        self,
+        collection: list,
+        name: str,
+        cls: type[NodeItem],
+        parent: NodeItem | None,
+        prov: ProvenanceItem | None,
+        **values: Any,
+    ) -> Any:
+        parent = parent or self.doc.body
+        cref = f"#/{name}/{len(collection)}"
+        parent_ref = construct(RefItem, cref=parent.self_ref)
+        item = construct(cls, self_ref=cref, parent=parent_ref, **values)
+        if prov is not None:
+            item.prov.append(prov)
+        collection.append(item)
+        parent.children.append(construct(RefItem, cref=cref))
+        return item
+
+    def _text(self, cls: type[TextItem], text: str, prov, parent=None, **values: Any) -> Any:
+        values.setdefault("orig", text)
+        return self._append(self.doc.texts, "texts", cls, parent, prov, text=text, **values)
+
+    def add_title(self, text: str, prov: ProvenanceItem | None) -> TitleItem:
+        return self._text(TitleItem, text, prov, formatting=None, hyperlink=None)
+
+    def add_heading(self, text: str, level: int, prov: ProvenanceItem | None) -> NodeItem:
+        if not 1 <= level <= 100:
+            return self.doc.add_heading(text=text, level=level, prov=prov)  # its error
+        return self._text(SectionHeaderItem, text, prov, level=level)
+
+    def add_text(
+        self,
+        label: DocItemLabel,
+        text: str,
+        prov: ProvenanceItem | None,
+        parent: NodeItem | None = None,
+        content_layer: ContentLayer | None = None,
+    ) -> TextItem:
+        if label in _SPECIAL_TEXT_LABELS:
+            return self.doc.add_text(
+                label=label, text=text, prov=prov, parent=parent, content_layer=content_layer
+            )
+        item = self._text(TextItem, text, prov, parent, label=label)
+        if content_layer:
+            item.content_layer = content_layer
+        return item
+
+    def add_list_group(self) -> ListGroup:
+        return self._append(self.doc.groups, "groups", ListGroup, None, None)
+
+    def add_list_item(
+        self,
+        text: str,
+        enumerated: bool,
+        marker: str,
+        parent: ListGroup,
+        prov: ProvenanceItem | None,
+    ) -> ListItem:
+        values = {"enumerated": enumerated, "marker": marker or ""}
+        return self._text(ListItem, text, prov, parent, **values)
+
+    def add_code(
+        self, text: str, code_language: CodeLanguageLabel | None, prov: ProvenanceItem | None
+    ) -> CodeItem:
+        item = self._text(CodeItem, text, prov)
+        if code_language:
+            item.code_language = code_language
+        return item
+
+    def add_formula(self, text: str, prov: ProvenanceItem | None) -> FormulaItem:
+        return self._text(FormulaItem, text, prov)
+
+    def add_table(self, data: TableData, prov: ProvenanceItem | None) -> TableItem:
+        return self._append(self.doc.tables, "tables", TableItem, None, prov, data=data)
+
+    def add_picture(self, image: ImageRef | None, prov: ProvenanceItem | None) -> PictureItem:
+        return self._append(self.doc.pictures, "pictures", PictureItem, None, prov, image=image)
+
+
+# add_text hands these labels to their own add_* (other item types): left to docling-core
+_SPECIAL_TEXT_LABELS = {
+    DocItemLabel.TITLE,
+    DocItemLabel.LIST_ITEM,
+    DocItemLabel.SECTION_HEADER,
+    DocItemLabel.CODE,
+    DocItemLabel.FORMULA,
+    DocItemLabel.FIELD_HEADING,
+    DocItemLabel.FIELD_VALUE,
+}
