@@ -63,13 +63,26 @@ def table_markdown(item: TableItem) -> str:
 
 # What a value tabulate may type as a number (or bool) holds; one without is text (str).
 _MAYBE_NUMBER = re.compile(r"\d|inf|nan|true|false", re.IGNORECASE)
+# A value tabulate types as int or float, for sure.
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
 
 
 def numeric_column(values: list[str]) -> bool:
-    """tabulate's `_column_type(values) in (int, float)`, which parses every value several ways:
-    a column holding a value with no digit (nor inf, nan, True, False) is text, found at once."""
-    if any(value and not _MAYBE_NUMBER.search(value) for value in values):
-        return False
+    """tabulate's `_column_type(values) in (int, float)`, which parses every value several ways,
+    settled at a look where it can: a value with no digit (nor inf, nan, True, False) makes the
+    column text; plain decimal numbers, with empty values, make it numeric."""
+    numbers, plain = 0, True
+    for value in values:
+        if not value:
+            continue  # tabulate's None type: no effect
+        if _PLAIN_NUMBER.fullmatch(value):
+            numbers += 1
+        elif not _MAYBE_NUMBER.search(value):
+            return False
+        else:
+            plain = False
+    if plain:
+        return numbers > 0
     return _column_type(values) in (int, float)
 
 
