@@ -14,6 +14,7 @@ documents dump to the same bytes and that the constructed one validates."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from docling_core.types.doc import (
@@ -41,22 +42,27 @@ from pydantic_core import PydanticUndefined
 
 Model = TypeVar("Model", bound=BaseModel)
 
-# Each field in declaration order (pydantic dumps a model's __dict__ in its order), with its
-# default, or `_EMPTY_LIST` for a fresh empty list per instance.
-_EMPTY_LIST = object()
-_REQUIRED = object()
-_TEMPLATES: dict[type, tuple[tuple[str, Any], ...]] = {}
+
+@dataclass(frozen=True)
+class _Template:
+    defaults: dict[str, Any]  # every field in declaration order (pydantic dumps __dict__ so)
+    empty_lists: tuple[str, ...]  # fields whose default is a fresh empty list per instance
+    required: frozenset[str]  # fields with no default (or a factory): the caller gives them
+
+
+_TEMPLATES: dict[type, _Template] = {}
 
 
 def construct(cls: type[Model], /, **values: Any) -> Model:
     """`cls(**values)` without validation, for values that would pass it unchanged (the right
     types: floats as floats, enums as enums). Models with private attributes or a post-init
-    hook are refused (see `_template`); so are unknown fields."""
+    hook are refused (see `_template`); so are unknown or missing fields."""
     template = _TEMPLATES.get(cls) or _template(cls)
-    data = {name: [] if default is _EMPTY_LIST else default for name, default in template}
-    size = len(data)
+    data = template.defaults.copy()
+    for name in template.empty_lists:
+        data[name] = []
     data.update(values)
-    if len(data) != size or any(value is _REQUIRED for value in data.values()):
+    if len(data) != len(template.defaults) or not template.required <= values.keys():
         raise TypeError(f"{cls.__name__}: unknown or missing fields in {sorted(values)}")
     model = cls.__new__(cls)
     object.__setattr__(model, "__dict__", data)
@@ -66,21 +72,24 @@ def construct(cls: type[Model], /, **values: Any) -> Model:
     return model
 
 
-def _template(cls: type[BaseModel]) -> tuple[tuple[str, Any], ...]:
+def _template(cls: type[BaseModel]) -> _Template:
     if cls.__private_attributes__ or cls.__pydantic_post_init__:
         raise TypeError(f"{cls.__name__} has private attributes or a post-init: validate it")
-    fields: list[tuple[str, Any]] = []
+    defaults: dict[str, Any] = {}
+    empty_lists: list[str] = []
+    required: set[str] = set()
     for name, field in cls.model_fields.items():
         default = field.default
+        defaults[name] = None
         if field.default_factory is not None or default is PydanticUndefined:
-            fields.append((name, _REQUIRED))  # required, or made by a factory: the caller gives it
+            required.add(name)
         elif type(default) is list and not default:
-            fields.append((name, _EMPTY_LIST))
+            empty_lists.append(name)
         elif isinstance(default, list | dict | set):
             raise TypeError(f"{cls.__name__}.{name}: a mutable default: validate it")
         else:
-            fields.append((name, default))  # None, enums, numbers, strings
-    _TEMPLATES[cls] = tuple(fields)
+            defaults[name] = default  # None, enums, numbers, strings: shared safely
+    _TEMPLATES[cls] = _Template(defaults, tuple(empty_lists), frozenset(required))
     return _TEMPLATES[cls]
 
 
