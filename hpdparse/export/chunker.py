@@ -62,18 +62,34 @@ class Chunk:
     text: str
     items: list[DocItem]
     headings: list[str] | None
+    parts: list[str] | None = None  # the texts `text` joins with DELIM, when known
 
     def contextualized(self) -> str:
         """What HybridChunker counts and an embedder sees: headings, then the text."""
-        return DELIM.join([*self.headings, self.text]) if self.headings else self.text
+        return DELIM.join(self.contextualized_parts())
+
+    def contextualized_parts(self) -> list[str]:
+        """The texts `contextualized` joins with DELIM."""
+        return [*(self.headings or []), *self.text_parts()]
+
+    def text_parts(self) -> list[str]:
+        return self.parts or [self.text]
 
 
 class FastChunker:
     """HybridChunker(merge_peers=True, delim="\\n\\n", Markdown tables, blocks never cut)."""
 
-    def __init__(self, count_tokens: Callable[[str], int], max_tokens: int) -> None:
+    def __init__(
+        self,
+        count_tokens: Callable[[str], int],
+        max_tokens: int,
+        count_joined: Callable[[list[str]], int] | None = None,
+    ) -> None:
+        """`count_joined(parts)`: count_tokens(DELIM.join(parts)), computed faster where the
+        tokenizer allows it (`tekken_joins`)."""
         self.count = count_tokens
         self.max_tokens = max_tokens
+        self.count_joined = count_joined or (lambda parts: count_tokens(DELIM.join(parts)))
 
     def chunk(self, doc: DoclingDocument) -> list[Chunk]:
         markdown = _Markdown(doc)
@@ -85,7 +101,7 @@ class FastChunker:
         return self._merge_peers(chunks)
 
     def _tokens(self, chunk: Chunk) -> int:
-        return self.count(chunk.contextualized())
+        return self.count_joined(chunk.contextualized_parts())
 
     def _delimiter_tokens(self) -> int:
         return self.count(f"a{DELIM}b") - self.count("a") - self.count("b")
@@ -101,8 +117,8 @@ class FastChunker:
         delim_tokens = self._delimiter_tokens()
 
         def window(start: int, end: int) -> Chunk:
-            text = DELIM.join([t for t in texts[start : end + 1] if t])
-            return Chunk(text, items[start : end + 1], chunk.headings)
+            parts = [t for t in texts[start : end + 1] if t]
+            return Chunk(DELIM.join(parts), items[start : end + 1], chunk.headings, parts)
 
         overhead = self._tokens(window(0, 0)) - counts[0]
         windows: list[Chunk] = []
@@ -134,12 +150,14 @@ class FastChunker:
         joined while the result fits."""
         merged: list[Chunk] = []
         delim_tokens = self._delimiter_tokens()
-        counts = [self.count(c.text) for c in chunks]
+        counts = [self.count_joined(c.text_parts()) for c in chunks]
 
         def candidate(start: int, end: int) -> Chunk:
             window = chunks[start : end + 1]
             items = [item for c in window for item in c.items]
-            return Chunk(DELIM.join(c.text for c in window), items, chunks[start].headings)
+            parts = [part for c in window for part in c.text_parts()]
+            text = DELIM.join(c.text for c in window)
+            return Chunk(text, items, chunks[start].headings, parts)
 
         start = 0
         while start < len(chunks):

@@ -15,6 +15,7 @@ from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
 from pydantic import ConfigDict
 
 from hpdparse.errors import HpdparseError
+from hpdparse.export import tekken_joins
 
 DEFAULT_TOKENIZER = "tekken"  # how --chunk-tokenizer's default is named in the chunk files
 _TEKKEN_FILE = "tekken_240718.json"
@@ -85,6 +86,20 @@ def token_counter(tokenizer: BaseTokenizer) -> Callable[[str], int]:
     if isinstance(tokenizer, TekkenTokenizer):
         return _tekken_count
     return functools.lru_cache(maxsize=1 << 14)(tokenizer.count_tokens)
+
+
+def joined_counter(tokenizer: BaseTokenizer) -> Callable[[list[str]], int]:
+    """`parts -> count of "\n\n".join(parts)`: from the parts' remembered counts for the
+    default Tekken tokenizer (`tekken_joins`), else by counting the joined text."""
+    count = token_counter(tokenizer)
+    if isinstance(tokenizer, TekkenTokenizer) and _tekken_encoder_pattern() == tekken_joins.PATTERN:
+        return tekken_joins.joined_counter(count)
+    return lambda parts: count(tekken_joins.JOIN.join(parts))
+
+
+@functools.cache
+def _tekken_encoder_pattern() -> str | None:
+    return getattr(getattr(_tekken(), "_model", None), "_pat_str", None)
 
 
 def load_tokenizer(name: str | None, max_tokens: int) -> BaseTokenizer:
