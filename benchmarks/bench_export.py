@@ -6,8 +6,11 @@ inline math, formulas, a list, a figure with caption, a table with caption, foot
 number), rendered first (not timed); then timed: the DoclingDocument built and serialised to
 `<stem>.docling.json` bytes, and the chunks (`<stem>.chunks.jsonl` bytes, default tokenizer and
 limit). Prints the pages/s of each stage alone (our chunker next to docling-core's HybridChunker,
-whose chunks it reproduces), then of each output as the flags ask for it; asserts nothing. The
-last line reads `pages per CPU-second: docling D, chunks C, both B`. Run it on one core:
+whose chunks it reproduces), then of each output as the flags ask for it; asserts nothing.
+Token counts, which the chunker remembers within a process, are forgotten before each timed run:
+a real run meets each document's texts once (runs before that change remembered them from the
+previous repeat, and gave higher chunk figures). The last line reads
+`pages per CPU-second: docling D, chunks C, both B`. Run it on one core:
 
     OMP_NUM_THREADS=1 taskset -c 0 .venv/bin/python benchmarks/bench_export.py [--pages 400]
 """
