@@ -7,7 +7,6 @@ furniture layer. `refs` maps every item to the blocks of `<stem>.json` it was ma
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,7 @@ from docling_core.types.doc import (
     TableData,
 )
 
-from hpdparse.export.docling_items import FastAdder, construct
+from hpdparse.export.docling_items import FastAdder
 from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
 from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
 from hpdparse.markdown.formulas import with_tag
@@ -74,13 +73,9 @@ def plain(text: str) -> str:
 
 def to_docling(rendered: RenderedDocument, *, validated: bool = False) -> DoclingExport:
     """Build the DoclingDocument of a rendered document: its items constructed directly
-    (`docling_items`), or with `validated` through docling-core's `add_*` API with every model
+    (`docling_items`), or with `validated` through docling-core's `add_*` API with every item
     validated (the reference: both dump to the same bytes)."""
     return _Builder(rendered, validated).build()
-
-
-def _validated(cls: type[Any], /, **values: Any) -> Any:
-    return cls(**values)
 
 
 class _Builder:
@@ -93,7 +88,6 @@ class _Builder:
         self.doc = DoclingDocument(name=data["stem"])
         self.export = DoclingExport(self.doc)
         self.add = self.doc if validated else FastAdder(self.doc)  # the add_* methods
-        self.new = _validated if validated else construct
         self.table_captions = _table_captions(self.units)  # table unit index -> caption units
 
     def build(self) -> DoclingExport:
@@ -177,7 +171,7 @@ class _Builder:
         if unit.table is None:
             return
         prov = self._provenance(unit, "")
-        item = self.add.add_table(data=_table_data(unit.table, self.new), prov=prov[0])
+        item = self.add.add_table(data=_table_data(unit.table), prov=prov[0])
         self._link(item, unit, prov)
         for caption in self.table_captions.get(index, []):
             self._caption(self.units[caption], item)
@@ -222,8 +216,7 @@ class _Builder:
         grid = self.blocks.get(ref, {}).get("bbox")
         if page is None or not grid:
             return None
-        box = _docling_box(page, grid, self.new)
-        return self.new(ProvenanceItem, page_no=ref.page, bbox=box, charspan=span)
+        return ProvenanceItem(page_no=ref.page, bbox=_docling_box(page, grid), charspan=span)
 
     def _image(self, unit: Unit, ref: BlockRef) -> ImageRef | None:
         box = self.blocks.get(ref, {}).get("bbox_px")
@@ -235,16 +228,11 @@ class _Builder:
         return ImageRef(mimetype="image/png", dpi=dpi, size=size, uri=Path(unit.image))
 
 
-def _docling_box(page: PageGeometry, grid: list[float], new: Callable[..., Any]) -> BoundingBox:
+def _docling_box(page: PageGeometry, grid: list[float]) -> BoundingBox:
     left, top, right, bottom = page.box(grid)
     height = page.height  # docling's convention for PDF pages: y grows upwards
-    return new(
-        BoundingBox,
-        l=float(left),
-        t=float(height - top),
-        r=float(right),
-        b=float(height - bottom),
-        coord_origin=CoordOrigin.BOTTOMLEFT,
+    return BoundingBox(
+        l=left, t=height - top, r=right, b=height - bottom, coord_origin=CoordOrigin.BOTTOMLEFT
     )
 
 
@@ -319,7 +307,7 @@ def _continuations(
     return found
 
 
-def _table_data(table: Table, new: Callable[..., Any]) -> TableData:
+def _table_data(table: Table) -> TableData:
     grid = occupancy(table.rows)
     width = max((len(line) for line in grid), default=0)
     cells = []
@@ -328,16 +316,15 @@ def _table_data(table: Table, new: Callable[..., Any]) -> TableData:
             if cell is None:
                 continue
             cells.append(
-                new(
-                    TableCell,
+                TableCell(
                     text=plain(cell.text),
-                    row_span=int(cell.rowspan),
-                    col_span=int(cell.colspan),
+                    row_span=cell.rowspan,
+                    col_span=cell.colspan,
                     start_row_offset_idx=r,
                     end_row_offset_idx=min(r + cell.rowspan, len(grid)),
                     start_col_offset_idx=c,
                     end_col_offset_idx=min(c + cell.colspan, width),
-                    column_header=bool(cell.header),
+                    column_header=cell.header,
                 )
             )
     return TableData(table_cells=cells, num_rows=len(grid), num_cols=width)

@@ -1,16 +1,17 @@
 """DoclingDocument items made without pydantic's validation, for the values the export already
-knows to be valid: the same objects, many times faster to build.
+knows to be valid: the same objects, faster to build.
 
-A DoclingDocument page holds about 200 small docling-core models (items, provenance, boxes,
-references, table cells). Validating each one, and deep-copying its empty default lists, took
-most of the export's time; `construct` fills a model's fields from its declared defaults
-directly, the way pydantic's `model_construct` does (which is no faster than validation: it
-walks every field in Python). `FastAdder` does what `DoclingDocument.add_*` does for the
-arguments the export passes, with constructed items.
+Validating an item (a text, a heading, a table...) deep-copies each of its empty default lists
+(children, prov, source, comments, captions...): most of an item's cost. `construct` fills an
+item's fields from its declared defaults directly, as pydantic's `model_construct` does (which
+is no faster than validation: it walks every field in Python). Small models with no list
+(references, boxes, provenance, table cells) validate faster than Python could construct them,
+so they stay validated. `FastAdder` does what `DoclingDocument.add_*` does for the arguments the
+export passes, with constructed items.
 
 docling-core stays the producer of record: `to_docling(..., validated=True)` builds through its
-own `add_*` API with full validation, and tests/export check on every test document that both
-documents dump to the same bytes and that the constructed one validates."""
+own `add_*` API with every item validated, and tests/export check on every test document that
+both documents are equal and dump to the same bytes, and that the constructed one validates."""
 
 from __future__ import annotations
 
@@ -114,12 +115,11 @@ class FastAdder:
     ) -> Any:
         parent = parent or self.doc.body
         cref = f"#/{name}/{len(collection)}"
-        parent_ref = construct(RefItem, cref=parent.self_ref)
-        item = construct(cls, self_ref=cref, parent=parent_ref, **values)
+        item = construct(cls, self_ref=cref, parent=RefItem(cref=parent.self_ref), **values)
         if prov is not None:
             item.prov.append(prov)
         collection.append(item)
-        parent.children.append(construct(RefItem, cref=cref))
+        parent.children.append(RefItem(cref=cref))
         return item
 
     def _text(self, cls: type[TextItem], text: str, prov, parent=None, **values: Any) -> Any:
