@@ -35,6 +35,8 @@ def joined_counter(count: Callable[[str], int]) -> Callable[[list[str]], int]:
     """count(JOIN.join(parts)) from `count` of each part (remembered by `count`) and of short
     tails, for a `count` made with `PATTERN`."""
 
+    with_join: dict[str, int] = {}  # text -> count(text + JOIN), for this counter's texts
+
     def count_joined(parts: list[str]) -> int:
         if len(parts) == 1:
             return count(parts[0])
@@ -43,7 +45,9 @@ def joined_counter(count: Callable[[str], int]) -> Callable[[list[str]], int]:
                 return count(JOIN.join(parts))
         total = count(parts[-1])
         for part in parts[:-1]:
-            total += _with_join(part, count)
+            if part not in with_join:
+                with_join[part] = _with_join(part, count)
+            total += with_join[part]
         return total
 
     return count_joined
