@@ -29,13 +29,13 @@ from docling_core.types.doc import (
     ListItem,
     NodeItem,
     PictureItem,
-    RichTableCell,
     SectionHeaderItem,
     TableItem,
     TextItem,
     TitleItem,
 )
-from tabulate import _column_type, tabulate
+
+from hpdparse.export.chunk_tables import Unsupported, table_markdown
 
 DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
 _KNOWN = (TitleItem, SectionHeaderItem, ListItem, CodeItem, FormulaItem, TextItem, TableItem)
@@ -57,27 +57,39 @@ _LABELS = {  # the labels docling-core's chunking serializer writes as plain Mar
 }
 
 
-class Unsupported(Exception):
-    """The document uses a part of the DoclingDocument model this chunker does not write."""
-
-
 @dataclass
 class Chunk:
     text: str
     items: list[DocItem]
     headings: list[str] | None
+    parts: list[str] | None = None  # the texts `text` joins with DELIM, when known
 
     def contextualized(self) -> str:
         """What HybridChunker counts and an embedder sees: headings, then the text."""
-        return DELIM.join([*self.headings, self.text]) if self.headings else self.text
+        return DELIM.join(self.contextualized_parts())
+
+    def contextualized_parts(self) -> list[str]:
+        """The texts `contextualized` joins with DELIM."""
+        return [*(self.headings or []), *self.text_parts()]
+
+    def text_parts(self) -> list[str]:
+        return self.parts or [self.text]
 
 
 class FastChunker:
     """HybridChunker(merge_peers=True, delim="\\n\\n", Markdown tables, blocks never cut)."""
 
-    def __init__(self, count_tokens: Callable[[str], int], max_tokens: int) -> None:
+    def __init__(
+        self,
+        count_tokens: Callable[[str], int],
+        max_tokens: int,
+        count_joined: Callable[[list[str]], int] | None = None,
+    ) -> None:
+        """`count_joined(parts)`: count_tokens(DELIM.join(parts)), computed faster where the
+        tokenizer allows it (`tekken_joins`)."""
         self.count = count_tokens
         self.max_tokens = max_tokens
+        self.count_joined = count_joined or (lambda parts: count_tokens(DELIM.join(parts)))
 
     def chunk(self, doc: DoclingDocument) -> list[Chunk]:
         markdown = _Markdown(doc)
@@ -89,7 +101,7 @@ class FastChunker:
         return self._merge_peers(chunks)
 
     def _tokens(self, chunk: Chunk) -> int:
-        return self.count(chunk.contextualized())
+        return self.count_joined(chunk.contextualized_parts())
 
     def _delimiter_tokens(self) -> int:
         return self.count(f"a{DELIM}b") - self.count("a") - self.count("b")
@@ -105,8 +117,8 @@ class FastChunker:
         delim_tokens = self._delimiter_tokens()
 
         def window(start: int, end: int) -> Chunk:
-            text = DELIM.join([t for t in texts[start : end + 1] if t])
-            return Chunk(text, items[start : end + 1], chunk.headings)
+            parts = [t for t in texts[start : end + 1] if t]
+            return Chunk(DELIM.join(parts), items[start : end + 1], chunk.headings, parts)
 
         overhead = self._tokens(window(0, 0)) - counts[0]
         windows: list[Chunk] = []
@@ -138,12 +150,14 @@ class FastChunker:
         joined while the result fits."""
         merged: list[Chunk] = []
         delim_tokens = self._delimiter_tokens()
-        counts = [self.count(c.text) for c in chunks]
+        counts = [self.count_joined(c.text_parts()) for c in chunks]
 
         def candidate(start: int, end: int) -> Chunk:
             window = chunks[start : end + 1]
             items = [item for c in window for item in c.items]
-            return Chunk(DELIM.join(c.text for c in window), items, chunks[start].headings)
+            parts = [part for c in window for part in c.text_parts()]
+            text = DELIM.join(c.text for c in window)
+            return Chunk(text, items, chunks[start].headings, parts)
 
         start = 0
         while start < len(chunks):
@@ -308,7 +322,7 @@ class _Markdown:
 
     def _table(self, item: TableItem) -> str:
         if item.self_ref not in self._tables:
-            self._tables[item.self_ref] = _table_markdown(item)
+            self._tables[item.self_ref] = table_markdown(item)
         return self._tables[item.self_ref]
 
 
@@ -332,63 +346,3 @@ def _code_block(text: str) -> str:
     longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{text}\n{fence}"
-
-
-@dataclass
-class _Empty:
-    """An empty slot of a table grid (docling fills them with empty cells)."""
-
-    start_row_offset_idx: int
-    start_col_offset_idx: int
-    text: str = ""
-    column_header: bool = False
-
-
-def _table_markdown(item: TableItem) -> str:
-    """MarkdownTableSerializer's pipe table, from a grid built once (docling's `TableData.grid`
-    builds a validated cell per slot at every call)."""
-    data = item.data
-    if any(isinstance(cell, RichTableCell) for cell in data.table_cells):
-        raise Unsupported(f"{item.self_ref}: rich table cells")
-    rows_n, cols_n = data.num_rows, data.num_cols
-    grid: list[list] = [[_Empty(i, j) for j in range(cols_n)] for i in range(rows_n)]
-    for cell in data.table_cells:
-        rows = range(min(cell.start_row_offset_idx, rows_n), min(cell.end_row_offset_idx, rows_n))
-        cols = range(min(cell.start_col_offset_idx, cols_n), min(cell.end_col_offset_idx, cols_n))
-        for i in rows:
-            for j in cols:
-                grid[i][j] = cell
-    # newlines and pipes escaped so that the pipe table stays valid
-    texts = [[(c.text or "").replace("\n", " ").replace("|", "&#124;") for c in r] for r in grid]
-    if not texts:
-        return ""
-    headers = data._count_column_header_rows(grid=grid)
-    if headers == 0 and grid and not any(c.column_header for row in grid[1:] for c in row):
-        headers = 1
-    header_row = _flatten_header_rows(texts[:headers], len(texts[0]))
-    body = texts[headers:]
-    align = []
-    for col in range(len(texts[0]) if body else 0):
-        values = [row[col] if col < len(row) else "" for row in body]
-        align.append("right" if _column_type(values) in (int, float) else "left")
-    return tabulate(
-        body,
-        headers=header_row,
-        tablefmt="github",
-        disable_numparse=True,
-        colalign=tuple(align) if align else None,
-    )
-
-
-def _flatten_header_rows(header_rows: list[list[str]], num_cols: int) -> list[str]:
-    if not header_rows:
-        return [""] * num_cols
-    flattened = []
-    for col in range(num_cols):
-        parts: list[str] = []
-        for row in header_rows:
-            text = row[col] if col < len(row) else ""
-            if text and (not parts or parts[-1] != text):
-                parts.append(text)
-        flattened.append(" - ".join(parts))
-    return flattened

@@ -27,7 +27,7 @@ from pydantic import PrivateAttr
 from hpdparse.export.chunker import Chunk, FastChunker, Unsupported
 from hpdparse.export.docling import DoclingExport
 from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
-from hpdparse.export.tokenizers import load_tokenizer, token_counter
+from hpdparse.export.tokenizers import joined_counter, load_tokenizer, token_counter
 
 # The serializer parameters that decide which items are excluded (CommonParams).
 _EXCLUSION_PARAMS = ("labels", "layers", "pages", "start_idx", "stop_idx")
@@ -107,8 +107,9 @@ def chunk_records(
     chunker (`chunker.py`), identical to docling-core's HybridChunker and much faster; by
     HybridChunker itself with `docling_chunker` or where ours does not apply."""
     counter = load_tokenizer(tokenizer, max_tokens)
-    count = token_counter(counter)
-    chunks = None if docling_chunker else _fast_chunks(export, count, max_tokens)
+    count, count_joined = token_counter(counter), joined_counter(counter)
+    chunks = None if docling_chunker else _fast_chunks(export, count, count_joined, max_tokens)
+    fast = chunks is not None
     if chunks is None:
         chunks = [
             Chunk(c.text, c.meta.doc_items, c.meta.headings)
@@ -124,7 +125,10 @@ def chunk_records(
         refs: list[BlockRef] = []
         for ref in items:
             refs.extend(r for r in export.refs.get(ref, []) if r not in refs)
-        tokens = count(chunk.contextualized())
+        # ours counted by parts, HybridChunker's whole: the tests compare the two
+        tokens = (
+            count_joined(chunk.contextualized_parts()) if fast else count(chunk.contextualized())
+        )
         records.append(
             {
                 "id": f"{stem}:{index}",
@@ -141,10 +145,13 @@ def chunk_records(
 
 
 def _fast_chunks(
-    export: DoclingExport, count: Callable[[str], int], max_tokens: int
+    export: DoclingExport,
+    count: Callable[[str], int],
+    count_joined: Callable[[list[str]], int],
+    max_tokens: int,
 ) -> list[Chunk] | None:
     try:
-        return FastChunker(count, max_tokens).chunk(export.document)
+        return FastChunker(count, max_tokens, count_joined).chunk(export.document)
     except Unsupported:
         return None  # a part of the model ours does not write: HybridChunker does it
 

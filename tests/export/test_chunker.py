@@ -21,7 +21,9 @@ from docling_core.types.doc import (
     TableCell,
     TableData,
 )
+from tabulate import _column_type
 
+from hpdparse.export.chunk_tables import numeric_column
 from hpdparse.export.chunker import FastChunker, Unsupported
 from hpdparse.export.chunks import chunk_records, make_chunker
 from hpdparse.export.docling import DoclingExport
@@ -65,6 +67,17 @@ def test_a_hugging_face_tokenizer_chunks_as_hybrid_chunker_does() -> None:
     folder = str(REPO / "tests" / "fixtures" / "tiny-hpd")
     for limit in (16, 64):
         assert_same_chunks(exported("synth/report").document, limit, folder)
+
+
+def test_numeric_columns_are_the_ones_tabulate_types_as_numbers() -> None:
+    values = [
+        "", " ", "12", "1.5", "-3e4", "1,234", "1,234.5", "٣", "inf", "-INF", "nan", "Infinity",
+        "True", "False", "true", "x1", "abc", "½", "²", "\x1b[31m42\x1b[0m", "\x1b[31mab\x1b[0m",
+        "0x1F", "1_000", " 7 ", "—", "007", "+3", "-0.50", ".5", "5.", "1.2.3", "1\n", "١٢",
+    ]  # fmt: skip
+    columns = [[a, b] for a in values for b in values] + [[v] for v in values] + [[]]
+    for column in columns:
+        assert numeric_column(column) == (_column_type(column) in (int, float)), column
 
 
 def test_tekken_counts_as_mistral_common_encodes() -> None:

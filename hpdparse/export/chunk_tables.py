@@ -1,0 +1,100 @@
+"""The pipe table docling-core's MarkdownTableSerializer writes for a table item, as our chunker
+(`chunker.py`) needs it for chunk text, made without docling's per-call grid of validated cells
+and without tabulate's type parsing of every value where one look settles it."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from docling_core.types.doc import RichTableCell, TableItem
+from tabulate import _column_type, tabulate
+
+
+class Unsupported(Exception):
+    """The document uses a part of the DoclingDocument model our chunker does not write."""
+
+
+@dataclass
+class _Empty:
+    """An empty slot of a table grid (docling fills them with empty cells)."""
+
+    start_row_offset_idx: int
+    start_col_offset_idx: int
+    text: str = ""
+    column_header: bool = False
+
+
+def table_markdown(item: TableItem) -> str:
+    """MarkdownTableSerializer's pipe table, from a grid built once (docling's `TableData.grid`
+    builds a validated cell per slot at every call)."""
+    data = item.data
+    if any(isinstance(cell, RichTableCell) for cell in data.table_cells):
+        raise Unsupported(f"{item.self_ref}: rich table cells")
+    rows_n, cols_n = data.num_rows, data.num_cols
+    grid: list[list] = [[_Empty(i, j) for j in range(cols_n)] for i in range(rows_n)]
+    for cell in data.table_cells:
+        rows = range(min(cell.start_row_offset_idx, rows_n), min(cell.end_row_offset_idx, rows_n))
+        cols = range(min(cell.start_col_offset_idx, cols_n), min(cell.end_col_offset_idx, cols_n))
+        for i in rows:
+            for j in cols:
+                grid[i][j] = cell
+    # newlines and pipes escaped so that the pipe table stays valid
+    texts = [[(c.text or "").replace("\n", " ").replace("|", "&#124;") for c in r] for r in grid]
+    if not texts:
+        return ""
+    headers = data._count_column_header_rows(grid=grid)
+    if headers == 0 and grid and not any(c.column_header for row in grid[1:] for c in row):
+        headers = 1
+    header_row = _flatten_header_rows(texts[:headers], len(texts[0]))
+    body = texts[headers:]
+    align = []
+    for col in range(len(texts[0]) if body else 0):
+        values = [row[col] if col < len(row) else "" for row in body]
+        align.append("right" if numeric_column(values) else "left")
+    return tabulate(
+        body,
+        headers=header_row,
+        tablefmt="github",
+        disable_numparse=True,
+        colalign=tuple(align) if align else None,
+    )
+
+
+# What a value tabulate may type as a number (or bool) holds; one without is text (str).
+_MAYBE_NUMBER = re.compile(r"\d|inf|nan|true|false", re.IGNORECASE)
+# A value tabulate types as int or float, for sure.
+_PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
+
+
+def numeric_column(values: list[str]) -> bool:
+    """tabulate's `_column_type(values) in (int, float)`, which parses every value several ways,
+    settled at a look where it can: a value with no digit (nor inf, nan, True, False) makes the
+    column text; plain decimal numbers, with empty values, make it numeric."""
+    numbers, plain = 0, True
+    for value in values:
+        if not value:
+            continue  # tabulate's None type: no effect
+        if _PLAIN_NUMBER.fullmatch(value):
+            numbers += 1
+        elif not _MAYBE_NUMBER.search(value):
+            return False
+        else:
+            plain = False
+    if plain:
+        return numbers > 0
+    return _column_type(values) in (int, float)
+
+
+def _flatten_header_rows(header_rows: list[list[str]], num_cols: int) -> list[str]:
+    if not header_rows:
+        return [""] * num_cols
+    flattened = []
+    for col in range(num_cols):
+        parts: list[str] = []
+        for row in header_rows:
+            text = row[col] if col < len(row) else ""
+            if text and (not parts or parts[-1] != text):
+                parts.append(text)
+        flattened.append(" - ".join(parts))
+    return flattened
