@@ -5,25 +5,22 @@
 - A page's tiles cross to the engine core once: the children pass a shared-memory handle.
 - No engine-core process outlives a conversion whose main process gets Ctrl-C (SIGINT), SIGTERM
   or SIGKILL: the real CLI in a subprocess, killed mid-run, every process it started waited for
-  (a bounded wait, part of what is checked). The three conversions run side by side.
+  (a bounded wait, part of what is checked).
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.helpers.paths import REPO
-from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.vllm import TINY, sample_pages, vllm_config, vllm_options
 
@@ -35,6 +32,7 @@ from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
 
 pytestmark = pytest.mark.vllm
 
+START_SECONDS = 300  # a loaded 2-core machine takes minutes to start vLLM twice
 # How long an engine core may outlive its parent: the watch polls every 0.5 s, then vLLM's
 # shutdown takes a few seconds.
 ORPHAN_SECONDS = 30
@@ -126,79 +124,44 @@ def _engine_cores(processes: list) -> list:
     return cores
 
 
-SIGNALS = {"ctrl-c": signal.SIGINT, "sigterm": signal.SIGTERM, "sigkill": signal.SIGKILL}
-
-
-@dataclasses.dataclass
-class Parent:
-    """A conversion as users run it, started in a process group of its own."""
-
-    proc: subprocess.Popen
-    out: Path
-    started: list = dataclasses.field(default_factory=list)
-    alive: list = dataclasses.field(default_factory=list)
-
-    @classmethod
-    def start(cls, folder: Path) -> Parent:
-        pdf = make_pdf(folder / "in" / "long.pdf", 300, "long")
-        proc = subprocess.Popen(
-            _convert_command(pdf, folder / "out"),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            start_new_session=True,
-        )
-        return cls(proc, folder / "out")
-
-    def mid_run(self) -> bool:
-        """The engine core is up and a page has been written."""
-        assert self.proc.poll() is None, self.proc.communicate()[1][-2000:]
-        with contextlib.suppress(psutil.Error):
-            self.started = psutil.Process(self.proc.pid).children(recursive=True)
-        return bool(_engine_cores(self.started) and list(self.out.rglob("page-*.json")))
-
-    def stop(self) -> None:
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "sig", [signal.SIGINT, signal.SIGTERM, signal.SIGKILL], ids=["ctrl-c", "sigterm", "sigkill"]
+)
+def test_no_engine_core_outlives_its_parent(tmp_path: Path, sig: signal.Signals) -> None:
+    pdf = make_pdf(tmp_path / "in" / "long.pdf", 300, "long")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen(
+        _convert_command(pdf, tmp_path / "out"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+        start_new_session=True,
+    )
+    started: list = []
+    try:
+        main = psutil.Process(proc.pid)
+        deadline = time.monotonic() + START_SECONDS
+        # Mid-run: the engine core is up and a page has been written.
+        while not (_engine_cores(started) and list((tmp_path / "out").rglob("page-*.json"))):
+            assert proc.poll() is None, proc.communicate()[1][-2000:]
+            assert time.monotonic() < deadline, "the conversion did not start"
+            time.sleep(0.2)
+            started = main.children(recursive=True)
+        started = main.children(recursive=True)
+        assert _engine_cores(started)
+        os.kill(proc.pid, sig)  # the main process only, not its process group
+        proc.wait(ORPHAN_SECONDS)
+        _, alive = psutil.wait_procs(started, timeout=ORPHAN_SECONDS)
+        assert not alive, f"alive {ORPHAN_SECONDS} s after the parent: {alive}"
+        if sig != signal.SIGKILL:
+            assert proc.returncode == 130, proc.stderr.read()[-2000:]
+    finally:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        for child in self.started:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for child in started:
             with contextlib.suppress(psutil.Error):
                 child.kill()
-        self.proc.wait()
-
-
-@pytest.fixture(scope="module")
-def signalled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Parent]]:
-    """One parent per signal, started together (each start imports vLLM twice: the three
-    overlap instead of queueing), each sent its signal once all are mid-run; then every process
-    each one started is waited for."""
-    parents: dict[str, Parent] = {}
-    try:
-        for name in SIGNALS:
-            parents[name] = Parent.start(tmp_path_factory.mktemp(name))
-        deadline = time.monotonic() + PATIENCE_SECONDS
-        waiting = set(parents)
-        while waiting:
-            assert time.monotonic() < deadline, f"the conversions did not start: {waiting}"
-            time.sleep(0.2)
-            waiting = {name for name in waiting if not parents[name].mid_run()}
-        for name, parent in parents.items():
-            assert _engine_cores(parent.started), name
-            os.kill(parent.proc.pid, SIGNALS[name])  # the main process only, not its group
-        for parent in parents.values():
-            parent.proc.wait(ORPHAN_SECONDS)
-            _, parent.alive = psutil.wait_procs(parent.started, timeout=ORPHAN_SECONDS)
-        yield parents
-    finally:
-        for parent in parents.values():
-            parent.stop()
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("name", list(SIGNALS))
-def test_no_engine_core_outlives_its_parent(signalled: dict[str, Parent], name: str) -> None:
-    parent = signalled[name]
-    assert not parent.alive, f"alive {ORPHAN_SECONDS} s after the parent: {parent.alive}"
-    if SIGNALS[name] != signal.SIGKILL:
-        assert parent.proc.returncode == 130, parent.proc.stderr.read()[-2000:]
+        proc.wait()
