@@ -7,7 +7,6 @@ generator's ground-truth streams; here the streams come from the model instead.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import os
 import subprocess
@@ -25,67 +24,30 @@ GOLDEN = REPO / "tests" / "markdown" / "golden" / "synth"
 INPUTS = ["report.pdf", "paper.pdf", "memo.pdf", "scan.png"]
 
 
-ENGINES = ["torch", "vllm"]
-MODES = {"fork": True, "plain": False}
+def _needs(module: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{module} is not installed")
 
 
-def _missing(engine: str) -> str | None:
-    for module in ("torch", engine):
-        if importlib.util.find_spec(module) is None:
-            return f"{module} is not installed"
-    return None
-
-
-@pytest.fixture(scope="module")
-def conversions(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Finished]:
-    """The conversions (engine x mode) run side by side: each is a process of its own whose
-    start (importing torch or vLLM) is most of its time."""
-    started: dict[tuple[str, str], tuple[subprocess.Popen, Path]] = {}
-    finished: dict[tuple[str, str], Finished] = {}
-    try:
-        for engine in (e for e in ENGINES if _missing(e) is None):
-            for mode, fork in MODES.items():
-                folder = tmp_path_factory.mktemp(f"{engine}-{mode}")
-                started[engine, mode] = (_start(engine, fork, folder), folder / "out")
-        for key, (proc, out) in started.items():
-            _, stderr = proc.communicate(timeout=900)
-            finished[key] = Finished(proc.returncode, stderr, out)
-    finally:
-        for proc, _ in started.values():
-            if proc.poll() is None:
-                proc.kill()
-                proc.communicate()
-    return finished
-
-
-@dataclasses.dataclass
-class Finished:
-    returncode: int
-    stderr: str
-    out: Path
-
-
-def _start(engine: str, fork: bool, folder: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "hpdparse", "convert", *(str(SAMPLES / i) for i in INPUTS)]
-    cmd += ["-o", str(folder / "out"), "--engine", engine, "--model", str(TINY)]
-    cmd += ["--report", str(folder / "report.json"), "--quiet"] + ([] if fork else ["--no-fork"])
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen(
-        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO
-    )
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("mode", list(MODES))
+@pytest.mark.parametrize("engine", ["torch", "vllm"])
+@pytest.mark.parametrize("fork", [True, False], ids=["fork", "plain"])
 def test_convert_samples_gives_ground_truth_and_golden_markdown(
-    engine: str, mode: str, conversions: dict
+    engine: str, fork: bool, tmp_path: Path
 ) -> None:
-    if _missing(engine):
-        pytest.skip(_missing(engine))
-    run = conversions[engine, mode]
-    assert run.returncode == 0, run.stderr
-    assert "Traceback" not in run.stderr
-    out = run.out
+    _needs("torch")
+    if engine == "vllm":
+        _needs("vllm")
+    out = tmp_path / "out"
+    report = tmp_path / "report.json"
+    cmd = [sys.executable, "-m", "hpdparse", "convert", *(str(SAMPLES / i) for i in INPUTS)]
+    cmd += ["-o", str(out), "--engine", engine, "--model", str(TINY), "--report", str(report)]
+    cmd += ["--quiet"] + ([] if fork else ["--no-fork"])
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(
+        cmd, capture_output=True, text=True, timeout=900, env=env, cwd=REPO, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
 
     for (stem, page), stream in load_ground_truth(REPO / "tests" / "fixtures" / "streams").items():
         raw = out / stem / "raw" / f"page-{page:04d}.txt"
