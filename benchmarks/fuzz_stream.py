@@ -1,4 +1,4 @@
-"""Long fuzz run of the stream parser and renderer (the test suite runs a few thousand examples).
+"""Long fuzz run of the stream parser and renderer (the test suite runs about a thousand examples).
 
 Random token soup and grammar-built-then-corrupted pages, rendered with random options: nothing
 may raise, the output must be valid UTF-8 and hold no HTML outside the allowed table tags.

@@ -16,9 +16,9 @@ import pytest
 pytest.importorskip("torch")
 
 from hpdparse.engines import create_engine
-from hpdparse.engines.base import EngineConfig, PageRequest
+from hpdparse.engines.base import Engine, EngineConfig, PageRequest
 from hpdparse.hpd.confidence import score_segment
-from tests.helpers.vllm import MAX_MODEL_LEN, TINY, sample_pages, vllm_options
+from tests.helpers.vllm import MAX_MODEL_LEN, TINY, sample_pages
 
 SAME_MODE = 1e-3
 ACROSS_ENGINES = 0.02
@@ -26,8 +26,8 @@ ACROSS_MODES = 0.15
 PAGE = ("report", 1)
 
 
-def decode(engine_name: str, fork: bool, mtp: bool, image) -> tuple[str, list[float]]:
-    config = EngineConfig(
+def _config(fork: bool, mtp: bool) -> EngineConfig:
+    return EngineConfig(
         model=str(TINY),
         fork=fork,
         mtp=mtp,
@@ -35,9 +35,10 @@ def decode(engine_name: str, fork: bool, mtp: bool, image) -> tuple[str, list[fl
         max_tokens=400,
         max_model_len=MAX_MODEL_LEN,
     )
-    options = vllm_options() if engine_name == "vllm" else None
-    with create_engine(engine_name, config, options) as engine:
-        (result,) = engine.run([PageRequest(PAGE, engine.preparer()(image))], 1)
+
+
+def decode(engine: Engine, image) -> tuple[str, list[float]]:
+    (result,) = engine.run([PageRequest(PAGE, engine.preparer()(image))], 1)
     assert result.ok, result.error
     assert result.logprobs is not None
     scores = [score_segment(s) for s in result.logprobs.segments]
@@ -56,11 +57,12 @@ def close(a: list[float], b: list[float], tolerance: float) -> float:
 
 @pytest.fixture(scope="module")
 def torch_runs(image) -> dict:
-    return {
-        (fork, mtp): decode("torch", fork, mtp, image)
-        for fork in (True, False)
-        for mtp in (False, True)
-    }
+    runs = {}
+    for fork in (True, False):
+        for mtp in (False, True):
+            with create_engine("torch", _config(fork, mtp)) as engine:
+                runs[fork, mtp] = decode(engine, image)
+    return runs
 
 
 def test_torch_fork_plain_and_pmtp_agree(torch_runs: dict) -> None:
@@ -74,9 +76,11 @@ def test_torch_fork_plain_and_pmtp_agree(torch_runs: dict) -> None:
 @pytest.mark.vllm
 @pytest.mark.parametrize(("fork", "mtp"), [(True, True), (False, False)], ids=["fork+mtp", "plain"])
 def test_vllm_gives_the_torch_text_and_confidences(
-    fork: bool, mtp: bool, torch_runs: dict, image
+    fork: bool, mtp: bool, torch_runs: dict, image, vllm_engines
 ) -> None:
     pytest.importorskip("vllm")
-    text, confidences = decode("vllm", fork, mtp, image)
+    # Started once for the vLLM tests (tests/engines/conftest.py); the 400-token limit is set
+    # on the shared engine for this run.
+    text, confidences = decode(vllm_engines.get(_config(fork, mtp)), image)
     assert text == torch_runs[fork, mtp][0]
     assert close(confidences, torch_runs[fork, mtp][1], ACROSS_ENGINES)

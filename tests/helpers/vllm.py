@@ -120,7 +120,9 @@ class EnginePool:
 
     `get` hands an engine over as if fresh: vLLM's prefix, encoder and multimodal caches are
     emptied, so no test sees another module's pages served from them (its own model counters
-    keep counting: tests read their differences). Call it where the engine is used after other
+    keep counting: tests read their differences). Configurations that differ only in
+    `max_tokens` share an engine: the engine reads its token limit at each run, and `get` sets
+    it to the one asked for. Call it where the engine is used after other
     engines may have been closed: vLLM keeps its parallel groups process-wide and an in-process
     engine's shutdown tears them down for every engine (`cleanup_dist_env_and_memory`); `get`
     sets them up again, as the engine's worker did at start."""
@@ -137,7 +139,9 @@ class EnginePool:
         from hpdparse.engines.vllm.engine import VllmEngine
 
         options = sorted(engine_options.items())
-        key = repr((sorted(dataclasses.asdict(config).items()), options))
+        fields = dataclasses.asdict(config)
+        del fields["max_tokens"]  # read at each run (VllmEngine.run)
+        key = repr((sorted(fields.items()), options))
         engine = self._engines.get(key)
         if engine is None:
             engine = VllmEngine(copy.deepcopy(config), vllm_options(**engine_options))
@@ -151,6 +155,7 @@ class EnginePool:
             assert llm.reset_prefix_cache(), "the prefix cache was not emptied"
             llm.reset_encoder_cache()
             llm.reset_mm_cache()
+            engine.config.max_tokens = config.max_tokens
         return engine
 
     def close_all(self) -> None:

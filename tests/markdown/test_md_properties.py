@@ -17,8 +17,10 @@ from tests.helpers.stream_strategies import (
     rendered_html_problems,
 )
 
+# 500 fresh examples a property at each run (no example database: every run draws new ones);
+# the long run is benchmarks/fuzz_stream.py.
 PROPERTY_SETTINGS = settings(
-    max_examples=1000,
+    max_examples=500,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],

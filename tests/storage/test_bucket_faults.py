@@ -145,8 +145,12 @@ def test_a_store_that_keeps_failing_is_one_line_per_document(
     bucket: str, fake: FakeHPDServer, s3: S3, tmp_path: Path
 ) -> None:
     s3.gate.fault, s3.gate.faults = "503", 10_000
+    # One retry, not four: what is checked is the error line, not the retries' backoff.
+    one_retry = ["--storage-option", 'config_kwargs={"retries": {"max_attempts": 2}}']
     try:
-        proc = hpdparse("convert", str(MEMO), "-o", f"s3://{bucket}/out", *_openai(fake))
+        proc = hpdparse(
+            "convert", str(MEMO), "-o", f"s3://{bucket}/out", *_openai(fake), *one_retry
+        )
     finally:
         s3.gate.faults = 0
     assert proc.returncode == 1

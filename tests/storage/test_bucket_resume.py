@@ -18,6 +18,9 @@ from tests.storage.runs import assert_same_output, hpdparse, popen_hpdparse
 
 SAMPLE_FILES = sorted(p for p in SAMPLES.iterdir() if p.is_file())
 LAST_PAGE = ("report", 3)
+# Where the store is gone, what is checked is the error, not how long the retries take: one
+# retry (botocore's default backoff) instead of four.
+ONE_RETRY = ["--storage-option", 'config_kwargs={"retries": {"max_attempts": 2}}']
 
 
 def _engine(fake: FakeHPDServer) -> list[str]:
@@ -88,7 +91,7 @@ def test_the_store_gone_mid_run_then_back(
     reference = _reference(bucket, fake, tmp_path)
     fake.delay = lambda request: 5 if request.page_id == LAST_PAGE else 0
     proc = popen_hpdparse(
-        "convert", f"s3://{bucket}/in/", "-o", f"s3://{bucket}/out", *_engine(fake)
+        "convert", f"s3://{bucket}/in/", "-o", f"s3://{bucket}/out", *_engine(fake), *ONE_RETRY
     )
     try:
         _wait(lambda: _others_finished(bucket) and LAST_PAGE in fake.page_ids())

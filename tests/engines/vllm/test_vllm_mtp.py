@@ -398,13 +398,12 @@ def _bytes_per_layer(tensor: Any) -> int:
 # ------------------------------------------------------------------ tiny-hpd as it is
 @pytest.fixture(scope="module")
 def tiny_results(pages: list, vllm_engines) -> dict[tuple[bool, bool], dict[object, PageResult]]:
-    out = {}
-    with VllmEngine(_mtp_config(TINY, True, True), vllm_options()) as engine:
-        out[True, True] = _run(engine, pages)
-    # Shared: pmtp_engine's, and those of test_vllm_engine.py (the same configurations).
-    for fork, mtp in ((False, True), (True, False), (False, False)):
-        out[fork, mtp] = _run(vllm_engines.get(_mtp_config(TINY, fork, mtp)), pages)
-    return out
+    # Shared: pmtp_engine's, those of test_vllm_engine.py, and fork + P-MTP with
+    # test_confidence_parity.py and test_vllm_core_process.py (the same configurations).
+    return {
+        (fork, mtp): _run(vllm_engines.get(_mtp_config(TINY, fork, mtp)), pages)
+        for fork, mtp in ((True, True), (False, True), (True, False), (False, False))
+    }
 
 
 @pytest.mark.parametrize("fork", [True, False], ids=["fork", "plain"])

@@ -1,4 +1,5 @@
-"""The vLLM test modules share started engines: each configuration starts once per test run.
+"""The vLLM engine tests (tests/engines/vllm and the engines' parity test here) share started
+engines: each configuration starts once per test run.
 
 `vllm_engines.get(config)` starts an engine on first use and hands it over, caches emptied, on
 later ones (tests/helpers/vllm.py, `EnginePool`). The engines are closed as soon as the last test
