@@ -23,10 +23,10 @@ from typing import Any
 from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
-from hpdparse.errors import EngineError, HpdparseError
+from hpdparse.errors import EngineError
 from hpdparse.remote import is_url
 from hpdparse.runner.ray.engine_feed import EngineFeed, PageOutcome
-from hpdparse.runner.ray.run_book import GOODBYE_SECONDS, Heartbeat
+from hpdparse.runner.ray.run_book import Heartbeat
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import (
     PAGE_DECODED,
@@ -53,11 +53,6 @@ the pool then relaunched the tracker, which printed a `KeyError` traceback for e
 was told to forget. The actor ends its own processes (`__del__`), and each of them also ends by
 itself when the actor process dies (the tracker and the forkserver on their pipe's end of file,
 the rasterizers by `workers._exit_when_orphaned`, a vLLM engine runs in the actor's process)."""
-
-
-START_FAILURE_GRACE_SECONDS = 60.0
-"""How long an actor whose engine cannot start waits, its reason told, for the driver to end the
-run (the driver checks the run book every second)."""
 
 
 def rasterizer_count(settings: ConvertSettings, cpus: float) -> int:
@@ -100,21 +95,17 @@ class PageDecoder:
         self.attempts = ray_settings.unit_attempts
         self.book = run_book
         self._ray = ray
+        self.engine = create_engine(engine_name, config, options, server=server)
         try:
-            self.engine = create_engine(engine_name, config, options, server=server)
-            try:
-                self.engine.start()
-            except ImportError as exc:
-                raise dependency_error(engine_name, exc) from None
-            self.info = self.engine.info
-            if self.info.reuse_key() != reuse_key:
-                raise EngineError(
-                    f"it resolves the model to {self.info.reuse_key()}, the driver to "
-                    f"{reuse_key}: install the same checkpoint on every node"
-                )
-        except HpdparseError as exc:
-            self._start_failed(str(exc))
-            raise
+            self.engine.start()
+        except ImportError as exc:
+            raise dependency_error(engine_name, exc) from None
+        self.info = self.engine.info
+        if self.info.reuse_key() != reuse_key:
+            raise EngineError(
+                f"the engine on {self.host} resolves the model to {self.info.reuse_key()}, "
+                f"the driver to {reuse_key}: install the same checkpoint on every node"
+            )
         self.pool = WorkerPool(
             rasterizer_count(settings, ray_settings.cpus_per_actor), self.engine.preparer()
         )
@@ -131,17 +122,6 @@ class PageDecoder:
         )
         # Alive from now on: the engine is started and the actor takes units.
         self.heartbeat = Heartbeat(run_book, self.actor, self.pid) if run_book else None
-
-    def _start_failed(self, reason: str) -> None:
-        """Tells the run book why this actor's engine cannot start, then gives the driver time
-        to end the run on that line (killing this actor) before Ray would print the error as
-        tracebacks; without a book (or past the grace) the error goes to Ray as usual."""
-        if self.book is None:
-            return
-        with contextlib.suppress(Exception):
-            message = f"an engine actor could not start on {self.host}: {reason}"
-            self._ray.get(self.book.start_failed.remote(message), timeout=GOODBYE_SECONDS)
-            time.sleep(START_FAILURE_GRACE_SECONDS)
 
     def __del__(self) -> None:
         # Ray Data drops the actor when the run is done (Ray calls this before the process

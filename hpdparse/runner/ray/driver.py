@@ -16,7 +16,6 @@ files, and the same command plans again from what is saved.
 
 from __future__ import annotations
 
-import _thread
 import os
 import time
 import warnings
@@ -95,11 +94,9 @@ class RayConverter:
         # engine's first page, not from starting it.
         self._first_row: float | None = None
         self._last_row: float | None = None
-        self._start_failure: str | None = None
 
     def run(self, sources: list[Path], input_errors: Sequence[HpdparseError] = ()) -> RunReport:
         started = time.monotonic()
-        self._start_failure = None
         book = self._book = DocumentBook(self.settings, self.progress)
         report = self._report = book.report
         report.cluster = ClusterReport(address=self.ray_settings.address)
@@ -120,9 +117,7 @@ class RayConverter:
                 self._decode(units, stall)
                 self._give_up_lost_units()
         except KeyboardInterrupt:
-            if self._start_failure is not None:
-                self._engine_failed(f"--ray: {self._start_failure}")
-            elif stall is not None and stall.fired:
+            if stall is not None and stall.fired:
                 seconds = self.ray_settings.stall_seconds
                 self._engine_failed(f"--ray: no page came back for {seconds:g} s")
             else:
@@ -141,12 +136,6 @@ class RayConverter:
             processes = len(self._pids.get(actor.actor, ()))
             actor.restarts = max(processes - 1, 1 if actor.actor in self._restarted else 0)
         return book.end(started, self._first_row, self._last_row)
-
-    def _cannot_start(self, reason: str) -> None:
-        """An actor's engine cannot start: Ray Data would fail the job, printing the actor's
-        tracebacks; the run ends now, on the actor's reason (watch.ActorWatch's thread)."""
-        self._start_failure = reason
-        _thread.interrupt_main()
 
     def _engine_failed(self, message: str) -> None:
         self._report.engine_error = message
@@ -189,7 +178,7 @@ class RayConverter:
         ):
             book = start_run_book(ray)
             dataset, actors = self._dataset(ray, units, book)
-            with stall, ActorWatch(ray, book, self.progress, actors, self._cannot_start):
+            with stall, ActorWatch(ray, book, self.progress, actors):
                 self.progress.decoding_started()
                 for row in dataset.iter_rows():
                     stall.last = time.monotonic()

@@ -9,9 +9,6 @@ the run on the driver's node (losing another node does not reset it).
   an actor is alive while it beats. An actor Ray Data lets go (no work left for it) says so and
   is done, not dead. A beat from a new process of a known actor means Ray restarted it. Times
   are the book's own clock, so the nodes' clocks need not agree.
-- **Start failures.** An actor whose engine cannot start (a device the node lacks, a missing
-  package, another checkpoint) writes why here, so that the driver ends the run with that one
-  line instead of Ray's tracebacks.
 """
 
 from __future__ import annotations
@@ -38,7 +35,6 @@ class ActorCount:
     alive: int = 0
     restarts: int = 0
     done: int = 0
-    start_failure: str | None = None  # why the first actor that could not start did not
 
 
 class RunBook:
@@ -50,7 +46,6 @@ class RunBook:
         self._beats: dict[str, tuple[int, float]] = {}  # actor -> (pid, last beat)
         self._left: dict[str, int] = {}  # actor -> the process that said it was done
         self._restarts = 0
-        self._start_failure: str | None = None
 
     def begin(self, unit: int) -> int:
         """Record that an actor begins `unit`; returns which attempt this is (1 for the first)."""
@@ -72,15 +67,10 @@ class RunBook:
         self._left[actor] = pid
         self._beats.pop(actor, None)
 
-    def start_failed(self, message: str) -> None:
-        """An actor's engine could not start, for this reason (the first one is kept)."""
-        if self._start_failure is None:
-            self._start_failure = message
-
     def actors(self) -> ActorCount:
         deadline = self._clock() - HEARTBEAT_SECONDS * MISSED_BEATS
         alive = sum(1 for _, last in self._beats.values() if last >= deadline)
-        return ActorCount(alive, self._restarts, len(self._left), self._start_failure)
+        return ActorCount(alive, self._restarts, len(self._left))
 
 
 def start_run_book(ray: Any) -> Any:

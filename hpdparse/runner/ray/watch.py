@@ -6,7 +6,6 @@ from __future__ import annotations
 import _thread
 import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 from hpdparse.runner.progress import Progress
@@ -17,22 +16,13 @@ ASK_TIMEOUT_SECONDS = 10.0
 
 class ActorWatch:
     """Asks the run book how many engine actors are alive (restarted, done) and tells the
-    progress when a figure changes, and once more as the run ends; calls `on_start_failure`
-    (once) with the book's reason when an actor's engine could not start."""
+    progress when a figure changes, and once more as the run ends."""
 
-    def __init__(
-        self,
-        ray: Any,
-        book: Any,
-        progress: Progress,
-        wanted: int,
-        on_start_failure: Callable[[str], None],
-    ) -> None:
+    def __init__(self, ray: Any, book: Any, progress: Progress, wanted: int) -> None:
         self._ray = ray
         self._book = book
         self._progress = progress
         self._wanted = wanted
-        self._on_start_failure = on_start_failure
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._watch, name="hpdparse-actors", daemon=True)
 
@@ -53,12 +43,9 @@ class ActorWatch:
                 count = self._ray.get(self._book.actors.remote(), timeout=ASK_TIMEOUT_SECONDS)
             except Exception:  # a book that did not answer in time: ask again
                 continue
-            if count.start_failure is not None and (shown is None or not shown.start_failure):
-                self._on_start_failure(count.start_failure)
-            figures = (count.alive, count.restarts, count.done)
-            if shown is None or figures != (shown.alive, shown.restarts, shown.done):
+            if count != shown:
+                shown = count
                 self._progress.actors_alive(count.alive, self._wanted, count.restarts, count.done)
-            shown = count
 
 
 class StallWatch:

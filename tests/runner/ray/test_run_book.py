@@ -49,13 +49,3 @@ def test_an_actor_let_go_is_done_not_dead_and_a_late_beat_does_not_revive_it() -
     assert book.actors() == ActorCount(alive=0, restarts=0, done=1)
     book.beat("a", 101)  # Ray started actor a again, in a new process
     assert book.actors() == ActorCount(alive=1, restarts=1, done=0)
-
-
-def test_the_first_start_failure_is_the_one_kept() -> None:
-    book = RunBook(FakeClock())
-    assert book.actors().start_failure is None
-    book.start_failed("an engine actor could not start on a: no CUDA")
-    book.start_failed("an engine actor could not start on b: no CUDA")
-    assert book.actors() == ActorCount(
-        start_failure="an engine actor could not start on a: no CUDA"
-    )
