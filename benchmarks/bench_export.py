@@ -108,7 +108,6 @@ def main() -> None:
 
     stages = [
         ("DoclingDocument built", lambda: [to_docling(d) for d in docs]),
-        ("  the same, validated", lambda: [to_docling(d, validated=True) for d in docs]),
         ("docling.json written", lambda: [docling_json(e.document) for e in exports]),
         ("chunks made (ours)", our_chunker),
         ("chunks made (HybridChunker)", hybrid_chunker),

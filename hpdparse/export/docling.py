@@ -27,7 +27,6 @@ from docling_core.types.doc import (
     TableData,
 )
 
-from hpdparse.export.docling_items import FastAdder
 from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
 from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
 from hpdparse.markdown.formulas import with_tag
@@ -71,15 +70,13 @@ def plain(text: str) -> str:
     return render_inline(text, dollar=True, mode=MODE_PLAIN)
 
 
-def to_docling(rendered: RenderedDocument, *, validated: bool = False) -> DoclingExport:
-    """Build the DoclingDocument of a rendered document: its items constructed directly
-    (`docling_items`), or with `validated` through docling-core's `add_*` API with every item
-    validated (the reference: both dump to the same bytes)."""
-    return _Builder(rendered, validated).build()
+def to_docling(rendered: RenderedDocument) -> DoclingExport:
+    """Build the DoclingDocument of a rendered document."""
+    return _Builder(rendered).build()
 
 
 class _Builder:
-    def __init__(self, rendered: RenderedDocument, validated: bool) -> None:
+    def __init__(self, rendered: RenderedDocument) -> None:
         data = rendered.json
         self.units = rendered.units
         self.pages = page_geometries(data)
@@ -87,12 +84,11 @@ class _Builder:
         self.continuations = _continuations(data, self.units)
         self.doc = DoclingDocument(name=data["stem"])
         self.export = DoclingExport(self.doc)
-        self.add = self.doc if validated else FastAdder(self.doc)  # the add_* methods
         self.table_captions = _table_captions(self.units)  # table unit index -> caption units
 
     def build(self) -> DoclingExport:
         for number, page in self.pages.items():
-            self.add.add_page(page_no=number, size=Size(width=page.width, height=page.height))
+            self.doc.add_page(page_no=number, size=Size(width=page.width, height=page.height))
         captions = {i for owned in self.table_captions.values() for i in owned}
         for i, unit in enumerate(self.units):
             if not unit.removed and unit.block is not None and i not in captions:
@@ -116,13 +112,13 @@ class _Builder:
         elif kind == CODE:
             language = _LANGUAGES.get(str(unit.extra.get("language", "")).lower())
             prov = self._provenance(unit, unit.text)
-            item = self.add.add_code(text=unit.text, code_language=language, prov=prov[0])
+            item = self.doc.add_code(text=unit.text, code_language=language, prov=prov[0])
             self._link(item, unit, prov)
         elif kind == FURNITURE:
             text = plain(unit.text)
             label = _FURNITURE_LABELS.get(unit.role, DocItemLabel.TEXT)
             prov = self._provenance(unit, text)
-            item = self.add.add_text(
+            item = self.doc.add_text(
                 label=label, text=text, prov=prov[0], content_layer=ContentLayer.FURNITURE
             )
             self._link(item, unit, prov)
@@ -133,36 +129,36 @@ class _Builder:
         text = plain(unit.text)
         prov = self._provenance(unit, text)
         if unit.level == 0:
-            item = self.add.add_title(text=text, prov=prov[0])
+            item = self.doc.add_title(text=text, prov=prov[0])
         else:
-            item = self.add.add_heading(text=text, level=min(unit.level, 100), prov=prov[0])
+            item = self.doc.add_heading(text=text, level=min(unit.level, 100), prov=prov[0])
         self._link(item, unit, prov)
 
     def _paragraph(self, unit: Unit) -> None:
         label = _TEXT_LABELS.get(unit.role, DocItemLabel.TEXT)
         text = plain(unit.text)
         prov = self._provenance(unit, text)
-        item = self.add.add_text(label=label, text=text, prov=prov[0])
+        item = self.doc.add_text(label=label, text=text, prov=prov[0])
         self._link(item, unit, prov)
 
     def _caption(self, unit: Unit, owner: DocItem) -> None:
         text = plain(unit.text)
         prov = self._provenance(unit, text)
-        caption = self.add.add_text(
+        caption = self.doc.add_text(
             label=DocItemLabel.CAPTION, text=text, prov=prov[0], parent=owner
         )
         owner.captions.append(caption.get_ref())
         self._link(caption, unit, prov)
 
     def _list(self, unit: Unit) -> None:
-        group = self.add.add_list_group()
+        group = self.doc.add_list_group()
         item_blocks = unit.extra.get("item_blocks") or [unit.block] * len(unit.items)
         for text, block in zip(unit.items, item_blocks, strict=False):
             marker, body = item_parts(text, unit.ordered)
             body = plain(body)
             ref = BlockRef(unit.page, block)
             prov = self._block_provenance(ref, (0, len(body)))
-            item = self.add.add_list_item(
+            item = self.doc.add_list_item(
                 text=body, enumerated=unit.ordered, marker=marker, parent=group, prov=prov
             )
             self.export.refs[item.self_ref] = [ref]
@@ -171,7 +167,7 @@ class _Builder:
         if unit.table is None:
             return
         prov = self._provenance(unit, "")
-        item = self.add.add_table(data=_table_data(unit.table), prov=prov[0])
+        item = self.doc.add_table(data=_table_data(unit.table), prov=prov[0])
         self._link(item, unit, prov)
         for caption in self.table_captions.get(index, []):
             self._caption(self.units[caption], item)
@@ -181,13 +177,13 @@ class _Builder:
         for i, latex in enumerate(unit.formulas):
             text = with_tag(latex, unit.tag if i == last else None)
             prov = self._provenance(unit, text)
-            item = self.add.add_formula(text=text, prov=prov[0])
+            item = self.doc.add_formula(text=text, prov=prov[0])
             self._link(item, unit, prov)
 
     def _figure(self, unit: Unit) -> None:
         ref = BlockRef(unit.page, unit.block or 0)
         prov = self._block_provenance(ref, (0, 0))
-        picture = self.add.add_picture(image=self._image(unit, ref), prov=prov)
+        picture = self.doc.add_picture(image=self._image(unit, ref), prov=prov)
         self.export.refs[picture.self_ref] = [ref]
         if unit.text:
             self._caption(unit, picture)

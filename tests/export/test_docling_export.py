@@ -14,18 +14,15 @@ import pytest
 pytest.importorskip("docling_core")
 
 from docling_core.types.doc import (
-    BoundingBox,
     ContentLayer,
     CoordOrigin,
     DocItemLabel,
     DoclingDocument,
-    ProvenanceItem,
     TableItem,
     TextItem,
 )
 
-from hpdparse.export.docling import plain, to_docling
-from hpdparse.export.docling_items import construct
+from hpdparse.export.docling import plain
 from hpdparse.export.docling_json import dict_json, docling_json
 from hpdparse.export.pages import BlockRef, blocks_by_ref
 from hpdparse.markdown.formulas import wrap_arithmetic
@@ -216,28 +213,3 @@ def test_a_float_pydantic_spells_otherwise_takes_the_dict_path() -> None:
     prov.bbox.l = 5e-05  # json.dumps: 5e-05, pydantic: 0.00005
     assert b"5e-05" in docling_json(doc)
     assert docling_json(doc) == dict_json(doc)
-
-
-@pytest.mark.parametrize("name", NAMES)
-def test_the_constructed_document_is_the_one_docling_cores_api_builds(name: str) -> None:
-    """The export constructs its items without validation (`docling_items`); built through
-    docling-core's `add_*` API with every model validated, the document is equal, field for
-    field, and its file the same bytes; the constructed one validates."""
-    constructed = exported(name).document
-    reference = to_docling(rendered(name), validated=True).document
-    assert constructed == reference
-    assert docling_json(constructed) == docling_json(reference) == dict_json(reference)
-    assert DoclingDocument.model_validate(constructed.export_to_dict()) == reference
-
-
-def test_construct_refuses_unknown_and_missing_fields() -> None:
-    box = construct(BoundingBox, l=1.0, t=2.0, r=3.0, b=0.0)
-    assert box == BoundingBox(l=1.0, t=2.0, r=3.0, b=0.0)
-    with pytest.raises(TypeError, match="unknown or missing"):
-        construct(BoundingBox, l=1.0, t=2.0, r=3.0)
-    with pytest.raises(TypeError, match="unknown or missing"):
-        construct(BoundingBox, l=1.0, t=2.0, r=3.0, b=0.0, z=1.0)
-    item = construct(TextItem, self_ref="#/texts/0", label=DocItemLabel.TEXT, text="a", orig="a")
-    item.prov.append(ProvenanceItem(page_no=1, bbox=box, charspan=(0, 1)))
-    other = construct(TextItem, self_ref="#/texts/1", label=DocItemLabel.TEXT, text="b", orig="b")
-    assert other.prov == [] and other.children == []  # each instance its own empty lists
