@@ -23,7 +23,7 @@ from typing import Any
 from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
-from hpdparse.errors import EngineError
+from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.remote import is_url
 from hpdparse.runner.ray.engine_feed import EngineFeed, PageOutcome
 from hpdparse.runner.ray.run_book import Heartbeat
@@ -32,6 +32,7 @@ from hpdparse.runner.ray.units import (
     PAGE_DECODED,
     PAGE_FAILED,
     PAGE_GIVEN_UP,
+    PAGE_NO_ENGINE,
     PAGE_SAVED,
     PageRow,
     WorkUnit,
@@ -95,17 +96,9 @@ class PageDecoder:
         self.attempts = ray_settings.unit_attempts
         self.book = run_book
         self._ray = ray
-        self.engine = create_engine(engine_name, config, options, server=server)
-        try:
-            self.engine.start()
-        except ImportError as exc:
-            raise dependency_error(engine_name, exc) from None
-        self.info = self.engine.info
-        if self.info.reuse_key() != reuse_key:
-            raise EngineError(
-                f"the engine on {self.host} resolves the model to {self.info.reuse_key()}, "
-                f"the driver to {reuse_key}: install the same checkpoint on every node"
-            )
+        self.start_error = self._start_engine(engine_name, config, options, server, reuse_key)
+        if self.start_error is not None:
+            return  # each call answers PAGE_NO_ENGINE rows; the driver ends the run
         self.pool = WorkerPool(
             rasterizer_count(settings, ray_settings.cpus_per_actor), self.engine.preparer()
         )
@@ -122,6 +115,33 @@ class PageDecoder:
         )
         # Alive from now on: the engine is started and the actor takes units.
         self.heartbeat = Heartbeat(run_book, self.actor, self.pid) if run_book else None
+
+    def _start_engine(
+        self,
+        engine_name: str,
+        config: EngineConfig,
+        options: EngineOptions | Mapping[str, Any] | None,
+        server: str,
+        reuse_key: dict[str, Any],
+    ) -> str | None:
+        """Starts this actor's engine; why it cannot, if it cannot. The constructor does not
+        raise then: Ray Data would retry it again and again, printing the actor's tracebacks, and
+        would not end an actor still in its constructor when the driver ends the run."""
+        try:
+            self.engine = create_engine(engine_name, config, options, server=server)
+            try:
+                self.engine.start()
+            except ImportError as exc:
+                raise dependency_error(engine_name, exc) from None
+            self.info = self.engine.info
+            if self.info.reuse_key() != reuse_key:
+                raise EngineError(
+                    f"it resolves the model to {self.info.reuse_key()}, the driver to "
+                    f"{reuse_key}: install the same checkpoint on every node"
+                )
+        except HpdparseError as exc:
+            return f"an engine actor could not start on {self.host}: {exc}"
+        return None
 
     def __del__(self) -> None:
         # Ray Data drops the actor when the run is done (Ray calls this before the process
@@ -142,7 +162,16 @@ class PageDecoder:
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
         rows: list[dict[str, Any]] = []
         for unit_row in rows_of(batch):
-            rows += [row.to_row() for row in self.decode_unit(WorkUnit.from_row(unit_row))]
+            unit = WorkUnit.from_row(unit_row)
+            if self.start_error is not None:
+                started = time.time()
+                error = self.start_error
+                rows += [
+                    self._row(unit, started, n, PAGE_NO_ENGINE, error=error).to_row()
+                    for n in unit.pages
+                ]
+                continue
+            rows += [row.to_row() for row in self.decode_unit(unit)]
         return columns(rows)
 
     def decode_unit(self, unit: WorkUnit) -> list[PageRow]:

@@ -26,7 +26,7 @@ from typing import Any
 from hpdparse.engines.base import EngineConfig, EngineInfo
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine
-from hpdparse.errors import HpdparseError
+from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.remote import is_url
 from hpdparse.runner.document_book import DocumentBook
 from hpdparse.runner.document_run import DocumentRun
@@ -38,6 +38,7 @@ from hpdparse.runner.ray.units import (
     PAGE_DECODED,
     PAGE_FAILED,
     PAGE_GIVEN_UP,
+    PAGE_NO_ENGINE,
     PAGE_SAVED,
     PageRow,
     WorkUnit,
@@ -183,6 +184,9 @@ class RayConverter:
                 for row in dataset.iter_rows():
                     stall.last = time.monotonic()
                     page = PageRow.from_row(row)
+                    if page.status == PAGE_NO_ENGINE:
+                        # Ends the dataset (its actors with it); run() fails the run on this.
+                        raise EngineError(f"--ray: {page.error}")
                     self._last_row = time.time()
                     if page.unit_started and (
                         self._first_row is None or page.unit_started < self._first_row

@@ -27,6 +27,9 @@ PAGE_FAILED = "failed"
 PAGE_GIVEN_UP = "given-up"
 """Not saved, and its unit was begun by more actors than allowed, each of which died."""
 
+PAGE_NO_ENGINE = "no-engine"
+"""Not decoded: the actor's engine could not start (`error` says why, and the run ends)."""
+
 
 @dataclass(frozen=True)
 class WorkUnit:
@@ -66,7 +69,7 @@ class PageRow:
     unit: int
     doc: int
     page: int
-    status: str  # PAGE_DECODED, PAGE_SAVED, PAGE_FAILED or PAGE_GIVEN_UP
+    status: str  # PAGE_DECODED, PAGE_SAVED, PAGE_FAILED, PAGE_GIVEN_UP or PAGE_NO_ENGINE
     error: str = ""
     prompt_tokens: int = 0
     output_tokens: int = 0

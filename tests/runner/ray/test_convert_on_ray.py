@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from tests.helpers.output_trees import tree_snapshot
 from tests.helpers.paths import CORPUS, SAMPLES, TINY
 from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.pdfs import make_pdf
+from tests.helpers.ray_processes import decoder_actor_pids, wait_for_no_decoder_actors
 
 pytestmark = pytest.mark.ray
 
@@ -275,3 +277,41 @@ def test_actors_that_cannot_start_end_the_run_in_one_line_without_traceback(
     )
     assert "Traceback" not in stderr, stderr[-3000:]
     assert report.documents[0].status == "failed" and srv.chat_count == 0
+
+
+def test_an_engine_that_cannot_start_in_its_actor_ends_the_run_and_leaves_the_cluster_free(
+    ray_cluster: str, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The driver opens the engine without starting it; the actor's start fails (CUDA asked of
+    a node without it). The run ends at once on the actor's reason, in one line, with no Ray
+    traceback; no actor is left behind on the cluster the driver stays connected to, and the
+    next run on it converts the document."""
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    common: dict[str, Any] = {"engine": "torch", "model": str(TINY), "dpi": DPI}
+    capfd.readouterr()
+    report = api.convert(
+        [SAMPLES / "memo.pdf"],
+        tmp_path / "out",
+        device="cuda",
+        ray=on_ray(ray_cluster, actors=1),
+        progress=Progress(),
+        **common,
+    )
+    stderr = capfd.readouterr().err
+
+    assert report.exit_code == 1
+    assert report.engine_error == (
+        f"--ray: an engine actor could not start on {socket.gethostname()}: "
+        "device cuda requested but CUDA is not available"
+    )
+    assert report.documents[0].status == "failed"
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert wait_for_no_decoder_actors(PATIENCE_SECONDS), decoder_actor_pids()
+
+    report = api.convert(
+        [SAMPLES / "memo.pdf"], tmp_path / "out", ray=on_ray(ray_cluster, actors=1), **common
+    )
+    assert report.exit_code == 0, (report.engine_error, [d.error for d in report.documents])
+    assert report.documents[0].status == "converted"
