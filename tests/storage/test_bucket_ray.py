@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -30,6 +31,29 @@ PAGES = 12
 def _saved_pages(bucket: str) -> set[str]:
     listing = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix="out/doc/raw/page-")
     return {item["Key"] for item in listing.get("Contents", []) if item["Key"].endswith(".json")}
+
+
+class AnswerGate:
+    """A fake server's delay: the first `free` requests are answered at once, the others wait
+    until the gate opens (at most `limit` seconds), so the test acts mid-run however fast or
+    loaded the machine is."""
+
+    def __init__(self, free: int, limit: float) -> None:
+        self._free, self._limit = free, limit
+        self._count = 0
+        self._lock = threading.Lock()
+        self._open = threading.Event()
+
+    def __call__(self, request: object) -> float:
+        with self._lock:
+            self._count += 1
+            held = self._count > self._free
+        if held:
+            self._open.wait(self._limit)
+        return 0.0
+
+    def open(self) -> None:
+        self._open.set()
 
 
 def _convert_args(bucket: str, out: str, fake: FakeHPDServer) -> list[str]:
@@ -56,7 +80,8 @@ def test_ray_local_bucket_only_actor_killed_all_pages_converted(
 ) -> None:
     pytest.importorskip("ray.data")
     upload(bucket, "in/", [make_pdf(tmp_path / "doc.pdf", PAGES, "ray-bucket")])
-    with FakeHPDServer(delay=0.5) as fake:
+    gate = AnswerGate(free=2, limit=420)
+    with FakeHPDServer(delay=gate) as fake:
         proc = popen_hpdparse(
             *_convert_args(bucket, "out", fake),
             *RAY_LOCAL,
@@ -70,9 +95,11 @@ def test_ray_local_bucket_only_actor_killed_all_pages_converted(
                 if len(_saved_pages(bucket)) >= 2 and (pids := decoder_actor_pids()):
                     os.kill(pids[0], signal.SIGKILL)
                     killed = len(_saved_pages(bucket))
+                    gate.open()
                 time.sleep(0.2)
             _, stderr = proc.communicate(timeout=480)
         finally:
+            gate.open()
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
