@@ -26,7 +26,7 @@ from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.remote import is_url
 from hpdparse.runner.ray.engine_feed import EngineFeed, PageOutcome
-from hpdparse.runner.ray.run_book import Heartbeat
+from hpdparse.runner.ray.run_book import Heartbeat, run_is_over
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import (
     PAGE_DECODED,
@@ -96,6 +96,8 @@ class PageDecoder:
         self.attempts = ray_settings.unit_attempts
         self.book = run_book
         self._ray = ray
+        if run_book is not None and run_is_over(ray, run_book):
+            ray.actor.exit_actor()  # started after its run ended: not restarted, nothing left
         self.start_error = self._start_engine(engine_name, config, options, server, reuse_key)
         if self.start_error is not None:
             return  # each call answers PAGE_NO_ENGINE rows; the driver ends the run

@@ -171,28 +171,36 @@ class RayConverter:
     def _decode(self, units: list[WorkUnit], stall: StallWatch) -> None:
         """Runs the units on the cluster and takes each page row as it comes back."""
         from hpdparse.runner.ray.cluster import connected, ray_data_context
-        from hpdparse.runner.ray.run_book import start_run_book
+        from hpdparse.runner.ray.run_book import end_run_book, start_run_book
 
         with (
             connected(self.ray_settings.address, self.progress.verbose) as ray,
             ray_data_context(self.ray_settings, self.progress.verbose),
         ):
             book = start_run_book(ray)
-            dataset, actors = self._dataset(ray, units, book)
-            with stall, ActorWatch(ray, book, self.progress, actors):
-                self.progress.decoding_started()
-                for row in dataset.iter_rows():
-                    stall.last = time.monotonic()
-                    page = PageRow.from_row(row)
-                    if page.status == PAGE_NO_ENGINE:
-                        # Ends the dataset (its actors with it); run() fails the run on this.
-                        raise EngineError(f"--ray: {page.error}")
-                    self._last_row = time.time()
-                    if page.unit_started and (
-                        self._first_row is None or page.unit_started < self._first_row
-                    ):
-                        self._first_row = page.unit_started
-                    self._on_row(page)
+            rows: Any = None
+            try:
+                dataset, actors = self._dataset(ray, units, book)
+                rows = iter(dataset.iter_rows())
+                with stall, ActorWatch(ray, book, self.progress, actors):
+                    self.progress.decoding_started()
+                    for row in rows:
+                        stall.last = time.monotonic()
+                        self._take_row(PageRow.from_row(row))
+            finally:
+                # Ray Data ends its execution (the actors with it) when its row generator is
+                # closed; one the loop left by an exception would wait for the garbage collector.
+                if rows is not None:
+                    rows.close()
+                end_run_book(ray, book)
+
+    def _take_row(self, page: PageRow) -> None:
+        if page.status == PAGE_NO_ENGINE:
+            raise EngineError(f"--ray: {page.error}")  # run() fails the run on this line
+        self._last_row = time.time()
+        if page.unit_started and (self._first_row is None or page.unit_started < self._first_row):
+            self._first_row = page.unit_started
+        self._on_row(page)
 
     def _dataset(self, ray: Any, units: list[WorkUnit], book: Any) -> tuple[Any, int]:
         """The dataset of page rows, and how many engine actors it runs on."""

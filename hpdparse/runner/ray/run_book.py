@@ -9,6 +9,9 @@ the run on the driver's node (losing another node does not reset it).
   an actor is alive while it beats. An actor Ray Data lets go (no work left for it) says so and
   is done, not dead. A beat from a new process of a known actor means Ray restarted it. Times
   are the book's own clock, so the nodes' clocks need not agree.
+- **The run's life.** The driver ends the book with its run (`end_run_book`). An engine actor that
+  Ray starts only after that (one the run asked for while the cluster was full, started once a
+  CPU or GPU came free) finds the book gone and exits instead of living on in the cluster.
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ class RunBook:
         self._left: dict[str, int] = {}  # actor -> the process that said it was done
         self._restarts = 0
 
+    def running(self) -> bool:
+        """Answered while the run lasts (the book ends with it)."""
+        return True
+
     def begin(self, unit: int) -> int:
         """Record that an actor begins `unit`; returns which attempt this is (1 for the first)."""
         self._begun[unit] = self._begun.get(unit, 0) + 1
@@ -82,6 +89,23 @@ def start_run_book(ray: Any) -> Any:
     return book.options(
         scheduling_strategy=NodeAffinitySchedulingStrategy(here, soft=False)
     ).remote()
+
+
+def end_run_book(ray: Any, book: Any) -> None:
+    """Ends the book (the run is over): a late actor's `run_is_over` says so from now on."""
+    with contextlib.suppress(Exception):
+        ray.kill(book)
+
+
+def run_is_over(ray: Any, book: Any) -> bool:
+    """True when the run this actor was started for has ended (its book is gone)."""
+    try:
+        ray.get(book.running.remote(), timeout=GOODBYE_SECONDS * 6)
+    except ray.exceptions.RayActorError:
+        return True
+    except Exception:  # a slow book: the run goes on (the driver ends actors it has done with)
+        return False
+    return False
 
 
 class Heartbeat:
