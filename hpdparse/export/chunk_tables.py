@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 
 from docling_core.types.doc import RichTableCell, TableItem
-from tabulate import _column_type, tabulate
+from tabulate import _type, tabulate
 
 
 class Unsupported(Exception):
@@ -68,22 +68,25 @@ _PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
 
 
 def numeric_column(values: list[str]) -> bool:
-    """tabulate's `_column_type(values) in (int, float)`, which parses every value several ways,
-    settled at a look where it can: a value with no digit (nor inf, nan, True, False) makes the
-    column text; plain decimal numbers, with empty values, make it numeric."""
-    numbers, plain = 0, True
+    """tabulate's `_column_type(values) in (int, float)`: the most generic of the values' types
+    (and bool) is int or float. A value settled at a look (no digit, nor inf, nan, True, False:
+    text; a plain decimal number) is not parsed; any other is typed by tabulate's `_type`, one at
+    a time, and the first typed as text ends the look (tabulate types all of them)."""
+    numbers = 0
     for value in values:
         if not value:
             continue  # tabulate's None type: no effect
         if _PLAIN_NUMBER.fullmatch(value):
             numbers += 1
-        elif not _MAYBE_NUMBER.search(value):
+            continue
+        if not _MAYBE_NUMBER.search(value):
             return False
-        else:
-            plain = False
-    if plain:
-        return numbers > 0
-    return _column_type(values) in (int, float)
+        kind = _type(value)
+        if kind in (int, float):
+            numbers += 1
+        elif kind not in (bool, type(None)):
+            return False
+    return numbers > 0
 
 
 def _flatten_header_rows(header_rows: list[list[str]], num_cols: int) -> list[str]:
