@@ -70,14 +70,16 @@ def plain(text: str) -> str:
     return render_inline(text, dollar=True, mode=MODE_PLAIN)
 
 
-def to_docling(rendered: RenderedDocument) -> DoclingExport:
-    """Build the DoclingDocument of a rendered document."""
-    return _Builder(rendered).build()
+def to_docling(rendered: RenderedDocument, *, provenance: bool = True) -> DoclingExport:
+    """Build the DoclingDocument of a rendered document. Without `provenance`, its items have
+    none (what the chunks need: they take pages and boxes from `refs` and `<stem>.json`)."""
+    return _Builder(rendered, provenance).build()
 
 
 class _Builder:
-    def __init__(self, rendered: RenderedDocument) -> None:
+    def __init__(self, rendered: RenderedDocument, provenance: bool = True) -> None:
         data = rendered.json
+        self.provenance = provenance
         self.units = rendered.units
         self.pages = page_geometries(data)
         self.blocks = blocks_by_ref(data)
@@ -193,6 +195,8 @@ class _Builder:
     def _provenance(self, unit: Unit, text: str) -> list[ProvenanceItem | None]:
         """One entry per block the unit was made from (several when merged across pages); the
         character spans split `text` where the continuation's own text starts."""
+        if not self.provenance:
+            return [None]
         first = BlockRef(unit.page, unit.block or 0)
         later = self.continuations.get((unit.kind, first), [])
         spans = _spans(text, [len(plain(t)) for _, t in later])
@@ -208,6 +212,8 @@ class _Builder:
             item.prov.extend(p for p in prov[1:] if p is not None)
 
     def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> ProvenanceItem | None:
+        if not self.provenance:
+            return None
         page = self.pages.get(ref.page)
         grid = self.blocks.get(ref, {}).get("bbox")
         if page is None or not grid:
