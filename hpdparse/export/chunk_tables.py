@@ -5,6 +5,7 @@ and without tabulate's type parsing of every value where one look settles it."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from docling_core.types.doc import RichTableCell, TableItem
@@ -52,6 +53,8 @@ def table_markdown(item: TableItem) -> str:
     for col in range(len(texts[0]) if body else 0):
         values = [row[col] if col < len(row) else "" for row in body]
         align.append("right" if numeric_column(values) else "left")
+    if body and header_row and _plain_ascii(header_row, body):
+        return github_table(body, header_row, align)
     return tabulate(
         body,
         headers=header_row,
@@ -59,6 +62,33 @@ def table_markdown(item: TableItem) -> str:
         disable_numparse=True,
         colalign=tuple(align) if align else None,
     )
+
+
+def _plain_ascii(header_row: list[str], body: list[list[str]]) -> bool:
+    if any(len(row) != len(header_row) for row in body):
+        return False
+    text = "".join(header_row) + "".join("".join(row) for row in body)
+    return text.isascii() and text.isprintable()
+
+
+def github_table(body: list[list[str]], headers: list[str], align: list[str]) -> str:
+    """`tabulate(body, headers, tablefmt="github", disable_numparse=True, colalign=align)` for a
+    table tabulate writes without its width, escape-code and multi-line handling: cells and
+    headers of printable ASCII (each character one column wide), at least one row, every row as
+    long as the headers. With number parsing off tabulate writes every such cell as it is, so
+    what remains of its work is this: cells stripped, each column as wide as its widest cell
+    and at least its header and two, padded to the side of its alignment (the header too,
+    unstripped). tests/export/test_chunker.py compares the two on many tables."""
+    columns = [[cell.strip() for cell in column] for column in zip(*body, strict=True)]
+    widths = [max(len(h) + 2, *map(len, c)) for h, c in zip(headers, columns, strict=True)]
+    pads = [str.rjust if a == "right" else str.ljust for a in align]
+
+    def line(cells: Iterable[str]) -> str:
+        padded = (pad(cell, width) for cell, width, pad in zip(cells, widths, pads, strict=True))
+        return "| " + " | ".join(padded) + " |"
+
+    rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
+    return "\n".join([line(headers), rule, *(line(row) for row in zip(*columns, strict=True))])
 
 
 # What a value tabulate may type as a number (or bool) holds; one without is text (str).
