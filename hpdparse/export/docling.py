@@ -198,7 +198,9 @@ class _Builder:
         if not self.provenance:
             return [None]
         first = BlockRef(unit.page, unit.block or 0)
-        later = self.continuations.get((unit.kind, first), [])
+        later = self.continuations.get((unit.kind, first))
+        if not later:  # most units: one block, the whole text
+            return [self._block_provenance(first, (0, len(text)))]
         spans = _spans(text, [len(plain(t)) for _, t in later])
         refs = [first] + [ref for ref, _ in later]
         entries = [self._block_provenance(ref, span) for ref, span in zip(refs, spans, strict=True)]
@@ -208,7 +210,7 @@ class _Builder:
         first = BlockRef(unit.page, unit.block or 0)
         later = self.continuations.get((unit.kind, first), [])
         self.export.refs[item.self_ref] = [first] + [ref for ref, _ in later]
-        if isinstance(item, DocItem):
+        if len(prov) > 1 and isinstance(item, DocItem):
             item.prov.extend(p for p in prov[1:] if p is not None)
 
     def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> ProvenanceItem | None:
