@@ -63,6 +63,9 @@ _LANGUAGES = {label.value.lower(): label for label in CodeLanguageLabel}
 class DoclingExport:
     document: DoclingDocument
     refs: dict[str, list[BlockRef]] = field(default_factory=dict)  # item self_ref -> blocks
+    # what the build looked up in `<stem>.json`, kept for the chunks (None: look it up again)
+    pages: dict[int, PageGeometry] | None = None
+    blocks: dict[BlockRef, dict[str, Any]] | None = None
 
 
 def plain(text: str) -> str:
@@ -85,7 +88,7 @@ class _Builder:
         self.blocks = blocks_by_ref(data)
         self.continuations = _continuations(data, self.units)
         self.doc = DoclingDocument(name=data["stem"])
-        self.export = DoclingExport(self.doc)
+        self.export = DoclingExport(self.doc, pages=self.pages, blocks=self.blocks)
         self.table_captions = _table_captions(self.units)  # table unit index -> caption units
 
     def build(self) -> DoclingExport:
