@@ -1,6 +1,7 @@
 """The pipe table docling-core's MarkdownTableSerializer writes for a table item, as our chunker
 (`chunker.py`) needs it for chunk text, made without docling's per-call grid of validated cells
-and without tabulate's type parsing of every value where one look settles it."""
+and without tabulate's type parsing of every value where one look settles it; a table of
+printable ASCII is written in tabulate's `github` format directly (`github_table`)."""
 
 from __future__ import annotations
 
