@@ -18,6 +18,7 @@ from docling_core.types.doc import (
 )
 
 from hpdparse.export.chunks import chunk_records
+from hpdparse.export.docling import to_docling
 from hpdparse.export.files import build_exports
 from hpdparse.export.pages import BlockRef
 from hpdparse.export.tokenizers import TokenizerError, load_tokenizer
@@ -182,3 +183,7 @@ def test_chunks_alone_are_the_chunks_written_with_the_docling_file(name: str, li
     both = RenderOptions(docling=True, chunks=True, chunk_tokens=limit)
     assert alone.docling is None
     assert alone.chunks == build_exports(rendered(name), both).chunks
+    # HybridChunker, where ours does not apply, reads no provenance either
+    bare = to_docling(rendered(name), provenance=False)
+    hybrid = chunk_records(bare, rendered(name).json, limit, docling_chunker=True)
+    assert hybrid == records(name, limit)
