@@ -3,10 +3,12 @@ export is never the bottleneck of a run).
 
 Documents of corpus-like pages (bench_render's typical 30-block page: headings, paragraphs with
 inline math, formulas, a list, a figure with caption, a table with caption, footnote, page
-number), rendered first (not timed); then timed: the DoclingDocument built and serialised to
-`<stem>.docling.json` bytes, and the chunks (`<stem>.chunks.jsonl` bytes, default tokenizer and
-limit). Prints the pages/s of each stage alone (our chunker next to docling-core's HybridChunker,
-whose chunks it reproduces), then of each output as the flags ask for it; asserts nothing.
+number), rendered first (not timed); then timed: the DoclingDocument built (with provenance, as
+--docling writes it; without, as --chunks alone builds it: the chunks take their pages and boxes
+from the blocks) and serialised to `<stem>.docling.json` bytes, and the chunks
+(`<stem>.chunks.jsonl` bytes, default tokenizer and limit). Prints the pages/s of each stage
+alone (our chunker next to docling-core's HybridChunker, whose chunks it reproduces), then of
+each output as the flags ask for it; asserts nothing.
 Token counts, which the chunker remembers within a process, are forgotten before each timed run:
 a real run meets each document's texts once (runs before that change remembered them from the
 previous repeat, and gave higher chunk figures). The last line reads
@@ -108,6 +110,7 @@ def main() -> None:
 
     stages = [
         ("DoclingDocument built", lambda: [to_docling(d) for d in docs]),
+        ("  without provenance", lambda: [to_docling(d, provenance=False) for d in docs]),
         ("docling.json written", lambda: [docling_json(e.document) for e in exports]),
         ("chunks made (ours)", our_chunker),
         ("chunks made (HybridChunker)", hybrid_chunker),

@@ -1,14 +1,16 @@
 """The pipe table docling-core's MarkdownTableSerializer writes for a table item, as our chunker
 (`chunker.py`) needs it for chunk text, made without docling's per-call grid of validated cells
-and without tabulate's type parsing of every value where one look settles it."""
+and without tabulate's type parsing of every value where one look settles it; a table of
+printable ASCII is written in tabulate's `github` format directly (`github_table`)."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from docling_core.types.doc import RichTableCell, TableItem
-from tabulate import _column_type, tabulate
+from tabulate import _type, tabulate
 
 
 class Unsupported(Exception):
@@ -52,6 +54,8 @@ def table_markdown(item: TableItem) -> str:
     for col in range(len(texts[0]) if body else 0):
         values = [row[col] if col < len(row) else "" for row in body]
         align.append("right" if numeric_column(values) else "left")
+    if body and header_row and _plain_ascii(header_row, body):
+        return github_table(body, header_row, align)
     return tabulate(
         body,
         headers=header_row,
@@ -61,6 +65,33 @@ def table_markdown(item: TableItem) -> str:
     )
 
 
+def _plain_ascii(header_row: list[str], body: list[list[str]]) -> bool:
+    if any(len(row) != len(header_row) for row in body):
+        return False
+    text = "".join(header_row) + "".join("".join(row) for row in body)
+    return text.isascii() and text.isprintable()
+
+
+def github_table(body: list[list[str]], headers: list[str], align: list[str]) -> str:
+    """`tabulate(body, headers, tablefmt="github", disable_numparse=True, colalign=align)` for a
+    table tabulate writes without its width, escape-code and multi-line handling: cells and
+    headers of printable ASCII (each character one column wide), at least one row, every row as
+    long as the headers. With number parsing off tabulate writes every such cell as it is, so
+    what remains of its work is this: cells stripped, each column as wide as its widest cell
+    and at least its header and two, padded to the side of its alignment (the header too,
+    unstripped). tests/export/test_chunker.py compares the two on many tables."""
+    columns = [[cell.strip() for cell in column] for column in zip(*body, strict=True)]
+    widths = [max(len(h) + 2, *map(len, c)) for h, c in zip(headers, columns, strict=True)]
+    pads = [str.rjust if a == "right" else str.ljust for a in align]
+
+    def line(cells: Iterable[str]) -> str:
+        padded = (pad(cell, width) for cell, width, pad in zip(cells, widths, pads, strict=True))
+        return "| " + " | ".join(padded) + " |"
+
+    rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
+    return "\n".join([line(headers), rule, *(line(row) for row in zip(*columns, strict=True))])
+
+
 # What a value tabulate may type as a number (or bool) holds; one without is text (str).
 _MAYBE_NUMBER = re.compile(r"\d|inf|nan|true|false", re.IGNORECASE)
 # A value tabulate types as int or float, for sure.
@@ -68,22 +99,25 @@ _PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
 
 
 def numeric_column(values: list[str]) -> bool:
-    """tabulate's `_column_type(values) in (int, float)`, which parses every value several ways,
-    settled at a look where it can: a value with no digit (nor inf, nan, True, False) makes the
-    column text; plain decimal numbers, with empty values, make it numeric."""
-    numbers, plain = 0, True
+    """tabulate's `_column_type(values) in (int, float)`: the most generic of the values' types
+    (and bool) is int or float. A value settled at a look (no digit, nor inf, nan, True, False:
+    text; a plain decimal number) is not parsed; any other is typed by tabulate's `_type`, one at
+    a time, and the first typed as text ends the look (tabulate types all of them)."""
+    numbers = 0
     for value in values:
         if not value:
             continue  # tabulate's None type: no effect
         if _PLAIN_NUMBER.fullmatch(value):
             numbers += 1
-        elif not _MAYBE_NUMBER.search(value):
+            continue
+        if not _MAYBE_NUMBER.search(value):
             return False
-        else:
-            plain = False
-    if plain:
-        return numbers > 0
-    return _column_type(values) in (int, float)
+        kind = _type(value)
+        if kind in (int, float):
+            numbers += 1
+        elif kind not in (bool, type(None)):
+            return False
+    return numbers > 0
 
 
 def _flatten_header_rows(header_rows: list[list[str]], num_cols: int) -> list[str]:

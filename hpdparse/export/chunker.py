@@ -224,7 +224,9 @@ def _check(node: NodeItem) -> None:
         raise Unsupported(f"{node.self_ref}: {type(node).__name__} {node.label}")
     if isinstance(node, TextItem) and (node.formatting is not None or node.hyperlink is not None):
         raise Unsupported(f"{node.self_ref}: formatting or link")
-    if getattr(node, "footnotes", None):
+    # a field read from the instance's dict: getattr of one its type lacks takes pydantic's
+    # slow path (an AttributeError raised and caught)
+    if node.__dict__.get("footnotes"):
         raise Unsupported(f"{node.self_ref}: footnotes")
     if isinstance(node, TableItem | PictureItem) and node.__dict__.get("annotations"):
         raise Unsupported(f"{node.self_ref}: annotations")

@@ -117,8 +117,8 @@ def chunk_records(
             if isinstance(c, DocChunk)
         ]
     stem = document_json["stem"]
-    pages = page_geometries(document_json)
-    blocks = blocks_by_ref(document_json)
+    pages = page_geometries(document_json) if export.pages is None else export.pages
+    blocks = blocks_by_ref(document_json) if export.blocks is None else export.blocks
     records = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)

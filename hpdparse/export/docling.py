@@ -63,6 +63,9 @@ _LANGUAGES = {label.value.lower(): label for label in CodeLanguageLabel}
 class DoclingExport:
     document: DoclingDocument
     refs: dict[str, list[BlockRef]] = field(default_factory=dict)  # item self_ref -> blocks
+    # what the build looked up in `<stem>.json`, kept for the chunks (None: look it up again)
+    pages: dict[int, PageGeometry] | None = None
+    blocks: dict[BlockRef, dict[str, Any]] | None = None
 
 
 def plain(text: str) -> str:
@@ -70,20 +73,22 @@ def plain(text: str) -> str:
     return render_inline(text, dollar=True, mode=MODE_PLAIN)
 
 
-def to_docling(rendered: RenderedDocument) -> DoclingExport:
-    """Build the DoclingDocument of a rendered document."""
-    return _Builder(rendered).build()
+def to_docling(rendered: RenderedDocument, *, provenance: bool = True) -> DoclingExport:
+    """Build the DoclingDocument of a rendered document. Without `provenance`, its items have
+    none (what the chunks need: they take pages and boxes from `refs` and `<stem>.json`)."""
+    return _Builder(rendered, provenance).build()
 
 
 class _Builder:
-    def __init__(self, rendered: RenderedDocument) -> None:
+    def __init__(self, rendered: RenderedDocument, provenance: bool = True) -> None:
         data = rendered.json
+        self.provenance = provenance
         self.units = rendered.units
         self.pages = page_geometries(data)
         self.blocks = blocks_by_ref(data)
         self.continuations = _continuations(data, self.units)
         self.doc = DoclingDocument(name=data["stem"])
-        self.export = DoclingExport(self.doc)
+        self.export = DoclingExport(self.doc, pages=self.pages, blocks=self.blocks)
         self.table_captions = _table_captions(self.units)  # table unit index -> caption units
 
     def build(self) -> DoclingExport:
@@ -193,8 +198,12 @@ class _Builder:
     def _provenance(self, unit: Unit, text: str) -> list[ProvenanceItem | None]:
         """One entry per block the unit was made from (several when merged across pages); the
         character spans split `text` where the continuation's own text starts."""
+        if not self.provenance:
+            return [None]
         first = BlockRef(unit.page, unit.block or 0)
-        later = self.continuations.get((unit.kind, first), [])
+        later = self.continuations.get((unit.kind, first))
+        if not later:  # most units: one block, the whole text
+            return [self._block_provenance(first, (0, len(text)))]
         spans = _spans(text, [len(plain(t)) for _, t in later])
         refs = [first] + [ref for ref, _ in later]
         entries = [self._block_provenance(ref, span) for ref, span in zip(refs, spans, strict=True)]
@@ -204,10 +213,12 @@ class _Builder:
         first = BlockRef(unit.page, unit.block or 0)
         later = self.continuations.get((unit.kind, first), [])
         self.export.refs[item.self_ref] = [first] + [ref for ref, _ in later]
-        if isinstance(item, DocItem):
+        if len(prov) > 1 and isinstance(item, DocItem):
             item.prov.extend(p for p in prov[1:] if p is not None)
 
     def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> ProvenanceItem | None:
+        if not self.provenance:
+            return None
         page = self.pages.get(ref.page)
         grid = self.blocks.get(ref, {}).get("bbox")
         if page is None or not grid:

@@ -42,7 +42,8 @@ def _build(rendered: RenderedDocument, options: RenderOptions) -> Exports:
     from hpdparse.export.docling import to_docling
     from hpdparse.export.docling_json import docling_json
 
-    export = to_docling(rendered)
+    # the chunks take their pages and boxes from `refs`: without --docling, no provenance
+    export = to_docling(rendered, provenance=options.docling)
     exports = Exports()
     if options.docling:
         exports.docling = docling_json(export.document)

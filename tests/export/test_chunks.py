@@ -18,8 +18,11 @@ from docling_core.types.doc import (
 )
 
 from hpdparse.export.chunks import chunk_records
+from hpdparse.export.docling import to_docling
+from hpdparse.export.files import build_exports
 from hpdparse.export.pages import BlockRef
 from hpdparse.export.tokenizers import TokenizerError, load_tokenizer
+from hpdparse.markdown.render import RenderOptions
 from hpdparse.markdown.text import render_inline
 from hpdparse.markdown.units import BODY_KINDS, HEADING
 from tests.export.export_cases import CASES, exported, markdown_headings, rendered
@@ -170,3 +173,17 @@ def test_a_tokenizer_that_cannot_load_is_a_one_line_error(tmp_path: Path) -> Non
         load_tokenizer(str(tmp_path), 64)
     message = str(info.value)
     assert "\n" not in message and str(tmp_path) in message
+
+
+@pytest.mark.parametrize("limit", [16, 512])
+@pytest.mark.parametrize("name", NAMES)
+def test_chunks_alone_are_the_chunks_written_with_the_docling_file(name: str, limit: int) -> None:
+    # without --docling the document is built without provenance (the chunks do not read it)
+    alone = build_exports(rendered(name), RenderOptions(chunks=True, chunk_tokens=limit))
+    both = RenderOptions(docling=True, chunks=True, chunk_tokens=limit)
+    assert alone.docling is None
+    assert alone.chunks == build_exports(rendered(name), both).chunks
+    # HybridChunker, where ours does not apply, reads no provenance either
+    bare = to_docling(rendered(name), provenance=False)
+    hybrid = chunk_records(bare, rendered(name).json, limit, docling_chunker=True)
+    assert hybrid == records(name, limit)
