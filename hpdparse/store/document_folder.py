@@ -108,11 +108,15 @@ class DocumentFolder:
         """Save one decoded page: the text first, then its metadata with the text's sha256 (the
         metadata file is the commit point of the page). Returns the files written (name ->
         bytes), which `read_raw_pages` takes as `written` instead of reading them back."""
-        text, meta = encode_raw_page(page)
-        files = {raw_text_name(page.number): text, raw_meta_name(page.number): json_bytes(meta)}
+        files = raw_page_files(page)
+        self.write_raw_files(files)
+        return files
+
+    def write_raw_files(self, files: Mapping[str, bytes]) -> None:
+        """Write a page's `raw_page_files`, in their order (the metadata, its commit point,
+        last)."""
         for name, data in files.items():
             self.files.write_bytes(name, data)
-        return files
 
     def read_raw_page(self, number: int) -> RawPage | None:
         """A saved page whose metadata exists, is valid and has the sha256 of its text; None
@@ -222,3 +226,10 @@ class DocumentFolder:
     def write_image(self, name: str, png: bytes) -> None:
         """Write an image crop; `name` is relative to the folder ("images/page-0001-...png")."""
         self.files.write_bytes(name, png)
+
+
+def raw_page_files(page: RawPage) -> dict[str, bytes]:
+    """A decoded page's raw files (name -> bytes), its text first, as `write_raw_page` writes
+    them."""
+    text, meta = encode_raw_page(page)
+    return {raw_text_name(page.number): text, raw_meta_name(page.number): json_bytes(meta)}
