@@ -17,6 +17,7 @@ progress display is told, from the moment a document is added to the moment it i
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -171,6 +172,12 @@ class DocumentBook:
         if doc.done or doc.finishing:
             return
         assert doc.state is not None and self._cut_images is not None
+        settle = self.settle_pages
+
+        def pages_saved() -> None:  # the .md only once every page is written
+            if settle is not None and (reason := settle(doc)) is not None:
+                raise OSError(errno.EIO, reason)
+
         write = start_converted(
             doc.folder,
             doc.state,
@@ -179,20 +186,14 @@ class DocumentBook:
             doc.report,
             self._overlay,
             doc.written,
+            pages_saved,
+            unfinished=True,  # planning removed its .md
         )
-        settle = self.settle_pages
-
-        def settled_then_written() -> FinishedDocument:
-            if settle is not None and (reason := settle(doc)) is not None:
-                message = f"{doc.folder.location}: cannot write the output folder: {reason}"
-                return FinishedDocument(False, STATUS_FAILED, message, [message])
-            return write()  # the .md only once every page is written
-
         if self.finish_later is None:
-            self.finished(doc, settled_then_written())
+            self.finished(doc, write())
         else:
             doc.finishing = True
-            self.finish_later(doc, settled_then_written)
+            self.finish_later(doc, write)
 
     def finished(self, doc: DocumentRun, finished: FinishedDocument) -> None:
         """`doc` was written (or failed to be): close it."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -65,10 +66,15 @@ def start_finish(
     report: DocumentReport,
     overlay: OverlayWriter | None = None,
     written: Mapping[str, bytes] | None = None,
+    before_writing: Callable[[], None] | None = None,
+    unfinished: bool = False,
 ) -> Callable[[], FinishedDocument]:
     """`finish_document` in two steps. This one, on the thread that owns the rasterizer pool,
     rebuilds and renders the document and starts cutting its images (and drawing the overlay);
-    the step it returns writes the document, its .md last, and may run on another thread.
+    the step it returns writes the document, its .md last, and may run on another thread:
+    old files out, images in, then `before_writing` (which raises OSError when the document
+    must not be written: a raw page of it could not be saved), then .json, state, .md.
+    `unfinished`: the folder is known to hold no .md (convert's plan removed it).
     Both raise what `finish_document` raises."""
     record = assemble_record(folder, state, written)
     failed = failed_numbers(record)
@@ -91,13 +97,19 @@ def start_finish(
     state.failed_pages = failed
     state.render_options = dataclasses.asdict(options)
 
+    keep = {crop.filename for crop in rendered.images} if crops is not None else set()
+
     def write() -> FinishedDocument:
-        folder.remove_markdown(state.stem)
-        folder.remove_exports(state.stem)
-        folder.remove_images()
-        problems = crops() if crops is not None else []
+        if not unfinished:
+            folder.remove_markdown(state.stem)
+        with ThreadPoolExecutor(1) as side:  # old files go while the new crops are written
+            removed = side.submit(folder.remove_stale_outputs, state.stem, keep)
+            problems = crops() if crops is not None else []
+            removed.result()
         if drawing is not None:
             problems += drawing()
+        if before_writing is not None:
+            before_writing()
         write_document(folder, state, rendered, problems, exports)
         return _outcome(state, problems)
 
@@ -140,10 +152,14 @@ def start_converted(
     report: DocumentReport,
     overlay: OverlayWriter | None = None,
     written: Mapping[str, bytes] | None = None,
+    before_writing: Callable[[], None] | None = None,
+    unfinished: bool = False,
 ) -> Callable[[], FinishedDocument]:
     """`finish_converted` in the two steps of `start_finish`; neither raises."""
     try:
-        write = start_finish(folder, state, options, cut_images, report, overlay, written)
+        write = start_finish(
+            folder, state, options, cut_images, report, overlay, written, before_writing, unfinished
+        )
     except Exception as exc:
         failure = _failure(folder, state, exc)
         write = lambda: failure  # noqa: E731

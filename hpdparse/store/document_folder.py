@@ -5,7 +5,7 @@ only through it; it is picklable, so worker processes can write through it too."
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from hpdparse.errors import OutputError
@@ -222,6 +222,18 @@ class DocumentFolder:
 
     def remove_images(self) -> None:
         self.files.delete_tree(IMAGES_DIR)
+
+    def remove_stale_outputs(self, stem: str, images: Collection[str]) -> None:
+        """Drop the exports and every image but `images` (names in the folder: the crops about to
+        be written, which may be written meanwhile); with no image to keep, all of images/. On an
+        object store: one listing of images/, then one batched delete."""
+        if not images:
+            self.files.delete_many([docling_name(stem), chunks_name(stem)])
+            self.remove_images()
+            return
+        listed = (f"{IMAGES_DIR}/{name}" for name in self.files.list_files(IMAGES_DIR))
+        stale = [name for name in listed if name not in images]
+        self.files.delete_many([docling_name(stem), chunks_name(stem), *stale])
 
     def write_image(self, name: str, png: bytes) -> None:
         """Write an image crop; `name` is relative to the folder ("images/page-0001-...png")."""
