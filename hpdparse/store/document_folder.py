@@ -9,7 +9,7 @@ from collections.abc import Collection, Mapping
 from typing import Any
 
 from hpdparse.errors import OutputError
-from hpdparse.store.atomic import json_bytes
+from hpdparse.store.atomic import is_own_temporary, json_bytes
 from hpdparse.store.backend import FolderBackend
 from hpdparse.store.layout import (
     IMAGES_DIR,
@@ -225,14 +225,16 @@ class DocumentFolder:
 
     def remove_stale_outputs(self, stem: str, images: Collection[str]) -> None:
         """Drop the exports and every image but `images` (names in the folder: the crops about to
-        be written, which may be written meanwhile); with no image to keep, all of images/. On an
-        object store: one listing of images/, then one batched delete."""
+        be written, which may be written meanwhile, their temporary files too); with no image to
+        keep, all of images/. On an object store: one listing of images/, then one batched
+        delete."""
         if not images:
             self.files.delete_many([docling_name(stem), chunks_name(stem)])
             self.remove_images()
             return
-        listed = (f"{IMAGES_DIR}/{name}" for name in self.files.list_files(IMAGES_DIR))
-        stale = [name for name in listed if name not in images]
+        listed = self.files.list_files(IMAGES_DIR)
+        stale = [f"{IMAGES_DIR}/{name}" for name in listed if not is_own_temporary(name)]
+        stale = [name for name in stale if name not in images]
         self.files.delete_many([docling_name(stem), chunks_name(stem), *stale])
 
     def write_image(self, name: str, png: bytes) -> None:
