@@ -6,7 +6,10 @@ its figure images cut, and written with its .md last (`finish_document`).
 `finish_converted` (which turns any failure into the document's outcome and leaves no empty folder
 behind), `hpdparse render` calls it directly (`render_folders`), and so can any other runner
 (e.g. a Ray driver once all of a document's raw pages exist): it needs only the document's folder,
-its resume state, the render options and an `ImageCutter`.
+its resume state, the render options and an `ImageCutter`. It runs in two steps
+(`start_finish`, `start_converted`): rendering and starting the crops, on the thread that owns
+the rasterizer pool, then writing, on any thread, which is how `convert` writes documents in the
+background (`runner.background_finish`).
 """
 
 from __future__ import annotations
