@@ -1,7 +1,8 @@
 """Output to a bucket against output to a local folder: pages/s and the requests each page costs.
 
 Usage: .venv/bin/python benchmarks/bench_storage.py [--docs 3] [--pages 20] [--dpi 100]
-                                                    [--rounds 2] [--workers 0]
+                                                    [--rounds 2] [--workers 0] [--latency 0]
+                                                    [--code DIR]
 
 Generated text PDFs (--docs of --pages pages each, local files) go through `hpdparse convert
 --engine openai` against the fake HPD server (tests/helpers/fakeserver.py, so that the model is
@@ -11,6 +12,9 @@ output each time. pages/s is pages decoded over the run's whole time (its report
 The bucket's requests are counted at the server, from its access log: LIST, GET, HEAD, PUT and
 DELETE (a batched delete counts once) per page, the report's own PUT excluded (it goes to a local
 file), and the PUTs by object: a page's raw/ objects and figure images, the document's own.
+`--latency MS` puts a forwarder in front of the server that answers each request MS later (a
+store across a network, where requests wait rather than compute); `--code DIR` runs the
+hpdparse checkout in DIR instead of this one (two versions compared under the same servers).
 Goal: bucket >= 0.9x local pages/s, <= 3 PUTs per page. The last line reads
 `bucket/local pages/s: R; PUTs per page: P`.
 """
@@ -34,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.helpers.fakeserver import FakeHPDServer  # noqa: E402
-from tests.helpers.s3server import MotoServer  # noqa: E402
+from tests.helpers.s3server import Gate, MotoServer  # noqa: E402
 
 KINDS = ("LIST", "GET", "HEAD", "PUT", "DELETE")
 
@@ -74,8 +78,9 @@ def convert(inputs: list[Path], out: str, server: FakeHPDServer, args, report: P
     cmd = [sys.executable, "-m", "hpdparse", "convert", *map(str, inputs), "-o", out]
     cmd += ["--engine", "openai", "--server", server.url, "--dpi", str(args.dpi), "--quiet"]
     cmd += ["--workers", str(args.workers), "--report", str(report)]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OMP_NUM_THREADS": "1"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, env=env, check=False)
+    code = args.code or str(REPO)
+    env = {**os.environ, "PYTHONPATH": code, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=code, env=env, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"convert failed ({proc.returncode}): {proc.stderr[-2000:]}")
     return json.loads(report.read_text())
@@ -88,15 +93,18 @@ def main() -> None:
     parser.add_argument("--dpi", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--workers", type=int, default=0)
+    parser.add_argument("--latency", type=float, default=0.0, help="ms added to each answer")
+    parser.add_argument("--code", default=None, help="the hpdparse checkout to run")
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory() as tmp_name, FakeHPDServer() as fake:
         tmp = Path(tmp_name)
         inputs = [generated_pdf(tmp / f"doc{i}.pdf", args.pages, i) for i in range(args.docs)]
         moto = MotoServer(tmp / "access.log")
+        gate = Gate(moto.port, delay=args.latency / 1000)
         try:
             os.environ.update(
-                AWS_ENDPOINT_URL=moto.url,
+                AWS_ENDPOINT_URL=gate.url,
                 AWS_ACCESS_KEY_ID="bench-key",
                 AWS_SECRET_ACCESS_KEY="bench-secret",
                 AWS_DEFAULT_REGION="us-east-1",
@@ -122,11 +130,15 @@ def main() -> None:
                         puts.append(put_kinds(moto.request_log(offset, bucket=bucket)))
                     print(f"round {n + 1} {where:<6} {pages} pages, {rates[where][-1]:.2f} pages/s")
         finally:
+            gate.close()
             moto.stop()
 
     local, remote = statistics.median(rates["local"]), statistics.median(rates["bucket"])
     per_page = {k: statistics.median(r[k] for r in requests) for k in KINDS}
-    print(f"docs {args.docs} x {args.pages} pages, dpi {args.dpi}, load {os.getloadavg()[0]:.2f}")
+    print(
+        f"docs {args.docs} x {args.pages} pages, dpi {args.dpi}, latency {args.latency:g} ms, "
+        f"load {os.getloadavg()[0]:.2f}"
+    )
     print(f"local  {local:.2f} pages/s (median of {args.rounds})")
     print(f"bucket {remote:.2f} pages/s (median of {args.rounds})")
     print("requests per page: " + ", ".join(f"{k} {v:.2f}" for k, v in per_page.items()))

@@ -6,10 +6,12 @@ Stages (each callable on its own, keeping no hidden state):
     engine.run(requests, max_in_flight)                   decode (hpdparse.engines)
     save_page.save_page(folder, number, result, geometry, info, dpi)   store a raw page
     finish.finish_converted(folder, state, options, cutter, report)   write the document
+                                 (`start_converted`: in two steps, the writing on any thread)
 Around them: settings (ConvertSettings and defaults), workers (the rasterizer pool, crops),
 images (cutters), events (what the feed tells the main loop), document_run (per-document
 counters), document_book (`DocumentBook`: a run's documents from added to closed, their reports
-and the progress display), progress (display), render_folders (`hpdparse render`).
+and the progress display), background_finish (documents written on threads while the engine
+goes on), progress (display), render_folders (`hpdparse render`).
 `scheduler.Converter` is the single-machine runner; the other (Ray: plan on the driver,
 rasterize/decode/save in actors with their own pool, finish on the driver once a document's pages
 exist) calls the same stages and keeps its documents in a `DocumentBook` too.

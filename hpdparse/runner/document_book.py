@@ -8,13 +8,16 @@ progress display is told, from the moment a document is added to the moment it i
                                  engine's pull hands them to its main loop first)
     handle(event)                document failed / skipped / started / ready, page failed
     page_decoded, page_failed    a page came back; `complete(doc)` once none is still out
-    finish(doc)                  every page is in: write the document (finish_converted)
+    finish(doc)                  every page is in: write the document (start_converted), at
+                                 once or, with `finish_later`, in the background
+    finished(doc, outcome)       the document is written (or failed): close it
     fail(doc, message)           the document cannot go on
     end(...)                     close what is still open (interrupted, or failed) and time the run
 """
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -30,7 +33,7 @@ from hpdparse.runner.events import (
     Event,
     PageFailed,
 )
-from hpdparse.runner.finish import finish_converted
+from hpdparse.runner.finish import FinishedDocument, start_converted
 from hpdparse.runner.images import ImageCutter
 from hpdparse.runner.overlay import OverlayWriter
 from hpdparse.runner.plan import plan_document
@@ -55,6 +58,10 @@ class DocumentBook:
         # Set by a runner that saves pages in the background: waits for a document's saves and
         # says why one failed (then the document fails instead of being finished).
         self.settle_pages: Callable[[DocumentRun], str | None] | None = None
+        # Set by a runner that writes finished documents in the background: takes the document
+        # and its writing step, and calls `finished` on this thread once it is done.
+        self.finish_later: Callable[[DocumentRun, Callable[[], FinishedDocument]], None] | None
+        self.finish_later = None
 
     def add(
         self,
@@ -160,14 +167,18 @@ class DocumentBook:
     # --- documents ---
 
     def finish(self, doc: DocumentRun) -> None:
-        """All pages of `doc` are in: rebuild it from its folder and write it."""
-        if doc.done:
-            return
-        if self.settle_pages is not None and (reason := self.settle_pages(doc)) is not None:
-            self.fail(doc, f"{doc.folder.location}: cannot write the output folder: {reason}")
+        """All pages of `doc` are in: rebuild it from its folder and write it (in the background
+        when `finish_later` is set; then `finished` closes it once written)."""
+        if doc.done or doc.finishing:
             return
         assert doc.state is not None and self._cut_images is not None
-        finished = finish_converted(
+        settle = self.settle_pages
+
+        def pages_saved() -> None:  # the .md only once every page is written
+            if settle is not None and (reason := settle(doc)) is not None:
+                raise OSError(errno.EIO, reason)
+
+        write = start_converted(
             doc.folder,
             doc.state,
             self.settings.render_options,
@@ -175,13 +186,23 @@ class DocumentBook:
             doc.report,
             self._overlay,
             doc.written,
+            pages_saved,
+            unfinished=True,  # planning removed its .md
         )
+        if self.finish_later is None:
+            self.finished(doc, write())
+        else:
+            doc.finishing = True
+            self.finish_later(doc, write)
+
+    def finished(self, doc: DocumentRun, finished: FinishedDocument) -> None:
+        """`doc` was written (or failed to be): close it."""
         for message in finished.warnings:
             self.progress.error(message)
         self.close(doc, finished.status, finished.error)
 
     def fail(self, doc: DocumentRun, message: str) -> None:
-        if doc.done:
+        if doc.done or doc.finishing:
             return
         self.progress.error(message)
         self.close(doc, STATUS_FAILED, message)

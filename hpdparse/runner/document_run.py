@@ -23,6 +23,7 @@ class DocumentRun:
     state: DocumentState | None = None  # set by planning
     pending: int = 0  # pages to decode whose result (or failure) has not come back
     done: bool = False  # closed: finished, skipped or failed
+    finishing: bool = False  # every page in, being written (in the background)
     started: float = 0.0  # time.monotonic() when planning began
     # The raw page files written in this run (name -> bytes), so that finishing the document
     # does not read them back; emptied once the document is closed.

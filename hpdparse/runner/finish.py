@@ -6,13 +6,17 @@ its figure images cut, and written with its .md last (`finish_document`).
 `finish_converted` (which turns any failure into the document's outcome and leaves no empty folder
 behind), `hpdparse render` calls it directly (`render_folders`), and so can any other runner
 (e.g. a Ray driver once all of a document's raw pages exist): it needs only the document's folder,
-its resume state, the render options and an `ImageCutter`.
+its resume state, the render options and an `ImageCutter`. It runs in two steps
+(`start_finish`, `start_converted`): rendering and starting the crops, on the thread that owns
+the rasterizer pool, then writing, on any thread, which is how `convert` writes documents in the
+background (`runner.background_finish`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -54,6 +58,27 @@ def finish_document(
     soon as they are known, so that a later failure still reports them. When no page has a raw
     output nothing is written (STATUS_FAILED, with the first page's error). Raises OSError when
     the folder cannot be written, InputError from `cut_images`, anything the renderer raises."""
+    return start_finish(folder, state, options, cut_images, report, overlay, written)()
+
+
+def start_finish(
+    folder: DocumentFolder,
+    state: DocumentState,
+    options: RenderOptions,
+    cut_images: ImageCutter,
+    report: DocumentReport,
+    overlay: OverlayWriter | None = None,
+    written: Mapping[str, bytes] | None = None,
+    before_writing: Callable[[], None] | None = None,
+    unfinished: bool = False,
+) -> Callable[[], FinishedDocument]:
+    """`finish_document` in two steps. This one, on the thread that owns the rasterizer pool,
+    rebuilds and renders the document and starts cutting its images (and drawing the overlay);
+    the step it returns writes the document, its .md last, and may run on another thread:
+    old files out, images in, then `before_writing` (which raises OSError when the document
+    must not be written: a raw page of it could not be saved), then .json, state, .md.
+    `unfinished`: the folder is known to hold no .md (convert's plan removed it).
+    Both raise what `finish_document` raises."""
     record = assemble_record(folder, state, written)
     failed = failed_numbers(record)
     report.pages = len(record.pages)
@@ -62,28 +87,45 @@ def finish_document(
     report.failed_pages = failed
     if report.pages_done == 0:
         first = failed[min(failed)] if failed else f"{state.source.path}: no page converted"
-        return FinishedDocument(written=False, status=STATUS_FAILED, error=first)
+        return lambda: FinishedDocument(written=False, status=STATUS_FAILED, error=first)
     rendered = render_document(record, options)
     exports = build_exports(rendered, options)
     report.page_confidence = {
         p["number"]: p["confidence"] for p in rendered.json["pages"] if p["confidence"] is not None
     }
-    folder.remove_markdown(state.stem)
-    folder.remove_exports(state.stem)
-    folder.remove_images()
-    crop_errors: list[str] = []
+    crops = None
     if rendered.images and options.images:
-        crop_errors = cut_images(folder, state, group_crops(rendered.images))
-    if overlay is not None:
-        crop_errors += overlay(folder, state, rendered.json)
+        crops = cut_images(folder, state, group_crops(rendered.images))
+    drawing = overlay(folder, state, rendered.json) if overlay is not None else None
     state.failed_pages = failed
     state.render_options = dataclasses.asdict(options)
-    write_document(folder, state, rendered, crop_errors, exports)
+
+    keep = {crop.filename for crop in rendered.images} if crops is not None else set()
+
+    def write() -> FinishedDocument:
+        if not unfinished:
+            folder.remove_markdown(state.stem)
+        with ThreadPoolExecutor(1) as side:  # old files go while the new crops are written
+            removed = side.submit(folder.remove_stale_outputs, state.stem, keep)
+            problems = crops() if crops is not None else []
+            removed.result()
+        if drawing is not None:
+            problems += drawing()
+        if before_writing is not None:
+            before_writing()
+        write_document(folder, state, rendered, problems, exports)
+        return _outcome(state, problems)
+
+    return write
+
+
+def _outcome(state: DocumentState, crop_errors: list[str]) -> FinishedDocument:
     source = state.source.path
     warnings = [f"{source}: {message}" for message in crop_errors]
     if state.status == STATUS_CONVERTED:
         return FinishedDocument(written=True, status=STATUS_CONVERTED, warnings=warnings)
-    problems = [without_source_prefix(m, source) for m in failed.values()] + crop_errors
+    problems = [without_source_prefix(m, source) for m in state.failed_pages.values()]
+    problems += crop_errors
     return FinishedDocument(
         written=True, status=STATUS_PARTIAL, error="; ".join(problems[:3]), warnings=warnings
     )
@@ -102,20 +144,50 @@ def finish_converted(
     written, or a renderer bug, fails this document, not the run), and a document with no page
     converted leaves nothing behind but reusable raw pages (`report.output_dir` is cleared when
     the folder is gone)."""
+    return start_converted(folder, state, options, cut_images, report, overlay, written)()
+
+
+def start_converted(
+    folder: DocumentFolder,
+    state: DocumentState,
+    options: RenderOptions,
+    cut_images: ImageCutter,
+    report: DocumentReport,
+    overlay: OverlayWriter | None = None,
+    written: Mapping[str, bytes] | None = None,
+    before_writing: Callable[[], None] | None = None,
+    unfinished: bool = False,
+) -> Callable[[], FinishedDocument]:
+    """`finish_converted` in the two steps of `start_finish`; neither raises."""
     try:
-        finished = finish_document(folder, state, options, cut_images, report, overlay, written)
-    except OSError as exc:
+        write = start_finish(
+            folder, state, options, cut_images, report, overlay, written, before_writing, unfinished
+        )
+    except Exception as exc:
+        failure = _failure(folder, state, exc)
+        write = lambda: failure  # noqa: E731
+
+    def finish() -> FinishedDocument:
+        try:
+            finished = write()
+        except Exception as exc:
+            finished = _failure(folder, state, exc)
+        if not finished.written and not folder.saved_page_numbers():
+            folder.remove_state()
+            folder.remove_if_empty()
+            if not folder.exists():
+                report.output_dir = None
+        return finished
+
+    return finish
+
+
+def _failure(folder: DocumentFolder, state: DocumentState, exc: Exception) -> FinishedDocument:
+    if isinstance(exc, OSError):
         message = f"{folder.location}: cannot write the output folder: {exc.strerror}"
-        return FinishedDocument(False, STATUS_FAILED, message, [message])
-    except Exception as exc:  # a renderer bug must fail this document, not the run
+    else:  # a renderer bug must fail this document, not the run
         message = f"{state.source.path}: rendering failed: {type(exc).__name__}: {exc}"
-        return FinishedDocument(False, STATUS_FAILED, message, [message])
-    if not finished.written and not folder.saved_page_numbers():
-        folder.remove_state()
-        folder.remove_if_empty()
-        if not folder.exists():
-            report.output_dir = None
-    return finished
+    return FinishedDocument(False, STATUS_FAILED, message, [message])
 
 
 def write_document(

@@ -1,11 +1,14 @@
 """Figure crops of a finished document: the renderer names the figure regions of each page; they
 are cut from the page rasterized again exactly as the model saw it (same dpi) and written into the
-document folder. An `ImageCutter` does that for one document and returns one-line errors for the
-pages whose images could not be written; there is one per place the work can run."""
+document folder. An `ImageCutter` does that for one document in two steps: called, it starts the
+cutting (on the thread that owns the rasterizer pool) and returns `WriteCrops`, which waits for
+the crops, writes them (on any thread) and returns one-line errors for the pages whose images
+could not be written. There is one cutter per place the work can run."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
 
 from hpdparse.errors import InputError
@@ -19,7 +22,10 @@ from hpdparse.store.state import DocumentState
 PageCrops = dict[int, list[tuple[str, tuple[int, int, int, int]]]]
 """Page number -> (file name in the folder, pixel box) of each crop on that page."""
 
-ImageCutter = Callable[[DocumentFolder, DocumentState, PageCrops], list[str]]
+WriteCrops = Callable[[], list[str]]
+"""Wait for a document's crops, write them and return the one-line errors (pages in order)."""
+
+ImageCutter = Callable[[DocumentFolder, DocumentState, PageCrops], WriteCrops]
 
 
 def group_crops(crops: list[ImageCrop]) -> PageCrops:
@@ -31,29 +37,35 @@ def group_crops(crops: list[ImageCrop]) -> PageCrops:
 
 class PoolCutter:
     """Cut in the rasterizer processes of `pool` (a run's own, already started), pages in
-    parallel; a crashed process costs that page's images, not the document. The crops are
-    written from this process as they come, concurrently (`ConcurrentWrites`)."""
+    parallel; a crashed process costs that page's images, not the document (the pool is rebuilt
+    by its next submit, on the thread that owns it). The crops are written from this process as
+    they come, concurrently (`ConcurrentWrites`)."""
 
     def __init__(self, pool: WorkerPool, password: str | None) -> None:
         self.pool = pool
         self.password = password
 
-    def __call__(self, folder: DocumentFolder, state: DocumentState, crops: PageCrops) -> list[str]:
+    def __call__(
+        self, folder: DocumentFolder, state: DocumentState, crops: PageCrops
+    ) -> WriteCrops:
         futures = {
             number: self.pool.submit(
                 cut_crops, state.source.path, number, state.dpi, self.password, page_crops
             )
             for number, page_crops in sorted(crops.items())
         }
-        with _CropWriter(folder) as writer:
-            for number, future in futures.items():
-                try:
-                    cut = future.result()
-                except BrokenProcessPool:
-                    self.pool.rebuild()
-                    cut = "images not written: the renderer crashed"
-                writer.write(number, cut)
-            return writer.errors()
+        return lambda: _write_cut(folder, futures)
+
+
+def _write_cut(folder: DocumentFolder, futures: dict[int, Future]) -> list[str]:
+    with _CropWriter(folder) as writer:
+        for number, future in futures.items():
+            try:
+                cut = future.result()
+            except (BrokenProcessPool, CancelledError):  # cancelled: the pool was rebuilt
+                cut = "images not written: the renderer crashed"
+            writer.write(number, cut)
+        return writer.errors()
 
 
 class InProcessCutter:
@@ -63,7 +75,12 @@ class InProcessCutter:
     def __init__(self, password: str | None) -> None:
         self.password = password
 
-    def __call__(self, folder: DocumentFolder, state: DocumentState, crops: PageCrops) -> list[str]:
+    def __call__(
+        self, folder: DocumentFolder, state: DocumentState, crops: PageCrops
+    ) -> WriteCrops:
+        return lambda: self._cut(folder, state, crops)
+
+    def _cut(self, folder: DocumentFolder, state: DocumentState, crops: PageCrops) -> list[str]:
         source = source_location(state.source.path)
         if not source.is_file():
             raise InputError(

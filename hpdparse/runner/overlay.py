@@ -1,11 +1,14 @@
 """The --layout overlay of a finished document (`<stem>.layout.pdf`, drawn by
 hpdparse.overlay.layout_pdf from the rendered JSON and the source file). An `OverlayWriter` writes
-it for one document and returns one-line problems; as for image crops, there is one per place the
+it for one document in two steps, as the image cutter does: called, it starts the drawing and
+returns a function that waits for it and returns one-line problems; there is one per place the
 work can run."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
+from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any
 
@@ -13,7 +16,7 @@ from hpdparse.runner.workers import WorkerPool
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.state import DocumentState
 
-OverlayWriter = Callable[[DocumentFolder, DocumentState, dict[str, Any]], list[str]]
+OverlayWriter = Callable[[DocumentFolder, DocumentState, dict[str, Any]], Callable[[], list[str]]]
 
 
 class PoolOverlay:
@@ -26,16 +29,21 @@ class PoolOverlay:
 
     def __call__(
         self, folder: DocumentFolder, state: DocumentState, document: dict[str, Any]
-    ) -> list[str]:
+    ) -> Callable[[], list[str]]:
         from hpdparse.overlay.layout_pdf import layout_job
 
-        try:
-            return self.pool.submit(
-                layout_job, folder.location, state, document, self.password
-            ).result()
-        except BrokenProcessPool:
-            self.pool.rebuild()
-            return ["layout overlay not written: the renderer crashed"]
+        # A copy: the job is pickled later, on the pool's thread, while the finish goes on.
+        job = self.pool.submit(
+            layout_job, folder.location, copy.copy(state), document, self.password
+        )
+        return lambda: _drawn(job)
+
+
+def _drawn(job: Future) -> list[str]:
+    try:
+        return job.result()
+    except (BrokenProcessPool, CancelledError):  # cancelled: the pool was rebuilt
+        return ["layout overlay not written: the renderer crashed"]
 
 
 class InProcessOverlay:
@@ -46,7 +54,7 @@ class InProcessOverlay:
 
     def __call__(
         self, folder: DocumentFolder, state: DocumentState, document: dict[str, Any]
-    ) -> list[str]:
+    ) -> Callable[[], list[str]]:
         from hpdparse.overlay.layout_pdf import layout_job
 
-        return layout_job(folder.location, state, document, self.password)
+        return lambda: layout_job(folder.location, state, document, self.password)

@@ -12,7 +12,8 @@
   (a document is finished only once all of its pages are written); the run's `DocumentBook`
   keeps counters and failed pages per document, and closes each document as it ends;
 - finish (`runner.finish`): when a document's last page is in, it is rebuilt from its raw pages
-  and written, its .md last.
+  and its crops started on the main thread, then written, its .md last, in the background
+  (`runner.background_finish`) while the engine goes on; it counts as finished once written.
 Planning and rasterizing run inside the engine's pull of the next request, so they only record
 events (`runner.events`); the main loop acts on them between results. Output folders are read and
 written only through `hpdparse.store` (`OutputStore`, `DocumentFolder`).
@@ -29,6 +30,7 @@ from pathlib import Path
 from hpdparse.engines.base import Engine, EngineInfo, PageRequest, PageResult
 from hpdparse.engines.registry import dependency_error
 from hpdparse.errors import EngineError, HpdparseError
+from hpdparse.runner.background_finish import BackgroundFinishes
 from hpdparse.runner.document_book import DocumentBook
 from hpdparse.runner.document_run import DocumentRun
 from hpdparse.runner.events import Event, PageFailed
@@ -40,6 +42,7 @@ from hpdparse.runner.save_page import raw_page_of
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import PreparedPage, WorkerPool
 from hpdparse.store.concurrent_writes import ConcurrentWrites
+from hpdparse.store.document_folder import raw_page_files
 from hpdparse.store.output_store import open_output_store
 from hpdparse.store.report import RunReport
 
@@ -66,6 +69,7 @@ class Converter:
         self._pool: WorkerPool | None = None
         self._saver = ConcurrentWrites()  # saves decoded pages; a new one for each run()
         self._book = DocumentBook(settings, self.progress)  # a new one for each run()
+        self._finishes = BackgroundFinishes(self._book.finished)  # a new one for each run()
         self._first_sent: float | None = None
         self._last_result: float | None = None
 
@@ -77,6 +81,8 @@ class Converter:
         book.add(self._store, sources, input_errors)
         self._saver = ConcurrentWrites()
         book.settle_pages = self._saver.settle
+        self._finishes = BackgroundFinishes(book.finished)
+        book.finish_later = self._finishes.submit
         try:
             # open() first: the engine resolves its checkpoint (and revision) there, and the reuse
             # key of saved pages must carry that revision.
@@ -94,6 +100,7 @@ class Converter:
             book.report.engine_error = str(exc)
             self.progress.error(f"engine {self.engine.name}: {exc}")
         finally:
+            self._wait_for_finishes()
             self._saver.close()
             if self._pool is not None:
                 self._pool.shutdown(cancel=True)
@@ -187,8 +194,9 @@ class Converter:
     ) -> None:
         assert self._info is not None
         raw = raw_page_of(number, result, prepared.geometry, self._info, self.settings.dpi)
-        written, folder = doc.written, doc.folder  # kept for finishing, not read back
-        self._saver.submit(doc, lambda: written.update(folder.write_raw_page(raw)))
+        files, folder = raw_page_files(raw), doc.folder
+        doc.written.update(files)  # kept for finishing (a failed write fails the document)
+        self._saver.submit(doc, lambda: folder.write_raw_files(files))
         reason = self._saver.failure(doc)  # an earlier page of doc that could not be written
         if reason is not None:
             self._book.fail(doc, f"{doc.folder.location}: cannot write the output folder: {reason}")
@@ -196,6 +204,17 @@ class Converter:
     def _drain_events(self) -> None:
         while self._events:
             self._book.handle(self._events.popleft())
+        self._finishes.collect()
+
+    def _wait_for_finishes(self) -> None:
+        """Every document handed to the background is written before the run ends (its crops
+        need the pool, its pages the saver); a second Ctrl-C stops waiting."""
+        try:
+            self._drain_events()
+            self._finishes.close()
+        except KeyboardInterrupt:
+            self._book.report.interrupted = True
+            self._finishes.abandon()
 
 
 __all__ = ["Converter"]

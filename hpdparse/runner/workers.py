@@ -16,6 +16,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,7 +178,8 @@ def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
 
 class WorkerPool:
     """A process pool that can be rebuilt when a renderer process dies (MuPDF can crash on a
-    damaged file)."""
+    damaged file). Not thread-safe: one thread submits and rebuilds (another may wait for the
+    futures, as a background finish waits for its crops)."""
 
     def __init__(self, workers: int, preparer: Callable[[Image.Image], Any]) -> None:
         self._workers = workers
@@ -197,9 +199,15 @@ class WorkerPool:
         return self._pool
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """Run `fn(*args)` in a worker process. A pool broken by a process that died under
+        another job (whose caller got BrokenProcessPool) is rebuilt first."""
         # Worker processes start inside submit(), so that is where the main module matters.
         with _pseudo_main_file_hidden():
-            return self.pool.submit(fn, *args)
+            try:
+                return self.pool.submit(fn, *args)
+            except BrokenProcessPool:
+                self.shutdown(cancel=True)
+                return self.pool.submit(fn, *args)
 
     def rebuild(self, kill: bool = False) -> None:
         """Drop the pool (a new one starts on the next submit); `kill` ends hung processes."""

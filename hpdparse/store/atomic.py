@@ -31,6 +31,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
     _fsync_dir(path.parent)
 
 
+def is_own_temporary(name: str) -> bool:
+    """True for the temporary file of a write under way in this process (`name`: a file name)."""
+    return name.startswith(".") and name.endswith(f".{os.getpid()}{TMP_SUFFIX}")
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 

@@ -77,6 +77,12 @@ class FolderBackend(ABC):
     def delete(self, name: str) -> None:
         """Delete file `name`; nothing when it does not exist; OSError when it cannot."""
 
+    def delete_many(self, names: list[str]) -> None:
+        """`delete` of each of `names`, in no set order: one after the other here; a backend
+        whose requests take long deletes them in one batch."""
+        for name in names:
+            self.delete(name)
+
     @abstractmethod
     def delete_tree(self, name: str) -> None:
         """Delete sub folder `name` and everything in it, as far as possible; never raises."""

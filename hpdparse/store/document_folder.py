@@ -5,11 +5,11 @@ only through it; it is picklable, so worker processes can write through it too."
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from hpdparse.errors import OutputError
-from hpdparse.store.atomic import json_bytes
+from hpdparse.store.atomic import is_own_temporary, json_bytes
 from hpdparse.store.backend import FolderBackend
 from hpdparse.store.layout import (
     IMAGES_DIR,
@@ -108,11 +108,15 @@ class DocumentFolder:
         """Save one decoded page: the text first, then its metadata with the text's sha256 (the
         metadata file is the commit point of the page). Returns the files written (name ->
         bytes), which `read_raw_pages` takes as `written` instead of reading them back."""
-        text, meta = encode_raw_page(page)
-        files = {raw_text_name(page.number): text, raw_meta_name(page.number): json_bytes(meta)}
+        files = raw_page_files(page)
+        self.write_raw_files(files)
+        return files
+
+    def write_raw_files(self, files: Mapping[str, bytes]) -> None:
+        """Write a page's `raw_page_files`, in their order (the metadata, its commit point,
+        last)."""
         for name, data in files.items():
             self.files.write_bytes(name, data)
-        return files
 
     def read_raw_page(self, number: int) -> RawPage | None:
         """A saved page whose metadata exists, is valid and has the sha256 of its text; None
@@ -219,6 +223,27 @@ class DocumentFolder:
     def remove_images(self) -> None:
         self.files.delete_tree(IMAGES_DIR)
 
+    def remove_stale_outputs(self, stem: str, images: Collection[str]) -> None:
+        """Drop the exports and every image but `images` (names in the folder: the crops about to
+        be written, which may be written meanwhile, their temporary files too); with no image to
+        keep, all of images/. On an object store: one listing of images/, then one batched
+        delete."""
+        if not images:
+            self.files.delete_many([docling_name(stem), chunks_name(stem)])
+            self.remove_images()
+            return
+        listed = self.files.list_files(IMAGES_DIR)
+        stale = [f"{IMAGES_DIR}/{name}" for name in listed if not is_own_temporary(name)]
+        stale = [name for name in stale if name not in images]
+        self.files.delete_many([docling_name(stem), chunks_name(stem), *stale])
+
     def write_image(self, name: str, png: bytes) -> None:
         """Write an image crop; `name` is relative to the folder ("images/page-0001-...png")."""
         self.files.write_bytes(name, png)
+
+
+def raw_page_files(page: RawPage) -> dict[str, bytes]:
+    """A decoded page's raw files (name -> bytes), its text first, as `write_raw_page` writes
+    them."""
+    text, meta = encode_raw_page(page)
+    return {raw_text_name(page.number): text, raw_meta_name(page.number): json_bytes(meta)}

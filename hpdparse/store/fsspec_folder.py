@@ -8,8 +8,9 @@ folders to create or remove. Listings are never cached (other processes write th
 
 Requests: `list_files` and `exists` are one LIST each, `is_file` one HEAD, `read_bytes` one GET,
 `read_many` one GET per object, all at once (fsspec's concurrent `cat`), `write_bytes` one PUT,
-`write_many` one PUT per object, all at once (fsspec's concurrent `pipe`),
-`delete` one DELETE, `delete_tree` one LIST and, when it found objects, one batched DELETE.
+`write_many` one PUT per object, all at once (fsspec's concurrent `pipe`), `delete` one DELETE,
+`delete_many` one batched DELETE (S3's DeleteObjects), `delete_tree` one LIST and, when it
+found objects, one batched DELETE.
 
 Every storage failure comes out as an OSError whose `strerror` is a one-line reason without
 secrets (FileNotFoundError when an object is missing), as the runner expects of a backend. The
@@ -145,6 +146,13 @@ class FsspecFolder(FolderBackend):
         path = self._path(name)
         with contextlib.suppress(FileNotFoundError):
             self._call(name, lambda: self.fs.rm_file(path))
+
+    def delete_many(self, names: list[str]) -> None:
+        if len(names) < 2:
+            return super().delete_many(names)
+        paths = [self._path(name) for name in names]
+        with contextlib.suppress(FileNotFoundError):
+            self._call("", lambda: self.fs.rm(paths))
 
     def delete_tree(self, name: str) -> None:
         # find + rm of the names found: rm(recursive=True) would also ask whether the prefix

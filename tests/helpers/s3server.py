@@ -110,9 +110,12 @@ class Gate:
     """A TCP forwarder from a port of 127.0.0.1 to `target_port`: `close()` drops every
     connection and stops listening (connection refused), `open()` listens again. While
     `faults` > 0, each new connection takes one and gets `fault` instead of the server: "503"
-    (an S3 error answer to its first request, then closed) or "hang" (no answer at all)."""
+    (an S3 error answer to its first request, then closed) or "hang" (no answer at all).
+    `delay` (seconds) holds back each piece of the server's answers that long, as a network
+    between a client and a distant store would (a small answer: one round trip later)."""
 
-    def __init__(self, target_port: int) -> None:
+    def __init__(self, target_port: int, delay: float = 0.0) -> None:
+        self.delay = delay
         self.fault = "503"
         self.faults = 0
         self.target_port = target_port
@@ -168,8 +171,8 @@ class Gate:
                 continue
             with self._lock:
                 self._conns += [client, upstream]
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=_pump, args=(a, b), daemon=True).start()
+            for a, b, delay in ((client, upstream, 0.0), (upstream, client, self.delay)):
+                threading.Thread(target=_pump, args=(a, b, delay), daemon=True).start()
 
 
 def _misbehave(client: socket.socket, fault: str) -> None:
@@ -185,9 +188,11 @@ def _misbehave(client: socket.socket, fault: str) -> None:
         pass
 
 
-def _pump(source: socket.socket, sink: socket.socket) -> None:
+def _pump(source: socket.socket, sink: socket.socket, delay: float = 0.0) -> None:
     try:
         while data := source.recv(65536):
+            if delay:
+                time.sleep(delay)
             sink.sendall(data)
     except OSError:
         pass

@@ -19,6 +19,7 @@ from hpdparse.sources.location import UrlSource
 from hpdparse.sources.rasterize import close_cached_documents, rasterize_page
 from tests.helpers.fakeserver import FakeHPDServer
 from tests.helpers.paths import SAMPLES
+from tests.helpers.pdfs import make_pdf
 from tests.storage.conftest import S3, SECRET, upload
 from tests.storage.runs import hpdparse
 
@@ -241,3 +242,46 @@ def test_access_denied(bucket: str, fake: FakeHPDServer, s3: S3, tmp_path: Path)
     assert "access denied" in line
     for proc in (reading, one, writing):
         assert env["AWS_SECRET_ACCESS_KEY"] not in proc.stdout + proc.stderr
+
+
+def test_a_document_that_cannot_be_finished_fails_alone(
+    bucket: str, fake: FakeHPDServer, s3: S3, tmp_path: Path
+) -> None:
+    """Documents are finished in the background: one whose .json the store refuses fails, on
+    one line and with exit code 1, and has no .md; the documents around it are finished, each
+    with its .md written after every other object of it."""
+    pdfs = [make_pdf(tmp_path / f"{stem}.pdf", 3, stem) for stem in ("a", "b", "c")]
+    no_b_json = {
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "s3:*", "Resource": "*"},
+            {
+                "Effect": "Deny",
+                "Action": "s3:PutObject",
+                "Resource": f"arn:aws:s3:::{bucket}/out/b/b.json",
+            },
+        ],
+    }
+    report = tmp_path / "report.json"
+    since = s3.server.log_offset()
+    with _iam_enforced(s3, no_b_json) as env:
+        proc = hpdparse(
+            "convert", *map(str, pdfs), "-o", f"s3://{bucket}/out", "--report", str(report),
+            *_openai(fake), env=env,
+        )  # fmt: skip
+    assert proc.returncode == 1
+    (line,) = _errors(proc.stderr)
+    assert line.startswith(f"error: s3://{bucket}/out/b: cannot write the output folder"), line
+    assert "access denied" in line.lower(), line
+    documents = json.loads(report.read_text())["documents"]
+    assert {Path(d["source"]).stem: d["status"] for d in documents} == {
+        "a": "converted",
+        "b": "failed",
+        "c": "converted",
+    }
+    puts = [key for kind, key in s3.server.request_log(since, bucket) if kind == "PUT"]
+    assert f"/{bucket}/out/b/b.md" not in puts
+    for stem in ("a", "c"):
+        own = [key for key in puts if key.startswith(f"/{bucket}/out/{stem}/")]
+        assert len(own) == 3 * 3 + 4  # 2 raw objects and a figure a page, 4 for the document
+        assert own[-1] == f"/{bucket}/out/{stem}/{stem}.md"

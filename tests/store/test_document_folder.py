@@ -105,3 +105,24 @@ def test_a_folder_travels_to_worker_processes(tmp_path: Path) -> None:
     folder = DocumentFolder(LocalFolder(tmp_path / "doc"))
     copy = pickle.loads(pickle.dumps(folder))
     assert copy.location == folder.location == str(tmp_path / "doc") and copy.name == "doc"
+
+
+def test_stale_outputs_go_and_the_crops_being_written_stay(tmp_path: Path) -> None:
+    folder = open_document_folder(tmp_path / "doc")
+    images = tmp_path / "doc" / "images"
+    images.mkdir(parents=True)
+    for name in ("page-0001-figure-01.png", "page-0002-figure-01.png", "page-0009-figure-01.png"):
+        (images / name).write_bytes(b"old")
+    own = images / f".page-0002-figure-01.png.{os.getpid()}.hpdtmp"  # this process writing it
+    own.write_bytes(b"new, being written")
+    stray = images / ".page-0009-figure-01.png.1.hpdtmp"  # left by a run that was killed
+    stray.write_bytes(b"stray")
+    (tmp_path / "doc" / "doc.docling.json").write_bytes(b"{}")
+    keep = {"images/page-0001-figure-01.png", "images/page-0002-figure-01.png"}
+    folder.remove_stale_outputs("doc", keep)
+    assert sorted(p.name for p in images.iterdir()) == sorted(
+        ["page-0001-figure-01.png", "page-0002-figure-01.png", own.name]
+    )
+    assert not (tmp_path / "doc" / "doc.docling.json").exists()
+    folder.remove_stale_outputs("doc", set())  # no crop to keep: all of images/ goes
+    assert not images.exists()
