@@ -404,6 +404,29 @@ class _HTTPServer(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+class AnswerGate:
+    """A fake server's delay: the first `free` requests are answered at once, the others wait
+    until the gate opens (at most `limit` seconds), so the test acts mid-run however fast or
+    loaded the machine is."""
+
+    def __init__(self, free: int, limit: float) -> None:
+        self._free, self._limit = free, limit
+        self._count = 0
+        self._lock = threading.Lock()
+        self._open = threading.Event()
+
+    def __call__(self, request: object) -> float:
+        with self._lock:
+            self._count += 1
+            held = self._count > self._free
+        if held:
+            self._open.wait(self._limit)
+        return 0.0
+
+    def open(self) -> None:
+        self._open.set()
+
+
 class FakeHPDServer:
     """A local OpenAI-compatible HPD server; see the module docstring for the whole API."""
 

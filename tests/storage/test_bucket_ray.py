@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import threading
 import time
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 
 from hpdparse.sources.rasterize import rasterize_page
 from hpdparse.store.report import EXIT_INTERRUPTED
-from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
+from tests.helpers.fakeserver import AnswerGate, FakeHPDServer, image_fingerprint
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.ray_processes import decoder_actor_pids, wait_for_no_decoder_actors
 from tests.storage.conftest import download_tree, upload
@@ -31,29 +30,6 @@ PAGES = 12
 def _saved_pages(bucket: str) -> set[str]:
     listing = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix="out/doc/raw/page-")
     return {item["Key"] for item in listing.get("Contents", []) if item["Key"].endswith(".json")}
-
-
-class AnswerGate:
-    """A fake server's delay: the first `free` requests are answered at once, the others wait
-    until the gate opens (at most `limit` seconds), so the test acts mid-run however fast or
-    loaded the machine is."""
-
-    def __init__(self, free: int, limit: float) -> None:
-        self._free, self._limit = free, limit
-        self._count = 0
-        self._lock = threading.Lock()
-        self._open = threading.Event()
-
-    def __call__(self, request: object) -> float:
-        with self._lock:
-            self._count += 1
-            held = self._count > self._free
-        if held:
-            self._open.wait(self._limit)
-        return 0.0
-
-    def open(self) -> None:
-        self._open.set()
 
 
 def _convert_args(bucket: str, out: str, fake: FakeHPDServer) -> list[str]:

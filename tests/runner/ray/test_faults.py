@@ -21,7 +21,7 @@ from hpdparse.runner.progress import Progress
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.sources.rasterize import rasterize_page
 from tests.helpers.actor_figures import ActorFigures
-from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
+from tests.helpers.fakeserver import AnswerGate, FakeHPDServer, image_fingerprint
 from tests.helpers.output_trees import tree_snapshot, valid_pages
 from tests.helpers.paths import REPO
 from tests.helpers.patience import PATIENCE_SECONDS, wait_until
@@ -46,16 +46,24 @@ def test_actor_killed_mid_unit_every_page_converted_none_decoded_more_than_twice
     pdf = make_pdf(tmp_path / "in" / "doc.pdf", pages, "killed")
     prints = fingerprints(pdf, pages)
     out = tmp_path / "out"
-    srv.delay = 0.4  # slow answers, so that the kill lands while a unit is decoding
+    # Three pages answered, then answers held until the killed actor is back: the kill lands
+    # while units are decoding, and the restarted actor runs its retried units however loaded
+    # the machine is (the other actor cannot take all the work first).
+    gate = AnswerGate(free=3, limit=PATIENCE_SECONDS)
+    srv.delay = gate
     killed: list[tuple[int, int]] = []  # (pid, pages saved at that moment)
 
     def kill_an_actor() -> None:
-        wait_until(lambda: len(valid_pages(out / "doc", pages)) >= 3, "3 saved pages")
-        pids = decoder_actor_pids()
-        assert pids, "no actor process found"
-        saved = len(valid_pages(out / "doc", pages))
-        os.kill(pids[0], signal.SIGKILL)
-        killed.append((pids[0], saved))
+        try:
+            wait_until(lambda: len(valid_pages(out / "doc", pages)) >= 3, "3 saved pages")
+            pids = decoder_actor_pids()
+            assert pids, "no actor process found"
+            saved = len(valid_pages(out / "doc", pages))
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append((pids[0], saved))
+            wait_until(lambda: set(decoder_actor_pids()) - set(pids), "the actor restarted")
+        finally:
+            gate.open()
 
     actor_figures = ActorFigures()
     killer = threading.Thread(target=kill_an_actor, daemon=True)
