@@ -5,8 +5,8 @@ Stages (each callable on its own, keeping no hidden state):
     read_ahead.ReadAhead(pool, ...).pages(jobs)           rasterize + prepare ahead, in order
     engine.run(requests, max_in_flight)                   decode (hpdparse.engines)
     save_page.save_page(folder, number, result, geometry, info, dpi)   store a raw page
-    finish.finish_converted(folder, state, options, cutter, report)   write the document
-                                 (`start_converted`: in two steps, the writing on any thread)
+    finish.start_converted(folder, state, options, cutter, report)()   write the document
+                                 (two steps: render here, then the writing on any thread)
 Around them: settings (ConvertSettings and defaults), workers (the rasterizer pool, crops),
 images (cutters), events (what the feed tells the main loop), document_run (per-document
 counters), document_book (`DocumentBook`: a run's documents from added to closed, their reports

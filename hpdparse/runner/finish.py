@@ -3,7 +3,7 @@ rebuilt from its raw pages (`markdown.assemble.assemble_record`), rendered to Ma
 its figure images cut, and written with its .md last (`finish_document`).
 
 `finish_document` is the one way a document gets written: `convert` calls it through
-`finish_converted` (which turns any failure into the document's outcome and leaves no empty folder
+`start_converted` (which turns any failure into the document's outcome and leaves no empty folder
 behind), `hpdparse render` calls it directly (`render_folders`), and so can any other runner
 (e.g. a Ray driver once all of a document's raw pages exist): it needs only the document's folder,
 its resume state, the render options and an `ImageCutter`. It runs in two steps
@@ -131,22 +131,6 @@ def _outcome(state: DocumentState, crop_errors: list[str]) -> FinishedDocument:
     )
 
 
-def finish_converted(
-    folder: DocumentFolder,
-    state: DocumentState,
-    options: RenderOptions,
-    cut_images: ImageCutter,
-    report: DocumentReport,
-    overlay: OverlayWriter | None = None,
-    written: Mapping[str, bytes] | None = None,
-) -> FinishedDocument:
-    """`finish_document` as a conversion run does it: never raises (a folder that cannot be
-    written, or a renderer bug, fails this document, not the run), and a document with no page
-    converted leaves nothing behind but reusable raw pages (`report.output_dir` is cleared when
-    the folder is gone)."""
-    return start_converted(folder, state, options, cut_images, report, overlay, written)()
-
-
 def start_converted(
     folder: DocumentFolder,
     state: DocumentState,
@@ -158,7 +142,10 @@ def start_converted(
     before_writing: Callable[[], None] | None = None,
     unfinished: bool = False,
 ) -> Callable[[], FinishedDocument]:
-    """`finish_converted` in the two steps of `start_finish`; neither raises."""
+    """`finish_document` as a conversion run does it, in the two steps of `start_finish`: neither
+    raises (a folder that cannot be written, or a renderer bug, fails this document, not the run),
+    and a document with no page converted leaves nothing behind but reusable raw pages
+    (`report.output_dir` is cleared when the folder is gone)."""
     try:
         write = start_finish(
             folder, state, options, cut_images, report, overlay, written, before_writing, unfinished

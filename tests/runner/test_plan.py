@@ -11,7 +11,7 @@ import pytest
 from hpdparse.engines.base import PageResult
 from hpdparse.errors import InputError, OutputError
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.runner.finish import finish_converted
+from hpdparse.runner.finish import start_converted
 from hpdparse.runner.images import InProcessCutter
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.save_page import save_page
@@ -75,7 +75,8 @@ def test_a_finished_document_is_skipped_until_a_setting_changes(tmp_path: Path) 
     for number in plan.to_decode:
         save(folder, number)
     report = DocumentReport(source=str(pdf))
-    finished = finish_converted(folder, plan.state, s.render_options, InProcessCutter(None), report)
+    cutter = InProcessCutter(None)
+    finished = start_converted(folder, plan.state, s.render_options, cutter, report)()
     assert finished.status == "converted"
     again = plan_document(folder, pdf, s, SCRIPTED_INFO)
     assert again.skip and again.reused == 2 and again.state == folder.load_state()
