@@ -2,20 +2,25 @@
 
 The default must work offline, with no download: it is the Tekken tokenizer of Mistral NeMo (a
 tiktoken BPE of 131k tokens) whose file the `mistral-common` wheel ships. Any other is a Hugging
-Face tokenizer id (from the local cache when offline) or a local folder, loaded by transformers."""
+Face tokenizer id (from the local cache when offline) or a local folder, loaded by transformers.
+
+Nothing here imports docling-core's chunker package: it imports transformers and torch (about 6
+CPU-seconds), which only a Hugging Face tokenizer or the HybridChunker fallback needs
+(`docling_chunker.py`)."""
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from importlib import resources
-from typing import Any
-
-from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
-from pydantic import ConfigDict
+from typing import TYPE_CHECKING, Any
 
 from hpdparse.errors import HpdparseError
 from hpdparse.export import tekken_joins
+
+if TYPE_CHECKING:
+    from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
 
 DEFAULT_TOKENIZER = "tekken"  # how --chunk-tokenizer's default is named in the chunk files
 _TEKKEN_FILE = "tekken_240718.json"
@@ -25,22 +30,18 @@ class TokenizerError(HpdparseError):
     """--chunk-tokenizer names a tokenizer that cannot be loaded."""
 
 
-class TekkenTokenizer(BaseTokenizer):
-    """docling-core's tokenizer interface over mistral-common's bundled Tekken tokenizer."""
+@dataclass(frozen=True)
+class ChunkTokenizer:
+    """The tokenizer that counts chunk tokens: Tekken (`hugging_face` None) or a Hugging Face
+    tokenizer in docling-core's wrapper."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    tekken: Any
     max_tokens: int
+    hugging_face: BaseTokenizer | None = None
 
     def count_tokens(self, text: str) -> int:
-        return _tekken_count(text)
-
-    def get_max_tokens(self) -> int:
-        return self.max_tokens
-
-    def get_tokenizer(self) -> Any:
-        return self.tekken
+        if self.hugging_face is None:
+            return _tekken_count(text)
+        return self.hugging_face.count_tokens(text)
 
 
 @functools.cache
@@ -80,19 +81,19 @@ def _hugging_face(name: str) -> Any:
     return AutoTokenizer.from_pretrained(name)
 
 
-def token_counter(tokenizer: BaseTokenizer) -> Callable[[str], int]:
+def token_counter(tokenizer: ChunkTokenizer) -> Callable[[str], int]:
     """`tokenizer.count_tokens`, remembered: the chunker counts the same texts again and again
     (each block, then windows of blocks)."""
-    if isinstance(tokenizer, TekkenTokenizer):
+    if tokenizer.hugging_face is None:
         return _tekken_count
-    return functools.lru_cache(maxsize=1 << 14)(tokenizer.count_tokens)
+    return functools.lru_cache(maxsize=1 << 14)(tokenizer.hugging_face.count_tokens)
 
 
-def joined_counter(tokenizer: BaseTokenizer) -> Callable[[list[str]], int]:
+def joined_counter(tokenizer: ChunkTokenizer) -> Callable[[list[str]], int]:
     """`parts -> count of "\n\n".join(parts)`: from the parts' remembered counts for the
     default Tekken tokenizer (`tekken_joins`), else by counting the joined text."""
     count = token_counter(tokenizer)
-    if isinstance(tokenizer, TekkenTokenizer) and _tekken_encoder_pattern() == tekken_joins.PATTERN:
+    if tokenizer.hugging_face is None and _tekken_encoder_pattern() == tekken_joins.PATTERN:
         return tekken_joins.joined_counter(count)
     return lambda parts: count(tekken_joins.JOIN.join(parts))
 
@@ -102,11 +103,12 @@ def _tekken_encoder_pattern() -> str | None:
     return getattr(getattr(_tekken(), "_model", None), "_pat_str", None)
 
 
-def load_tokenizer(name: str | None, max_tokens: int) -> BaseTokenizer:
+def load_tokenizer(name: str | None, max_tokens: int) -> ChunkTokenizer:
     """The tokenizer `name` (None: the default), counting up to `max_tokens` a chunk; loaded once
     per process. TokenizerError (one line) when it cannot be loaded."""
     if name is None or name == DEFAULT_TOKENIZER:
-        return TekkenTokenizer(tekken=_tekken(), max_tokens=max_tokens)
+        _tekken()  # read once, here, so that a broken install fails before any work
+        return ChunkTokenizer(max_tokens)
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
 
     try:
@@ -114,4 +116,5 @@ def load_tokenizer(name: str | None, max_tokens: int) -> BaseTokenizer:
     except Exception as exc:  # transformers raises OSError, ValueError, hub errors...
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TokenizerError(f"--chunk-tokenizer {name}: cannot load it: {first_line}") from None
-    return HuggingFaceTokenizer(tokenizer=tokenizer, max_tokens=max_tokens)
+    wrapped = HuggingFaceTokenizer(tokenizer=tokenizer, max_tokens=max_tokens)
+    return ChunkTokenizer(max_tokens, wrapped)

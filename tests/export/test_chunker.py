@@ -27,8 +27,9 @@ from tabulate import _column_type, tabulate
 
 from hpdparse.export.chunk_tables import github_table, numeric_column
 from hpdparse.export.chunker import FastChunker, Unsupported
-from hpdparse.export.chunks import chunk_records, make_chunker
+from hpdparse.export.chunks import chunk_records
 from hpdparse.export.docling import DoclingExport
+from hpdparse.export.docling_chunker import make_chunker
 from hpdparse.export.tokenizers import _tekken, _tekken_count, load_tokenizer, token_counter
 from tests.export.export_cases import CASES, exported, rendered
 from tests.helpers.paths import REPO

@@ -4,6 +4,9 @@ follow reading order, and their heading paths are the Markdown's headings above 
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -187,3 +190,25 @@ def test_chunks_alone_are_the_chunks_written_with_the_docling_file(name: str, li
     bare = to_docling(rendered(name), provenance=False)
     hybrid = chunk_records(bare, rendered(name).json, limit, docling_chunker=True)
     assert hybrid == records(name, limit)
+
+
+def test_chunks_with_the_default_tokenizer_import_neither_transformers_nor_torch() -> None:
+    # docling-core's chunker package imports both (about 6 CPU-seconds a run); our chunker and
+    # the default tokenizer need neither.
+    code = (
+        "import sys\n"
+        "from hpdparse.export.files import build_exports, check_export_options\n"
+        "from hpdparse.markdown.render import RenderOptions\n"
+        "from tests.export.export_cases import rendered\n"
+        "options = RenderOptions(docling=True, chunks=True, chunk_tokens=64)\n"
+        "check_export_options(options)\n"
+        "exports = build_exports(rendered('synth/report'), options)\n"
+        "assert exports.docling and exports.chunks.count(b'\\n') > 3\n"
+        "print(sorted({'transformers', 'torch'} & set(sys.modules)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env, timeout=300
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"

@@ -145,7 +145,7 @@ def test_langchain_reads_the_docling_json_with_page_metadata(samples_out: Path) 
     from langchain_docling import DoclingLoader
     from langchain_docling.loader import ExportType
 
-    from hpdparse.export.chunks import make_chunker
+    from hpdparse.export.docling_chunker import make_chunker
 
     path = files_of(samples_out / "report")[0]
     loader = DoclingLoader(
