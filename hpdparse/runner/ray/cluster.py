@@ -29,6 +29,27 @@ def import_ray() -> ModuleType:
     return ray
 
 
+# Ray turns token authentication on for every new local cluster and says so in a warning meant
+# for whoever runs the cluster; with `--ray local` that is hpdparse, for the length of the run.
+_TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
+_TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster."
+
+
+class _DropTokenNotice(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_TOKEN_NOTICE)
+
+
+@contextlib.contextmanager
+def _token_notice_dropped() -> Iterator[None]:
+    notice_filter, logger = _DropTokenNotice(), logging.getLogger(_TOKEN_NOTICE_LOGGER)
+    logger.addFilter(notice_filter)
+    try:
+        yield
+    finally:
+        logger.removeFilter(notice_filter)
+
+
 @contextlib.contextmanager
 def connected(address: str, verbose: bool = False) -> Iterator[ModuleType]:
     """Ray, connected to the cluster at `address` (RAY_LOCAL starts one on this machine for the
@@ -46,7 +67,8 @@ def connected(address: str, verbose: bool = False) -> Iterator[ModuleType]:
         with _own_sigterm_handler_kept():
             if address == RAY_LOCAL:
                 # Without address="local", ray.init joins a cluster already running here.
-                ray.init(address="local", include_dashboard=False, **options)
+                with _token_notice_dropped():
+                    ray.init(address="local", include_dashboard=False, **options)
             else:
                 ray.init(address="auto" if address == RAY_AUTO else address, **options)
     except (ConnectionError, RuntimeError, ValueError) as exc:
