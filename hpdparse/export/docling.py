@@ -33,6 +33,7 @@ from docling_core.types.doc import (
     TableItem,
     TitleItem,
 )
+from pydantic import TypeAdapter
 
 from hpdparse.export.docling_items import (
     append_item,
@@ -70,6 +71,7 @@ _FURNITURE_LABELS = {
     ROLE_PAGE_NUMBER: DocItemLabel.PAGE_FOOTER,
 }
 _LANGUAGES = {label.value.lower(): label for label in CodeLanguageLabel}
+_CELLS = TypeAdapter(list[TableCell])
 
 
 @dataclass
@@ -344,15 +346,16 @@ def _table_data(table: Table) -> TableData:
             if cell is None:
                 continue
             cells.append(
-                TableCell(
-                    text=plain(cell.text),
-                    row_span=cell.rowspan,
-                    col_span=cell.colspan,
-                    start_row_offset_idx=r,
-                    end_row_offset_idx=min(r + cell.rowspan, len(grid)),
-                    start_col_offset_idx=c,
-                    end_col_offset_idx=min(c + cell.colspan, width),
-                    column_header=cell.header,
-                )
+                {
+                    "text": plain(cell.text),
+                    "row_span": cell.rowspan,
+                    "col_span": cell.colspan,
+                    "start_row_offset_idx": r,
+                    "end_row_offset_idx": min(r + cell.rowspan, len(grid)),
+                    "start_col_offset_idx": c,
+                    "end_col_offset_idx": min(c + cell.colspan, width),
+                    "column_header": cell.header,
+                }
             )
-    return TableData(table_cells=cells, num_rows=len(grid), num_cols=width)
+    # the cells validated in one call (a TableCell each, as TableCell(**cell) would build)
+    return TableData(table_cells=_CELLS.validate_python(cells), num_rows=len(grid), num_cols=width)
