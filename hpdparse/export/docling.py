@@ -13,20 +13,34 @@ from typing import Any
 
 from docling_core.types.doc import (
     BoundingBox,
+    CodeItem,
     CodeLanguageLabel,
     ContentLayer,
     CoordOrigin,
-    DocItem,
     DocItemLabel,
     DoclingDocument,
+    FormulaItem,
     ImageRef,
+    ListItem,
     NodeItem,
+    PictureItem,
     ProvenanceItem,
+    RefItem,
+    SectionHeaderItem,
     Size,
     TableCell,
     TableData,
+    TableItem,
+    TitleItem,
 )
+from pydantic import TypeAdapter
 
+from hpdparse.export.docling_items import (
+    append_item,
+    append_list_group,
+    append_plain_text,
+    append_text,
+)
 from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
 from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
 from hpdparse.markdown.formulas import with_tag
@@ -57,6 +71,7 @@ _FURNITURE_LABELS = {
     ROLE_PAGE_NUMBER: DocItemLabel.PAGE_FOOTER,
 }
 _LANGUAGES = {label.value.lower(): label for label in CodeLanguageLabel}
+_CELLS = TypeAdapter(list[TableCell])
 
 
 @dataclass
@@ -116,17 +131,18 @@ class _Builder:
             self._figure(unit)
         elif kind == CODE:
             language = _LANGUAGES.get(str(unit.extra.get("language", "")).lower())
+            fields = {"code_language": language} if language else {}
             prov = self._provenance(unit, unit.text)
-            item = self.doc.add_code(text=unit.text, code_language=language, prov=prov[0])
-            self._link(item, unit, prov)
+            item = append_text(self.doc, CodeItem, unit.text, prov, **fields)
+            self._link(item, unit)
         elif kind == FURNITURE:
             text = plain(unit.text)
             label = _FURNITURE_LABELS.get(unit.role, DocItemLabel.TEXT)
             prov = self._provenance(unit, text)
-            item = self.doc.add_text(
-                label=label, text=text, prov=prov[0], content_layer=ContentLayer.FURNITURE
+            item = append_plain_text(
+                self.doc, label, text, prov, content_layer=ContentLayer.FURNITURE
             )
-            self._link(item, unit, prov)
+            self._link(item, unit)
 
     # --- one method per kind -------------------------------------------------------------------
 
@@ -134,37 +150,42 @@ class _Builder:
         text = plain(unit.text)
         prov = self._provenance(unit, text)
         if unit.level == 0:
-            item = self.doc.add_title(text=text, prov=prov[0])
+            item = append_text(self.doc, TitleItem, text, prov)
         else:
-            item = self.doc.add_heading(text=text, level=min(unit.level, 100), prov=prov[0])
-        self._link(item, unit, prov)
+            level = min(unit.level, 100)
+            item = append_text(self.doc, SectionHeaderItem, text, prov, level=level)
+        self._link(item, unit)
 
     def _paragraph(self, unit: Unit) -> None:
         label = _TEXT_LABELS.get(unit.role, DocItemLabel.TEXT)
         text = plain(unit.text)
         prov = self._provenance(unit, text)
-        item = self.doc.add_text(label=label, text=text, prov=prov[0])
-        self._link(item, unit, prov)
+        item = append_plain_text(self.doc, label, text, prov)
+        self._link(item, unit)
 
-    def _caption(self, unit: Unit, owner: DocItem) -> None:
+    def _caption(self, unit: Unit, owner: TableItem | PictureItem) -> None:
         text = plain(unit.text)
         prov = self._provenance(unit, text)
-        caption = self.doc.add_text(
-            label=DocItemLabel.CAPTION, text=text, prov=prov[0], parent=owner
-        )
-        owner.captions.append(caption.get_ref())
-        self._link(caption, unit, prov)
+        caption = append_plain_text(self.doc, DocItemLabel.CAPTION, text, prov, parent=owner)
+        owner.captions.append(RefItem(cref=caption.self_ref))
+        self._link(caption, unit)
 
     def _list(self, unit: Unit) -> None:
-        group = self.doc.add_list_group()
+        group = append_list_group(self.doc)
         item_blocks = unit.extra.get("item_blocks") or [unit.block] * len(unit.items)
         for text, block in zip(unit.items, item_blocks, strict=False):
             marker, body = item_parts(text, unit.ordered)
             body = plain(body)
             ref = BlockRef(unit.page, block)
             prov = self._block_provenance(ref, (0, len(body)))
-            item = self.doc.add_list_item(
-                text=body, enumerated=unit.ordered, marker=marker, parent=group, prov=prov
+            item = append_text(
+                self.doc,
+                ListItem,
+                body,
+                [prov] if prov else None,
+                enumerated=unit.ordered,
+                marker=marker or "",
+                parent=group,
             )
             self.export.refs[item.self_ref] = [ref]
 
@@ -172,8 +193,8 @@ class _Builder:
         if unit.table is None:
             return
         prov = self._provenance(unit, "")
-        item = self.doc.add_table(data=_table_data(unit.table), prov=prov[0])
-        self._link(item, unit, prov)
+        item = append_item(self.doc, "tables", TableItem, data=_table_data(unit.table), prov=prov)
+        self._link(item, unit)
         for caption in self.table_captions.get(index, []):
             self._caption(self.units[caption], item)
 
@@ -182,39 +203,41 @@ class _Builder:
         for i, latex in enumerate(unit.formulas):
             text = with_tag(latex, unit.tag if i == last else None)
             prov = self._provenance(unit, text)
-            item = self.doc.add_formula(text=text, prov=prov[0])
-            self._link(item, unit, prov)
+            item = append_text(self.doc, FormulaItem, text, prov)
+            self._link(item, unit)
 
     def _figure(self, unit: Unit) -> None:
         ref = BlockRef(unit.page, unit.block or 0)
         prov = self._block_provenance(ref, (0, 0))
-        picture = self.doc.add_picture(image=self._image(unit, ref), prov=prov)
+        image = self._image(unit, ref)
+        prov_list = [prov] if prov else None
+        picture = append_item(self.doc, "pictures", PictureItem, image=image, prov=prov_list)
         self.export.refs[picture.self_ref] = [ref]
         if unit.text:
             self._caption(unit, picture)
 
     # --- provenance ----------------------------------------------------------------------------
 
-    def _provenance(self, unit: Unit, text: str) -> list[ProvenanceItem | None]:
+    def _provenance(self, unit: Unit, text: str) -> list[ProvenanceItem]:
         """One entry per block the unit was made from (several when merged across pages); the
-        character spans split `text` where the continuation's own text starts."""
+        character spans split `text` where the continuation's own text starts. Empty when the
+        first block has no box."""
         if not self.provenance:
-            return [None]
+            return []
         first = BlockRef(unit.page, unit.block or 0)
         later = self.continuations.get((unit.kind, first))
         if not later:  # most units: one block, the whole text
-            return [self._block_provenance(first, (0, len(text)))]
+            entry = self._block_provenance(first, (0, len(text)))
+            return [entry] if entry is not None else []
         spans = _spans(text, [len(plain(t)) for _, t in later])
         refs = [first] + [ref for ref, _ in later]
         entries = [self._block_provenance(ref, span) for ref, span in zip(refs, spans, strict=True)]
-        return entries if entries[0] is not None else [None]
+        return [e for e in entries if e is not None] if entries[0] is not None else []
 
-    def _link(self, item: NodeItem, unit: Unit, prov: list[ProvenanceItem | None]) -> None:
+    def _link(self, item: NodeItem, unit: Unit) -> None:
         first = BlockRef(unit.page, unit.block or 0)
         later = self.continuations.get((unit.kind, first), [])
         self.export.refs[item.self_ref] = [first] + [ref for ref, _ in later]
-        if len(prov) > 1 and isinstance(item, DocItem):
-            item.prov.extend(p for p in prov[1:] if p is not None)
 
     def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> ProvenanceItem | None:
         if not self.provenance:
@@ -323,15 +346,16 @@ def _table_data(table: Table) -> TableData:
             if cell is None:
                 continue
             cells.append(
-                TableCell(
-                    text=plain(cell.text),
-                    row_span=cell.rowspan,
-                    col_span=cell.colspan,
-                    start_row_offset_idx=r,
-                    end_row_offset_idx=min(r + cell.rowspan, len(grid)),
-                    start_col_offset_idx=c,
-                    end_col_offset_idx=min(c + cell.colspan, width),
-                    column_header=cell.header,
-                )
+                {
+                    "text": plain(cell.text),
+                    "row_span": cell.rowspan,
+                    "col_span": cell.colspan,
+                    "start_row_offset_idx": r,
+                    "end_row_offset_idx": min(r + cell.rowspan, len(grid)),
+                    "start_col_offset_idx": c,
+                    "end_col_offset_idx": min(c + cell.colspan, width),
+                    "column_header": cell.header,
+                }
             )
-    return TableData(table_cells=cells, num_rows=len(grid), num_cols=width)
+    # the cells validated in one call (a TableCell each, as TableCell(**cell) would build)
+    return TableData(table_cells=_CELLS.validate_python(cells), num_rows=len(grid), num_cols=width)
