@@ -47,3 +47,23 @@ def test_right_blocks_pass_and_made_up_ones_are_flagged() -> None:
     assert calibration.auroc(made_up, right) >= 0.95
     caught = sum(v < DEFAULT_FLAG_BELOW for v in made_up) / len(made_up)
     assert caught >= 0.7, f"{caught:.0%} of the made-up blocks flagged"
+
+
+# tiny-hpd-reader reads random reading pages (tests/tinymodel/reading.py): fixed pages and draws,
+# clean and at one level of degradation where it misreads a good share of the blocks.
+READER = calibration.REPO / "tests" / "fixtures" / "tiny-hpd-reader"
+READER_PAGES = calibration.reading_keys(PLACEHOLDER_COUNT, batch=7)
+READER_LEVELS = ("clean", "PLACEHOLDER_LEVEL")
+
+
+def test_the_reader_reads_and_its_misreadings_score_lower() -> None:
+    clean, degraded = [], []
+    with create_engine("torch", EngineConfig(model=str(READER), mtp=False)) as engine:
+        levels = [lv for lv in calibration.READING_LEVELS if lv.name in READER_LEVELS]
+        for level, outcomes in calibration.run_levels(engine, levels, [0], READER_PAGES):
+            (clean if level.name == "clean" else degraded).extend(outcomes)
+    assert sum(o.right for o in clean) / len(clean) >= 0.9
+    wrong = [o.score.confidence for o in degraded if not o.right]
+    right = [o.score.confidence for o in degraded if o.right]
+    assert len(wrong) >= 10 and len(right) >= 10, (len(wrong), len(right))
+    assert calibration.auroc(wrong, right) >= PLACEHOLDER_AUROC

@@ -6,7 +6,9 @@ Same architecture, config and tokenizer as tests/fixtures/tiny-hpd (warm-started
 weights, which know the stream grammar), trained in fork mode on fresh random reading pages
 (tests/tinymodel/reading.py) every step, a share of them blurred, noised and JPEG-compressed
 (with the clean ground truth as the target, so that the model learns to be unsure of a glyph it
-cannot see). The data is unbounded: to get the pages right the model has to read them.
+cannot see). The data is unbounded: to get the pages right the model has to read them. An
+auxiliary linear probe (not saved) must tell from each tile token what its cell holds, which
+teaches the vision side to see the glyphs sooner.
 
 Every `--check-every` steps, greedy decoding through hpdparse's own decoder (fork mode,
 concurrent schedule) reads `--holdout` clean pages never used in training; training stops when
