@@ -1,5 +1,8 @@
-"""A calibration set for block confidence: the tiny model's sample pages, whose ground truth is
-exact per block, rendered clean and degraded until the model makes real mistakes.
+"""A calibration set for block confidence: pages whose ground truth is exact per block, rendered
+clean and degraded until the model makes real mistakes. Two kinds of pages: the tiny model's
+sample pages (tests/fixtures/tiny-hpd recites them), and random reading pages
+(tests/tinymodel/reading.py; keys from `reading_keys`, levels `READING_LEVELS`), which
+tests/fixtures/tiny-hpd-reader was trained to read.
 
 Degradation levels (`LEVELS`) combine a lower resolution, Gaussian blur, Gaussian noise and JPEG
 artefacts on the page image rendered at 200 dpi, or crop the page (its bottom part cut off); each

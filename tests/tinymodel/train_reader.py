@@ -58,7 +58,7 @@ transcribes pages it has never seen, and a glyph it cannot make out becomes a mi
 a lower token probability: what `benchmarks/bench_confidence.py` needs to measure confidence.
 On any other image its output is meaningless. Never present its output as HPD-Parsing's.
 
-Made by `python -m tests.tinymodel.train_reader --seed {seed} --max-steps {steps}` ({threads}
+Made by `python -m tests.tinymodel.train_reader --seed {seed} --max-steps {steps}{keep}` ({threads}
 CPU thread(s), {steps} steps of {batch} pages, {seconds:.0f} s on the machine that made it; the
 same seed and step count give the same weights). Fork mode only (plain mode was not trained).
 Checked at the end: greedy decoding in fork mode (concurrent schedule) reads {holdout} clean pages
@@ -285,6 +285,7 @@ def write(r: Reader, args, step: int, seconds: float, holdout) -> None:
         max_chars=reading.MAX_CHARS,
         seed=args.seed,
         steps=step,
+        keep=" --keep-anyway" if accuracy < args.target else "",
         threads=args.threads,
         batch=args.batch,
         seconds=seconds,
