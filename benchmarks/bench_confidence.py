@@ -70,11 +70,14 @@ def level_line(
     line = (
         f"{name:8} blocks {len(outcomes):4}  exact {1 - share_wrong:6.1%}  CER {cer:6.3f}  "
         f"AUROC {_fmt(area)}  ECE {ece:.3f}  caught@{flag_below} {caught:6.1%} "
-        f"(right flagged {flagged_right:5.1%})\n"
-        f"         wrong: {len(wrong) - len(made_up)} remembered (AUROC {_fmt(swap)}), "
-        f"{len(made_up)} made up (AUROC {_fmt(invented)}, caught@{flag_below} "
-        f"{caught_made_up:6.1%})"
+        f"(right flagged {flagged_right:5.1%})"
     )
+    if not all(calibration.is_reading(o.page) for o in outcomes):  # sample pages: remembered?
+        line += (
+            f"\n         wrong: {len(wrong) - len(made_up)} remembered (AUROC {_fmt(swap)}), "
+            f"{len(made_up)} made up (AUROC {_fmt(invented)}, caught@{flag_below} "
+            f"{caught_made_up:6.1%})"
+        )
     if scores:
         for label, fn in CANDIDATES.items():
             a = calibration.auroc([fn(o.score) for o in wrong], [fn(o.score) for o in right])

@@ -66,11 +66,11 @@ LEVELS = (
 # For reading pages (tests/tinymodel/reading.py, read by tests/fixtures/tiny-hpd-reader).
 READING_LEVELS = (
     Level("clean", 0.0, 0.0, None),
-    Level("R1", 2.0, 40.0, 30),
-    Level("R2", 3.0, 60.0, 20),
-    Level("R3", 4.0, 80.0, 15),
-    Level("R4", 5.0, 100.0, 10),
-    Level("R5", 6.0, 120.0, 8),
+    Level("R1", 5.0, 100.0, 11),
+    Level("R2", 5.75, 115.0, 10),
+    Level("R3", 6.25, 125.0, 9),
+    Level("R4", 6.75, 135.0, 8),
+    Level("R5", 7.5, 150.0, 7),
 )
 READING = "reading:"  # a reading page's key: (READING + batch, index)
 

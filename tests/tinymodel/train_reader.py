@@ -25,6 +25,7 @@ import math
 import random
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -40,7 +41,15 @@ from hpdparse.hpd.tiling import TilingConfig, normalize_torch, tile_image
 from tests.tinymodel import layout, reading
 from tests.tinymodel import tokenizer as tiny_tok
 from tests.tinymodel.calibration import Level, degrade
-from tests.tinymodel.train import IGNORE, Batch, fork_sequence, forward_batch, mtp_loss
+from tests.tinymodel.synth import format_stream
+from tests.tinymodel.train import (
+    IGNORE,
+    Batch,
+    Sequence,
+    fork_sequence,
+    forward_batch,
+    mtp_loss,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 TINY = REPO / "tests" / "fixtures" / "tiny-hpd"
@@ -88,17 +97,20 @@ class Reader:
         return self.model.image_features(pixels).reshape(-1, self.model.config.hidden_size)
 
 
-def augmented(page: reading.ReadingPage, rng: random.Random, clean_share: float):
-    """The page image, degraded at a random strength unless drawn clean."""
-    if rng.random() < clean_share:
+def augmented(page: reading.ReadingPage, rng: random.Random, args) -> object:
+    """The page image, degraded at a random strength unless drawn clean (`--clean-share`); at
+    `--strong` full strength, blur up to `--max-blur` and noise up to `--max-noise`."""
+    if rng.random() < args.clean_share:
         return page.image
     strength = rng.random()
-    level = Level(
-        "train",
-        blur=2.2 * strength * rng.random(),
-        noise=80.0 * strength * rng.random(),
-        jpeg=rng.choice((None, 60, 30, 15, 8)),
-    )
+    if args.strong:
+        blur, noise = args.max_blur * strength, args.max_noise * strength * rng.random()
+    else:  # the first stage's draws, kept so that its command still gives the same weights
+        blur, noise = (
+            args.max_blur * strength * rng.random(),
+            args.max_noise * strength * rng.random(),
+        )
+    level = Level("train", blur=blur, noise=noise, jpeg=rng.choice((None, 60, 30, 15, 8)))
     return degrade(page.image.convert("RGB"), level, rng.randrange(1 << 30))
 
 
@@ -143,6 +155,25 @@ def tile_token_cells(tiling: TilingConfig) -> torch.Tensor:
     return torch.tensor(cells)
 
 
+def misplaced_box_sequence(r: Reader, page: reading.ReadingPage, n: int, i: int, rng) -> Sequence:
+    """A page whose parent wrote one block's box a cell too long or too short at one end: the
+    parent's tokens are not trained on (they are wrong), the children still must write what
+    their row holds, so a child reads its row instead of copying as many glyphs as its box says
+    (a wrong box then leaves the content right, and a wrong content is a misread glyph)."""
+    blocks = list(page.blocks)
+    k = rng.randrange(len(blocks))
+    x0, y0, x1, y1 = blocks[k].bbox
+    step = reading.GRID_STEP
+    moves = [(x0 + d, x1) for d in (-step, step)] + [(x0, x1 + d) for d in (-step, step)]
+    moves = [(a, b) for a, b in moves if 0 <= a < b <= 1000]
+    a, b = rng.choice(moves)
+    blocks[k] = replace(blocks[k], bbox=(a, y0, b, y1))
+    seq = fork_sequence(r.tok, r.ids, r.pb.build(n, True), format_stream(blocks), i)
+    trunk = seq.ids.index(r.ids.child)
+    seq.labels[:trunk] = [IGNORE] * trunk
+    return seq
+
+
 def train_step(r: Reader, opts, rng: random.Random, step: int, args) -> tuple[float, ...]:
     """One optimiser step on `args.batch` fresh pages: (loss, P-MTP draft accuracy, probe
     accuracy on glyph cells, teacher-forced content-token accuracy)."""
@@ -150,8 +181,11 @@ def train_step(r: Reader, opts, rng: random.Random, step: int, args) -> tuple[fl
     seqs, feats, cells = [], [], []
     for i in range(args.batch):
         page = reading.reading_page(f"train/{args.seed}/{step}/{i}")
-        px, n = r.pixels(augmented(page, rng, args.clean_share))
-        seqs.append(fork_sequence(r.tok, r.ids, r.pb.build(n, True), page.stream, i))
+        px, n = r.pixels(augmented(page, rng, args))
+        if rng.random() < args.box_noise:
+            seqs.append(misplaced_box_sequence(r, page, n, i, rng))
+        else:
+            seqs.append(fork_sequence(r.tok, r.ids, r.pb.build(n, True), page.stream, i))
         feats.append(r.features(px))
         cells.append(torch.tensor(reading.cell_classes(page))[r.token_cells])
     batch = Batch(seqs)
@@ -222,6 +256,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=8, help="pages per step")
     parser.add_argument("--probe", type=float, default=1.0, help="auxiliary loss weight")
     parser.add_argument("--clean-share", type=float, default=0.5)
+    parser.add_argument("--max-blur", type=float, default=2.2, help="at the 320 px scale")
+    parser.add_argument("--max-noise", type=float, default=80.0)
+    parser.add_argument("--strong", action="store_true", help="blur drawn up to --max-blur")
+    parser.add_argument("--box-noise", type=float, default=0.0, help="share of misplaced boxes")
+    parser.add_argument("--min-steps", type=int, default=0, help="no stop before")
     parser.add_argument("--check-every", type=int, default=200)
     parser.add_argument("--holdout", type=int, default=60, help="held-out pages per check")
     parser.add_argument("--target", type=float, default=0.95, help="held-out block accuracy")
@@ -260,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             f"step {step}: held-out blocks exact {accuracy:.1%}, pages {page_share:.1%}",
             flush=True,
         )
-        if accuracy >= args.target or last:
+        if (accuracy >= args.target and step >= args.min_steps) or last:
             break
     r.model.eval()
     if accuracy < args.target and not args.keep_anyway:
