@@ -182,7 +182,7 @@ def train_step(r: Reader, opts, rng: random.Random, step: int, args) -> tuple[fl
     for i in range(args.batch):
         page = reading.reading_page(f"train/{args.seed}/{step}/{i}")
         px, n = r.pixels(augmented(page, rng, args))
-        if rng.random() < args.box_noise:
+        if args.box_noise and rng.random() < args.box_noise:
             seqs.append(misplaced_box_sequence(r, page, n, i, rng))
         else:
             seqs.append(fork_sequence(r.tok, r.ids, r.pb.build(n, True), page.stream, i))
