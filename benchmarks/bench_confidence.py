@@ -1,10 +1,15 @@
-"""Does block confidence mean something? The tiny model's sample pages, clean and degraded
+"""Does block confidence mean something? Pages with exact ground truth, clean and degraded
 (tests/tinymodel/calibration.py), decoded through an engine; per degradation level: block accuracy
 (exact match, mean character error rate), the ROC AUC of confidence for "block wrong" vs "block
 right", the expected calibration error, and the share of wrong blocks caught at `--flag-below`.
 
-    PYTHONPATH=$PWD python benchmarks/bench_confidence.py [--model PATH] [--engine torch]
-        [--save pages.jsonl | --load pages.jsonl]
+    PYTHONPATH=$PWD python benchmarks/bench_confidence.py [--pages reading|samples]
+        [--model PATH] [--engine torch] [--save pages.jsonl | --load pages.jsonl]
+
+`--pages reading` (the default): `--count` random reading pages (tests/tinymodel/reading.py,
+page batch `--batch`) read by tests/fixtures/tiny-hpd-reader, a checkpoint trained to read such
+pages. `--pages samples`: the six sample pages read by tests/fixtures/tiny-hpd, which recites
+pages it memorised (a page swap is written as surely as the right page: see the README).
 
 `--scores` also prints the AUROC of the candidate scores the block figures allow (mean, minimum,
 weakest-tokens mean), which is how the confidence was chosen. The last line reads
@@ -27,7 +32,8 @@ from hpdparse.engines.registry import create_engine
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from tests.tinymodel import calibration
 
-TINY = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "tiny-hpd"
+FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
+MODELS = {"reading": FIXTURES / "tiny-hpd-reader", "samples": FIXTURES / "tiny-hpd"}
 CANDIDATES = {
     "confidence": lambda s: s.confidence,
     "exp(mean)": lambda s: math.exp(s.mean_logprob),
@@ -64,11 +70,14 @@ def level_line(
     line = (
         f"{name:8} blocks {len(outcomes):4}  exact {1 - share_wrong:6.1%}  CER {cer:6.3f}  "
         f"AUROC {_fmt(area)}  ECE {ece:.3f}  caught@{flag_below} {caught:6.1%} "
-        f"(right flagged {flagged_right:5.1%})\n"
-        f"         wrong: {len(wrong) - len(made_up)} remembered (AUROC {_fmt(swap)}), "
-        f"{len(made_up)} made up (AUROC {_fmt(invented)}, caught@{flag_below} "
-        f"{caught_made_up:6.1%})"
+        f"(right flagged {flagged_right:5.1%})"
     )
+    if not all(calibration.is_reading(o.page) for o in outcomes):  # sample pages: remembered?
+        line += (
+            f"\n         wrong: {len(wrong) - len(made_up)} remembered (AUROC {_fmt(swap)}), "
+            f"{len(made_up)} made up (AUROC {_fmt(invented)}, caught@{flag_below} "
+            f"{caught_made_up:6.1%})"
+        )
     if scores:
         for label, fn in CANDIDATES.items():
             a = calibration.auroc([fn(o.score) for o in wrong], [fn(o.score) for o in right])
@@ -82,8 +91,11 @@ def _fmt(value: float | None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default=str(TINY))
+    parser.add_argument("--pages", choices=sorted(MODELS), default="reading")
+    parser.add_argument("--model", help="checkpoint (default: the one made for --pages)")
     parser.add_argument("--engine", default="torch")
+    parser.add_argument("--count", type=int, default=60, help="reading pages")
+    parser.add_argument("--batch", type=int, default=0, help="which random reading pages")
     parser.add_argument("--seeds", type=int, default=2, help="noise draws per page and level")
     parser.add_argument("--flag-below", type=float, default=DEFAULT_FLAG_BELOW)
     parser.add_argument("--scores", action="store_true", help="AUROC of each candidate score")
@@ -91,7 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--save", type=Path, help="keep the decoded pages in this file")
     parser.add_argument("--load", type=Path, help="score pages --save kept (no model)")
     args = parser.parse_args(argv)
-    levels = calibration.LEVELS
+    reading = args.pages == "reading"
+    levels = calibration.READING_LEVELS if reading else calibration.LEVELS
+    keys = calibration.reading_keys(args.count, args.batch) if reading else None
+    model = args.model or str(MODELS[args.pages])
     if args.levels:
         levels = tuple(lv for lv in levels if lv.name in args.levels.split(","))
     started = time.monotonic()
@@ -102,10 +117,11 @@ def main(argv: list[str] | None = None) -> int:
             names = {lv.name for lv in levels}
             decoded = iter([d for d in calibration.load_decoded(args.load) if d[0].name in names])
         else:
-            print(f"{args.engine} {args.model}, {args.seeds} draw(s) per page and level")
-            config = EngineConfig(model=args.model, mtp=False)
+            pages = f"{args.count} reading pages (batch {args.batch})" if reading else "samples"
+            print(f"{args.engine} {model}, {pages}, {args.seeds} draw(s) per page and level")
+            config = EngineConfig(model=model, mtp=False)
             engine = stack.enter_context(create_engine(args.engine, config))
-            decoded = calibration.decode_levels(engine, levels, range(args.seeds))
+            decoded = calibration.decode_levels(engine, levels, range(args.seeds), keys)
         if args.save:
             args.save.write_text("")
         for level, results in decoded:

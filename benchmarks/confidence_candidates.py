@@ -57,6 +57,11 @@ CANDIDATES: dict[str, Score] = {
     "first3 content": lambda o: sum(_content(o)[:3]) / len(_content(o)[:3]),
     "header min": lambda o: min(_header(o)),
     "header+content min": lambda o: min(min(_header(o)), min(_content(o))),
+    "header+content weakest3": lambda o: _weakest((*_header(o), *_content(o)), 3),
+    "header+content weakest2": lambda o: _weakest((*_header(o), *_content(o)), 2),
+    "header+content mean": lambda o: (
+        sum((*_header(o), *_content(o))) / len((*_header(o), *_content(o)))
+    ),
     "page first 4 min": lambda o: _page_first(o, 4),
     "page first 12 min": lambda o: _page_first(o, 12),
     "page min": lambda o: min(_page_tokens(o)),

@@ -1,4 +1,4 @@
-"""A floor under the confidence scores on the tiny checkpoint, so that a regression (log-
+"""A floor under the confidence scores on the tiny checkpoints, so that a regression (log-
 probabilities misaligned with their blocks, a wrong sign or scale, a score that stops looking at
 the weakest tokens) fails CI. On fixed pages and draws (tests/tinymodel/calibration.py):
 
@@ -11,7 +11,9 @@ the weakest tokens) fails CI. On fixed pages and draws (tests/tinymodel/calibrat
 What the scores do NOT do on this checkpoint, and so is not tested: catch a page swap. Shown a
 degraded page, the tiny model (which memorised six pages) often writes another sample page's
 text verbatim, as confidently as its own (benchmarks/bench_confidence.py: AUROC 0.54 for those
-blocks; see the README's Confidence section)."""
+blocks; see the README's Confidence section). That is what the second checkpoint,
+tests/fixtures/tiny-hpd-reader, trained to read random reading pages, is for: its misread blocks
+must rank below its right ones (the last test)."""
 
 from __future__ import annotations
 
@@ -47,3 +49,28 @@ def test_right_blocks_pass_and_made_up_ones_are_flagged() -> None:
     assert calibration.auroc(made_up, right) >= 0.95
     caught = sum(v < DEFAULT_FLAG_BELOW for v in made_up) / len(made_up)
     assert caught >= 0.7, f"{caught:.0%} of the made-up blocks flagged"
+
+
+# tiny-hpd-reader reads random reading pages (tests/tinymodel/reading.py): fixed pages and draws,
+# clean and at one level of degradation where it misreads a good share of the blocks.
+READER = calibration.REPO / "tests" / "fixtures" / "tiny-hpd-reader"
+READER_PAGES = calibration.reading_keys(24, batch=7)
+READER_LEVELS = ("clean", "R4")
+
+
+def test_the_reader_reads_and_its_misreadings_score_lower() -> None:
+    """Clean pages it has never seen: nearly every block right; degraded (level R4): misread
+    blocks rank below right ones (measured: 16 of 56 blocks wrong, AUROC 0.74, on these pages)."""
+    clean, degraded = [], []
+    with create_engine("torch", EngineConfig(model=str(READER), mtp=False)) as engine:
+        levels = [lv for lv in calibration.READING_LEVELS if lv.name in READER_LEVELS]
+        for level, outcomes in calibration.run_levels(engine, levels, [0], READER_PAGES):
+            (clean if level.name == "clean" else degraded).extend(outcomes)
+    assert len(clean) >= 50
+    assert sum(o.right for o in clean) / len(clean) >= 0.9
+    assert all(o.score.confidence >= DEFAULT_FLAG_BELOW for o in clean if o.right)
+    wrong = [o.score.confidence for o in degraded if not o.right]
+    right = [o.score.confidence for o in degraded if o.right]
+    assert len(wrong) >= 10 and len(right) >= 10, (len(wrong), len(right))
+    area = calibration.auroc(wrong, right)
+    assert area >= 0.65, f"misread blocks no longer score lower (AUROC {area:.2f})"

@@ -1,5 +1,8 @@
-"""A calibration set for block confidence: the tiny model's sample pages, whose ground truth is
-exact per block, rendered clean and degraded until the model makes real mistakes.
+"""A calibration set for block confidence: pages whose ground truth is exact per block, rendered
+clean and degraded until the model makes real mistakes. Two kinds of pages: the tiny model's
+sample pages (tests/fixtures/tiny-hpd recites them), and random reading pages
+(tests/tinymodel/reading.py; keys from `reading_keys`, levels `READING_LEVELS`), which
+tests/fixtures/tiny-hpd-reader was trained to read.
 
 Degradation levels (`LEVELS`) combine a lower resolution, Gaussian blur, Gaussian noise and JPEG
 artefacts on the page image rendered at 200 dpi, or crop the page (its bottom part cut off); each
@@ -29,6 +32,7 @@ from hpdparse.hpd.confidence import BlockScore, score_segment, segment_of_blocks
 from hpdparse.hpd.logprobs import PageLogprobs, Segment
 from hpdparse.hpd.stream import FLAG_NO_HEADER, parse_page
 from hpdparse.sources.open import open_source
+from tests.tinymodel import reading
 from tests.tinymodel.synth import load_ground_truth
 
 REPO = Path(__file__).resolve().parents[2]
@@ -59,6 +63,16 @@ LEVELS = (
     Level("C1", 0.0, 0.0, None, crop=0.35),
     Level("C2", 0.0, 0.0, None, crop=0.6),
 )
+# For reading pages (tests/tinymodel/reading.py, read by tests/fixtures/tiny-hpd-reader).
+READING_LEVELS = (
+    Level("clean", 0.0, 0.0, None),
+    Level("R1", 5.0, 100.0, 11),
+    Level("R2", 5.75, 115.0, 10),
+    Level("R3", 6.25, 125.0, 9),
+    Level("R4", 6.75, 135.0, 8),
+    Level("R5", 7.5, 150.0, 7),
+)
+READING = "reading:"  # a reading page's key: (READING + batch, index)
 
 
 @dataclass(frozen=True)
@@ -84,6 +98,26 @@ def pages() -> dict[tuple[str, int], str]:
     return load_ground_truth(STREAMS)
 
 
+def is_reading(key: tuple[str, int]) -> bool:
+    return key[0].startswith(READING)
+
+
+def reading_keys(count: int, batch: int = 0) -> list[tuple[str, int]]:
+    """Keys of `count` random reading pages (a `batch` draws other pages than the others; none
+    are the pages tests/tinymodel/train_reader.py trains or checks on)."""
+    return [(f"{READING}{batch}", i) for i in range(count)]
+
+
+@functools.cache
+def _reading_page(key: tuple[str, int]) -> reading.ReadingPage:
+    return reading.reading_page(f"calibration/{key[0][len(READING) :]}/{key[1]}")
+
+
+def truth_of(key: tuple[str, int]) -> str:
+    """The ground-truth stream of a sample page or a reading page."""
+    return _reading_page(key).stream if is_reading(key) else pages()[key]
+
+
 @functools.cache
 def _remembered_texts() -> frozenset[str]:
     """Every block text of every sample page (what the tiny model has memorised)."""
@@ -91,6 +125,8 @@ def _remembered_texts() -> frozenset[str]:
 
 
 def clean_image(key: tuple[str, int]) -> Image.Image:
+    if is_reading(key):
+        return _reading_page(key).image.convert("RGB")
     stem, page = key
     path = SAMPLES / f"{stem}.pdf"
     if not path.is_file():
@@ -166,7 +202,7 @@ def block_outcomes(
         )
         segment_tokens = result.logprobs.segments[segment]
         right = block.content in expected
-        remembered = right or block.content in _remembered_texts()
+        remembered = right or (not is_reading(key) and block.content in _remembered_texts())
         out.append(
             Outcome(
                 level,
@@ -230,11 +266,10 @@ def decode_levels(
 
 def level_outcomes(level: Level, decoded: Decoded) -> list[Outcome]:
     """Every judged block of one level's decoded pages."""
-    truth = pages()
     outcomes: list[Outcome] = []
     for (key, seed), result in sorted(decoded.items(), key=lambda item: item[0]):
         crop = crop_share(level, seed)
-        outcomes.extend(block_outcomes(level.name, key, result, truth[key], crop))
+        outcomes.extend(block_outcomes(level.name, key, result, truth_of(key), crop))
     return outcomes
 
 
@@ -318,10 +353,10 @@ def save_decoded(
 
 
 def load_decoded(path: Path) -> list[tuple[Level, Decoded]]:
-    """The levels `save_decoded` wrote, in `LEVELS` order."""
+    """The levels `save_decoded` wrote, in `LEVELS` (then `READING_LEVELS`) order."""
     import json
 
-    by_name = {level.name: level for level in LEVELS}
+    by_name = {level.name: level for level in LEVELS + READING_LEVELS}
     found: dict[str, Decoded] = {}
     with open(path, encoding="utf-8") as source:
         for line in source:
