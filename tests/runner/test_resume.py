@@ -18,7 +18,7 @@ from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.progress import Progress
 from hpdparse.sources.rasterize import rasterize_page
 from hpdparse.store.output_store import open_document_folder
-from tests.helpers.fakeserver import FakeHPDServer, image_fingerprint
+from tests.helpers.fakeserver import AnswerGate, FakeHPDServer, image_fingerprint
 from tests.helpers.paths import REPO
 from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.pdfs import make_pdf
@@ -138,7 +138,12 @@ def _valid_pages(doc_dir: Path, pages: int) -> set[int]:
     return {n for n in range(1, pages + 1) if folder.read_raw_page(n) is not None}
 
 
-def _run_until(cmd: list[str], doc_dir: Path, pages: int, at_least: int, sig: int):
+def _run_until(
+    cmd: list[str], doc_dir: Path, pages: int, at_least: int, sig: int, gate: AnswerGate
+):
+    """Run `cmd` until `at_least` pages of `doc_dir` are saved, then send it `sig`; the
+    server's `gate` holds every further answer until then, so the signal lands mid-run however
+    fast or loaded the machine is."""
     proc = subprocess.Popen(
         cmd,
         stdout=subprocess.PIPE,
@@ -157,8 +162,10 @@ def _run_until(cmd: list[str], doc_dir: Path, pages: int, at_least: int, sig: in
             os.killpg(proc.pid, signal.SIGKILL)  # the whole process group, workers included
         else:
             proc.send_signal(sig)
+        gate.open()
         out, err = proc.communicate(timeout=PATIENCE_SECONDS)
     finally:
+        gate.open()
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
@@ -177,13 +184,14 @@ def test_kill_9_and_ctrl_c_then_rerun_match_an_uninterrupted_run(
 
     out = tmp_path / "out"
     doc_dir = out / "long"
-    srv.delay = 0.12  # slow answers, so the kills land mid-run
-
-    # kill -9 twice at different points, then Ctrl-C once.
+    # kill -9 twice at different points, then Ctrl-C once; each run gets the answers it needs
+    # to reach its point, the others wait.
     for at_least, sig in ((3, signal.SIGKILL), (8, signal.SIGKILL), (13, signal.SIGINT)):
-        finished_before = {fingerprints[n] for n in _valid_pages(doc_dir, pages)}
+        valid = _valid_pages(doc_dir, pages)
+        finished_before = {fingerprints[n] for n in valid}
         srv.clear_log()
-        code, _, err = _run_until(_cli(out, pdf, srv.url), doc_dir, pages, at_least, sig)
+        srv.delay = gate = AnswerGate(free=at_least - len(valid), limit=PATIENCE_SECONDS)
+        code, _, err = _run_until(_cli(out, pdf, srv.url), doc_dir, pages, at_least, sig, gate)
         # No page finished in an earlier run was sent again.
         assert not finished_before & set(srv.fingerprints())
         if sig == signal.SIGINT:
@@ -212,10 +220,12 @@ def test_sigterm_stops_cleanly_and_kill_9_leaves_no_worker_behind(
 
     pdf = make_pdf(tmp_path / "in" / "doc.pdf", 12, "term")
     out = tmp_path / "out"
-    srv.delay = 0.15
-    code, _, err = _run_until(_cli(out, pdf, srv.url), out / "doc", 12, 2, signal.SIGTERM)
+    srv.delay = gate = AnswerGate(free=2, limit=PATIENCE_SECONDS)
+    code, _, err = _run_until(_cli(out, pdf, srv.url), out / "doc", 12, 2, signal.SIGTERM, gate)
     assert code == 130 and "Traceback" not in err
     assert len(_valid_pages(out / "doc", 12)) >= 2
+
+    srv.delay = gate = AnswerGate(free=1, limit=PATIENCE_SECONDS)
 
     # kill -9 of the main process alone: its rasterizer processes must not live on.
     proc = subprocess.Popen(
@@ -237,5 +247,6 @@ def test_sigterm_stops_cleanly_and_kill_9_leaves_no_worker_behind(
         gone, alive = psutil.wait_procs(children, timeout=PATIENCE_SECONDS)
         assert not alive, alive
     finally:
+        gate.open()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)

@@ -94,8 +94,12 @@ def _saved_numbers(bucket: str) -> set[int]:
     return {int(key.rsplit("page-", 1)[1][:4]) for key in _saved_pages(bucket)}
 
 
-def _stopped_after_three_pages(bucket: str, args: list[str], stop: signal.Signals) -> set[int]:
-    """Run `hpdparse ARGS`, send it `stop` once 3 pages are saved; the pages saved by then."""
+def _stopped_after_three_pages(
+    bucket: str, args: list[str], stop: signal.Signals, gate: AnswerGate
+) -> set[int]:
+    """Run `hpdparse ARGS`, send it `stop` once 3 pages are saved; the pages saved by then. The
+    server's `gate` holds every other answer until the run has ended, so the run cannot finish
+    before the signal lands, however loaded the machine is."""
     proc = popen_hpdparse(*args)
     try:
         deadline = time.monotonic() + 420
@@ -113,6 +117,7 @@ def _stopped_after_three_pages(bucket: str, args: list[str], stop: signal.Signal
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
+        gate.open()
     assert wait_for_no_decoder_actors(120)
     keys = boto3.client("s3").list_objects_v2(Bucket=bucket, Prefix="out/")["Contents"]
     assert "out/doc/doc.md" not in {item["Key"] for item in keys}
@@ -145,9 +150,9 @@ def test_a_bucket_folder_started_by_one_runner_is_finished_by_the_other(
     with FakeHPDServer() as fake:
         reference = hpdparse(*_convert_args(bucket, "ref", fake))
         assert reference.returncode == 0, reference.stderr
-        fake.delay = 2.0  # the first run is stopped long before its last page
+        fake.delay = gate = AnswerGate(free=3, limit=420)
         args = _convert_args(bucket, "out", fake) + runner[first]
-        saved = _stopped_after_three_pages(bucket, args, stop)
+        saved = _stopped_after_three_pages(bucket, args, stop, gate)
         assert 3 <= len(saved) < pages
         fake.delay = 0.0
         fake.clear_log()

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers.paths import REPO
+from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.vllm import TINY, sample_pages, vllm_config, vllm_options
 
@@ -33,8 +34,8 @@ from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
 pytestmark = pytest.mark.vllm
 
 START_SECONDS = 300  # a loaded 2-core machine takes minutes to start vLLM twice
-# How long an engine core may outlive its parent: the watch polls every 0.5 s, then vLLM's
-# shutdown takes a few seconds.
+# How long an engine core may outlive its parent (once the parent has exited): the watch polls
+# every 0.5 s, then vLLM's shutdown takes a few seconds.
 ORPHAN_SECONDS = 30
 
 
@@ -153,7 +154,9 @@ def test_no_engine_core_outlives_its_parent(tmp_path: Path, sig: signal.Signals)
         started = main.children(recursive=True)
         assert _engine_cores(started)
         os.kill(proc.pid, sig)  # the main process only, not its process group
-        proc.wait(ORPHAN_SECONDS)
+        # How long the main process takes to shut vLLM down depends on how busy the machine
+        # is; what is checked is that nothing it started outlives it.
+        proc.wait(PATIENCE_SECONDS)
         _, alive = psutil.wait_procs(started, timeout=ORPHAN_SECONDS)
         assert not alive, f"alive {ORPHAN_SECONDS} s after the parent: {alive}"
         if sig != signal.SIGKILL:
