@@ -1,0 +1,135 @@
+"""docling_item_json writes each DoclingDocument item as docling-core's own
+`model_dump_json(by_alias=True, exclude_none=True)` does, byte for byte: on every item of the test
+documents, and on items made to trip its shortcuts (table text that looks like the JSON around it,
+slots no cell covers, spans, rich cells, items with comments)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("docling_core")
+
+from docling_core.types.doc import (
+    BoundingBox,
+    CoordOrigin,
+    DocItemLabel,
+    DoclingDocument,
+    FineRef,
+    NodeItem,
+    ProvenanceItem,
+    RichTableCell,
+    TableCell,
+    TableData,
+    TableItem,
+)
+
+from hpdparse.export.docling_item_json import _serializer, docling_item_json
+from tests.export.export_cases import CASES, exported
+
+_ITEM_LISTS = ("groups", "texts", "pictures", "tables")
+
+
+def docling_cores(item: NodeItem) -> str:
+    return item.model_dump_json(by_alias=True, exclude_none=True)
+
+
+def items_of(doc: DoclingDocument) -> list[NodeItem]:
+    return [item for name in _ITEM_LISTS for item in getattr(doc, name)]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_item_of_the_test_documents(name: str) -> None:
+    items = items_of(exported(name).document)
+    assert items
+    for item in items:
+        assert docling_item_json(item) == docling_cores(item), item.self_ref
+
+
+def test_the_shortcut_applies_to_every_class_the_export_writes() -> None:
+    """A docling-core whose schemas are laid out otherwise would silently take the slow path."""
+    classes = {type(item) for name in CASES for item in items_of(exported(name).document)}
+    written = {cls.__name__ for cls in classes if _serializer(cls) is not None}
+    assert {"TextItem", "TitleItem", "SectionHeaderItem", "ListItem", "FormulaItem"} <= written
+    assert {"TableItem", "PictureItem", "CodeItem"} <= written
+
+
+def cell(text: str, row: int, col: int, rows: int = 1, cols: int = 1, **fields) -> TableCell:
+    return TableCell(
+        text=text,
+        row_span=rows,
+        col_span=cols,
+        start_row_offset_idx=row,
+        end_row_offset_idx=row + rows,
+        start_col_offset_idx=col,
+        end_col_offset_idx=col + cols,
+        **fields,
+    )
+
+
+def table(cells: list[TableCell], rows: int, cols: int) -> TableItem:
+    doc = DoclingDocument(name="t")
+    prov = ProvenanceItem(
+        page_no=1,
+        bbox=BoundingBox(l=1.5, t=700.25, r=300.0, b=600.0, coord_origin=CoordOrigin.BOTTOMLEFT),
+        charspan=(0, 0),
+    )
+    data = TableData(table_cells=cells, num_rows=rows, num_cols=cols)
+    item = doc.add_table(data=data, prov=prov)
+    doc.add_text(DocItemLabel.CAPTION, 'Table 1: "grid"', parent=item)
+    return item
+
+
+TABLES = {
+    "text like the JSON around it": (
+        [
+            cell('},"annotations":[', 0, 0, column_header=True),
+            cell('"grid":[[', 0, 1, column_header=True),
+            cell("\\u0022 \n ünï ✓", 1, 0),
+            cell("],[", 1, 1),
+        ],
+        2,
+        2,
+    ),
+    "spans": ([cell("a", 0, 0, cols=2), cell("b", 1, 0, rows=2), cell("c", 1, 1)], 3, 2),
+    "slots no cell covers": ([cell("only", 1, 1)], 3, 3),
+    "cells beyond the counts": ([cell("x", 0, 0, rows=3, cols=4)], 2, 2),
+    "no rows": ([], 0, 0),
+    "rows without columns": ([], 2, 0),
+    "a cell with a box": (
+        [cell("boxed", 0, 0, bbox=BoundingBox(l=1.0, t=2.0, r=3.0, b=4.0))],
+        1,
+        1,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TABLES))
+def test_tables(case: str) -> None:
+    cells, rows, cols = TABLES[case]
+    item = table(cells, rows, cols)
+    assert docling_item_json(item) == docling_cores(item)
+
+
+def test_a_table_with_a_rich_cell_takes_docling_cores_path() -> None:
+    item = table([cell("a", 0, 0)], 1, 2)
+    rich = RichTableCell(
+        text="rich",
+        start_row_offset_idx=0,
+        end_row_offset_idx=1,
+        start_col_offset_idx=1,
+        end_col_offset_idx=2,
+        ref={"$ref": "#/texts/0"},
+    )
+    item.data.table_cells.append(rich)
+    assert docling_item_json(item) == docling_cores(item)
+
+
+def test_items_whose_dropped_lists_are_not_empty() -> None:
+    doc = exported("synth/report").document.model_copy(deep=True)
+    text = next(item for item in doc.texts if item.prov)
+    text.comments = [FineRef(cref="#/texts/0")]
+    assert '"comments":' in docling_item_json(text)
+    assert docling_item_json(text) == docling_cores(text)
+    table_item = doc.tables[0]
+    table_item.comments = [FineRef(cref="#/texts/0")]
+    assert docling_item_json(table_item) == docling_cores(table_item)
