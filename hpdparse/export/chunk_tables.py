@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from docling_core.types.doc import RichTableCell, TableItem
+from docling_core.types.doc import RichTableCell, TableCell, TableItem
 from tabulate import _type, tabulate
 
 
@@ -31,16 +31,22 @@ def table_markdown(item: TableItem) -> str:
     """MarkdownTableSerializer's pipe table, from a grid built once (docling's `TableData.grid`
     builds a validated cell per slot at every call)."""
     data = item.data
-    if any(isinstance(cell, RichTableCell) for cell in data.table_cells):
+    # types compared first: isinstance of docling's models is slow when it is False
+    cells = data.table_cells
+    plain = all(type(cell) is TableCell for cell in cells)
+    if not plain and any(isinstance(cell, RichTableCell) for cell in cells):
         raise Unsupported(f"{item.self_ref}: rich table cells")
     rows_n, cols_n = data.num_rows, data.num_cols
-    grid: list[list] = [[_Empty(i, j) for j in range(cols_n)] for i in range(rows_n)]
+    grid: list[list] = [[None] * cols_n for _ in range(rows_n)]
     for cell in data.table_cells:
         rows = range(min(cell.start_row_offset_idx, rows_n), min(cell.end_row_offset_idx, rows_n))
         cols = range(min(cell.start_col_offset_idx, cols_n), min(cell.end_col_offset_idx, cols_n))
         for i in rows:
             for j in cols:
                 grid[i][j] = cell
+    for i, row in enumerate(grid):
+        if None in row:
+            row[:] = [_Empty(i, j) if c is None else c for j, c in enumerate(row)]
     # newlines and pipes escaped so that the pipe table stays valid
     texts = [[(c.text or "").replace("\n", " ").replace("|", "&#124;") for c in r] for r in grid]
     if not texts:

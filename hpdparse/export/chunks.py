@@ -41,9 +41,8 @@ def chunk_records(
     records = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
-        refs: list[BlockRef] = []
-        for ref in items:
-            refs.extend(r for r in export.refs.get(ref, []) if r not in refs)
+        # each block once, in order
+        refs = list(dict.fromkeys(r for ref in items for r in export.refs.get(ref, ())))
         # ours counted by parts, HybridChunker's whole: the tests compare the two
         tokens = (
             count_joined(chunk.contextualized_parts()) if fast else count(chunk.contextualized())
@@ -109,5 +108,10 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
     return owned
 
 
+# what json.dumps(record, ensure_ascii=False) uses, built once (json.dumps builds an encoder at
+# every call with an argument other than the defaults)
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def chunks_jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return "".join(_ENCODER.encode(r) + "\n" for r in records)
