@@ -45,7 +45,7 @@ def table_markdown(item: TableItem) -> str:
             for j in cols:
                 grid[i][j] = cell
     for i, row in enumerate(grid):
-        if None in row:
+        if any(c is None for c in row):  # (`None in row` would call each cell's __eq__)
             row[:] = [_Empty(i, j) if c is None else c for j, c in enumerate(row)]
     # newlines and pipes escaped so that the pipe table stays valid
     texts = [[(c.text or "").replace("\n", " ").replace("|", "&#124;") for c in r] for r in grid]
