@@ -362,5 +362,9 @@ def _table_data(table: Table) -> TableData:
                     "column_header": cell.header,
                 }
             )
-    # the cells validated in one call (a TableCell each, as TableCell(**cell) would build)
-    return TableData(table_cells=_CELLS.validate_python(cells), num_rows=len(grid), num_cols=width)
+    # the cells validated in one call (a TableCell each, as TableCell(**cell) would build), then
+    # given to the validated table: TableData's validation would check each one again (a Python
+    # validator of docling's per cell, twice: its cell types are tried in turn)
+    data = TableData(table_cells=[], num_rows=len(grid), num_cols=width)
+    data.table_cells = _CELLS.validate_python(cells)
+    return data

@@ -30,6 +30,7 @@ from docling_core.types.doc.document import TextItem
 _Item = TypeVar("_Item", bound=NodeItem)
 
 _COLLECTIONS = {"texts", "tables", "pictures", "groups"}
+_REF = RefItem.__pydantic_validator__
 
 # A ProvenanceItem, or its fields as a dict (`bbox` a BoundingBox or its fields), validated with
 # the item.
@@ -67,9 +68,10 @@ def append_item(
     values.update(fields)
     values["self_ref"] = cref
     values["parent"] = {"cref": parent.self_ref}  # the RefItem `add_*` gives, built with the item
-    item = cls.model_validate(values)
+    # (the validators themselves: model_validate and __init__ add a Python call each)
+    item = cls.__pydantic_validator__.validate_python(values)
     items.append(item)
-    parent.children.append(RefItem(cref=cref))
+    parent.children.append(_REF.validate_python({"cref": cref}))
     return item
 
 

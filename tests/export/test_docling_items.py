@@ -150,3 +150,20 @@ def test_provenance_given_as_data_builds_the_same_items() -> None:
     assert isinstance(as_data.texts[0].parent, RefItem)
     with pytest.raises(ValueError, match="bbox"):
         append_plain_text(as_data, DocItemLabel.TEXT, "bad", [{"page_no": 1, "charspan": (0, 1)}])
+
+
+def test_the_exports_tables_equal_tables_docling_core_validates_whole() -> None:
+    """The export validates a table's cells, then gives them to its validated TableData."""
+    from tests.export.export_cases import CASES, exported
+
+    tables = [table for name in CASES for table in exported(name).document.tables]
+    assert tables
+    for table in tables:
+        whole = TableData(
+            table_cells=[cell.model_dump() for cell in table.data.table_cells],
+            num_rows=table.data.num_rows,
+            num_cols=table.data.num_cols,
+        )
+        assert table.data == whole
+        assert table.data.model_fields_set == whole.model_fields_set
+        assert all(type(cell) is TableCell for cell in table.data.table_cells)
