@@ -38,12 +38,9 @@ def table_markdown(item: TableItem) -> str:
         raise Unsupported(f"{item.self_ref}: rich table cells")
     rows_n, cols_n = data.num_rows, data.num_cols
     grid: list[list] = [[None] * cols_n for _ in range(rows_n)]
-    for cell in data.table_cells:
-        rows = range(min(cell.start_row_offset_idx, rows_n), min(cell.end_row_offset_idx, rows_n))
-        cols = range(min(cell.start_col_offset_idx, cols_n), min(cell.end_col_offset_idx, cols_n))
-        for i in rows:
-            for j in cols:
-                grid[i][j] = cell
+    for cell in cells:
+        for i, j in covered_slots(cell, rows_n, cols_n):
+            grid[i][j] = cell
     for i, row in enumerate(grid):
         if any(c is None for c in row):  # (`None in row` would call each cell's __eq__)
             row[:] = [_Empty(i, j) if c is None else c for j, c in enumerate(row)]
@@ -69,6 +66,19 @@ def table_markdown(item: TableItem) -> str:
         disable_numparse=True,
         colalign=tuple(align) if align else None,
     )
+
+
+def covered_slots(cell: TableCell, rows_n: int, cols_n: int) -> list[tuple[int, int]]:
+    """The slots `(row, column)` docling's `TableData.grid` gives `cell` in a table of `rows_n`
+    rows and `cols_n` columns (its offsets cut at the counts, as Python ranges: an offset below
+    zero counts from the end), the common one-slot cell found without building ranges."""
+    i, j = cell.start_row_offset_idx, cell.start_col_offset_idx
+    one_slot = cell.end_row_offset_idx == i + 1 and cell.end_col_offset_idx == j + 1
+    if one_slot and 0 <= i < rows_n and 0 <= j < cols_n:
+        return [(i, j)]
+    rows = range(min(i, rows_n), min(cell.end_row_offset_idx, rows_n))
+    cols = range(min(j, cols_n), min(cell.end_col_offset_idx, cols_n))
+    return [(r, c) for r in rows for c in cols]
 
 
 def _plain_ascii(header_row: list[str], body: list[list[str]]) -> bool:

@@ -42,6 +42,8 @@ from docling_core.types.doc import (
 from pydantic import BaseModel
 from pydantic_core import SchemaSerializer
 
+from hpdparse.export.chunk_tables import covered_slots
+
 _DOCITEM_WRAPPER = DocItem._custom_pydantic_serialize
 _DROPPED_WHEN_EMPTY = ("comments", "source")
 _DROPPED = set(_DROPPED_WHEN_EMPTY)
@@ -151,11 +153,8 @@ def _grid_json(data: TableData, written: list[str]) -> str:
     rows_n, cols_n = data.num_rows, data.num_cols
     grid: list[list[str | None]] = [[None] * cols_n for _ in range(rows_n)]
     for cell, text in zip(data.table_cells, written, strict=True):
-        rows = range(min(cell.start_row_offset_idx, rows_n), min(cell.end_row_offset_idx, rows_n))
-        cols = range(min(cell.start_col_offset_idx, cols_n), min(cell.end_col_offset_idx, cols_n))
-        for i in rows:
-            for j in cols:
-                grid[i][j] = text
+        for i, j in covered_slots(cell, rows_n, cols_n):
+            grid[i][j] = text
     lines = []
     for i, row in enumerate(grid):
         slots = [_empty_cell(i, j) if text is None else text for j, text in enumerate(row)]

@@ -6,6 +6,8 @@ first item the shortcut writes otherwise is written by docling-core."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 pytest.importorskip("docling_core")
@@ -155,3 +157,30 @@ def test_a_class_whose_first_item_differs_is_written_by_docling_core(
     items = [item for item in exported("synth/report").document.texts if item.prov][:3]
     assert [docling_item_json(item) for item in items] == [docling_cores_json(i) for i in items]
     assert module._checked == dict.fromkeys({type(item) for item in items}, False)
+
+
+def test_covered_slots_are_those_of_doclings_grid() -> None:
+    """Every cell shape, offsets below zero and beyond the counts included (where docling's grid
+    can be built at all: an offset far below zero fails there, and here alike)."""
+    from hpdparse.export.chunk_tables import covered_slots
+
+    compared = 0
+    for rows_n, cols_n in [(3, 4), (1, 1), (0, 2), (2, 0)]:
+        for start_row, start_col, rows, cols in itertools.product(
+            range(-2, 5), range(-2, 5), range(3), range(3)
+        ):
+            spec = cell("x", start_row, start_col)
+            spec.end_row_offset_idx = start_row + rows
+            spec.end_col_offset_idx = start_col + cols
+            data = TableData(table_cells=[spec], num_rows=rows_n, num_cols=cols_n)
+            try:
+                grid = data.grid
+            except IndexError:
+                continue
+            expected = {
+                (i, j) for i, row in enumerate(grid) for j, s in enumerate(row) if s is spec
+            }
+            found = {(i % rows_n, j % cols_n) for i, j in covered_slots(spec, rows_n, cols_n)}
+            assert found == expected, (rows_n, cols_n, start_row, start_col, rows, cols)
+            compared += 1
+    assert compared > 500
