@@ -99,6 +99,7 @@ class Chunk:
     items: list[DocItem]
     headings: list[str] | None
     parts: list[str] | None = None  # the texts `text` joins with DELIM, when known
+    tokens: int | None = None  # of `contextualized()`, when the chunker counted them
 
     def contextualized(self) -> str:
         """What HybridChunker counts and an embedder sees: headings, then the text."""
@@ -198,7 +199,8 @@ class FastChunker:
         start = 0
         while start < len(chunks):
             first = chunks[start]
-            overhead = self._tokens(first) - counts[start]
+            first_tokens = self._tokens(first)
+            overhead = first_tokens - counts[start]
             end, fit_end, running = start + 1, start, counts[start]
             while end < len(chunks) and chunks[end].headings == first.headings:
                 running += counts[end] + delim_tokens
@@ -213,9 +215,16 @@ class FastChunker:
                     end += 1
                     continue
                 break
-            while fit_end > start and self._tokens(candidate(start, fit_end)) > self.max_tokens:
+            chunk, tokens = first, first_tokens
+            while fit_end > start:
+                chunk = candidate(start, fit_end)
+                tokens = self._tokens(chunk)
+                if tokens <= self.max_tokens:
+                    break
+                chunk, tokens = first, first_tokens
                 fit_end -= 1
-            merged.append(first if fit_end == start else candidate(start, fit_end))
+            chunk.tokens = tokens
+            merged.append(chunk)
             start = fit_end + 1
         return merged
 

@@ -43,10 +43,14 @@ def chunk_records(
         items = _owned_items(chunk.items)
         # each block once, in order
         refs = list(dict.fromkeys(r for ref in items for r in export.refs.get(ref, ())))
-        # ours counted by parts, HybridChunker's whole: the tests compare the two
-        tokens = (
-            count_joined(chunk.contextualized_parts()) if fast else count(chunk.contextualized())
-        )
+        # ours counted by parts (the chunker's own count), HybridChunker's whole: the tests
+        # compare the two
+        if fast:
+            tokens = chunk.tokens
+            if tokens is None:
+                tokens = count_joined(chunk.contextualized_parts())
+        else:
+            tokens = count(chunk.contextualized())
         records.append(
             {
                 "id": f"{stem}:{index}",

@@ -52,8 +52,10 @@ def oracle_triples(doc: DoclingDocument, limit: int, tokenizer: str | None = Non
 def assert_same_chunks(doc: DoclingDocument, limit: int, tokenizer: str | None = None) -> None:
     """Ours (which must apply) and HybridChunker give the same chunks."""
     count = token_counter(load_tokenizer(tokenizer, limit))
-    ours = chunk_triples(FastChunker(count, limit).chunk(doc))
-    assert ours == oracle_triples(doc, limit, tokenizer)
+    chunks = FastChunker(count, limit).chunk(doc)
+    assert chunk_triples(chunks) == oracle_triples(doc, limit, tokenizer)
+    # the count the chunker keeps (chunks.jsonl's `tokens`) is that of the whole text
+    assert [c.tokens for c in chunks] == [count(c.contextualized()) for c in chunks]
 
 
 @pytest.mark.parametrize("limit", LIMITS)
