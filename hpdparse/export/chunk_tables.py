@@ -112,13 +112,17 @@ def github_table(body: list[list[str]], headers: list[str], align: list[str]) ->
 _MAYBE_NUMBER = re.compile(r"\d|inf|nan|true|false", re.IGNORECASE)
 # A value tabulate types as int or float, for sure.
 _PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
+# An ASCII character no number or bool tabulate reads can hold (it reads what int() and float()
+# read, "1,234", True and False, once ANSI codes are stripped): an ASCII value with one is text.
+_TEXT_CHARACTER = re.compile(r"[^0-9+\-.,_ \t\n\r\f\v\x1c-\x1fAaEeFfIiLlNnRrSsTtUuYy]")
 
 
 def numeric_column(values: list[str]) -> bool:
     """tabulate's `_column_type(values) in (int, float)`: the most generic of the values' types
-    (and bool) is int or float. A value settled at a look (no digit, nor inf, nan, True, False:
-    text; a plain decimal number) is not parsed; any other is typed by tabulate's `_type`, one at
-    a time, and the first typed as text ends the look (tabulate types all of them)."""
+    (and bool) is int or float. A value settled at a look (no digit, nor inf, nan, True, False,
+    or an ASCII character none of them holds: text; a plain decimal number) is not parsed; any
+    other is typed by tabulate's `_type`, one at a time, and the first typed as text ends the
+    look (tabulate types all of them)."""
     numbers = 0
     for value in values:
         if not value:
@@ -127,6 +131,8 @@ def numeric_column(values: list[str]) -> bool:
             numbers += 1
             continue
         if not _MAYBE_NUMBER.search(value):
+            return False
+        if value.isascii() and "\x1b" not in value and _TEXT_CHARACTER.search(value):
             return False
         kind = _type(value)
         if kind in (int, float):

@@ -79,7 +79,9 @@ def test_numeric_columns_are_the_ones_tabulate_types_as_numbers() -> None:
         "", " ", "12", "1.5", "-3e4", "1,234", "1,234.5", "٣", "inf", "-INF", "nan", "Infinity",
         "True", "False", "true", "x1", "abc", "½", "²", "\x1b[31m42\x1b[0m", "\x1b[31mab\x1b[0m",
         "0x1F", "1_000", " 7 ", "—", "007", "+3", "-0.50", ".5", "5.", "1.2.3", "1\n", "١٢",
-        "Model 3-1", "$\\pm 3.1$", "12%", "1e5x", "nan7",
+        "Model 3-1", "$\\pm 3.1$", "12%", "1e5x", "nan7", "1e5", "1E-3", "\x1c1\x1f", "\t-2\n",
+        "1,2,3", "12,345", "Tru", "Fals3", "NaN", "-Infinity", "infinity1", "3 4", "1__0", "e",
+        "\x1b[1m7", "7\x1b", "n/a", "1.", "(1)", "1/2", "#3", "3x",
     ]  # fmt: skip
     columns = [[a, b] for a in values for b in values] + [[v] for v in values] + [[]]
     for column in columns:
