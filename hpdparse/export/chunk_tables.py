@@ -6,7 +6,6 @@ printable ASCII is written in tabulate's `github` format directly (`github_table
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 from docling_core.types.doc import RichTableCell, TableCell, TableItem
@@ -98,14 +97,12 @@ def github_table(body: list[list[str]], headers: list[str], align: list[str]) ->
     unstripped). tests/export/test_chunker.py compares the two on many tables."""
     columns = [[cell.strip() for cell in column] for column in zip(*body, strict=True)]
     widths = [max(len(h) + 2, *map(len, c)) for h, c in zip(headers, columns, strict=True)]
-    pads = [str.rjust if a == "right" else str.ljust for a in align]
-
-    def line(cells: Iterable[str]) -> str:
-        padded = (pad(cell, width) for cell, width, pad in zip(cells, widths, pads, strict=True))
-        return "| " + " | ".join(padded) + " |"
-
+    # each line one str.format: `{:<N}` pads a str as ljust(N) does, `{:>N}` as rjust(N)
+    slots = (f"{{:{'>' if a == 'right' else '<'}{w}}}" for a, w in zip(align, widths, strict=True))
+    line = "| " + " | ".join(slots) + " |"
     rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
-    return "\n".join([line(headers), rule, *(line(row) for row in zip(*columns, strict=True))])
+    rows = (line.format(*row) for row in zip(*columns, strict=True))
+    return "\n".join([line.format(*headers), rule, *rows])
 
 
 # What a value tabulate may type as a number (or bool) holds; one without is text (str).

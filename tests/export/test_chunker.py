@@ -92,6 +92,7 @@ def test_plain_ascii_tables_are_written_as_tabulate_writes_them() -> None:
     values = [
         "", " ", "  ", "a", " a ", "  lead", "trail  ", "12", "1.5", "True", "False", "None",
         "nan", "x y z", "$\\pm 3$", "-", "---", "&#124;", "a longer cell than its header",
+        "{0}", "}{", "{:>9}", "%s",
     ]  # fmt: skip
     rng = random.Random(22)
     for _ in range(3000):
