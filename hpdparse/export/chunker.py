@@ -42,6 +42,7 @@ from hpdparse.export.chunk_tables import Unsupported, table_markdown
 DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
 _NUMBERED = re.compile(r"\d+\.")
 _BACKTICKS = re.compile(r"`+")
+_BODY = ContentLayer.BODY  # read once: on Python 3.11 each enum member lookup is a Python call
 _KNOWN = (TitleItem, SectionHeaderItem, ListItem, CodeItem, FormulaItem, TextItem, TableItem)
 _LABELS = {  # the labels docling-core's chunking serializer writes as plain Markdown
     DocItemLabel.TITLE,
@@ -250,7 +251,7 @@ def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
     children of lists, tables and pictures are serialized with them)."""
     for ref in parent.children:
         node = _resolve(doc, ref.cref)
-        if node.content_layer != ContentLayer.BODY:
+        if node.content_layer != _BODY:
             if node.children:
                 raise Unsupported(f"{node.self_ref}: furniture with children")
             continue
@@ -359,12 +360,12 @@ class _Markdown:
             if not _kind(type(caption)).text or caption.children:
                 raise Unsupported(f"{item.self_ref}: caption {caption.self_ref}")
             _check(caption)
-        caption_text = " ".join(c.text for c in captions if c.content_layer == ContentLayer.BODY)
+        caption_text = " ".join(c.text for c in captions if c.content_layer == _BODY)
         parts: list[str] = []
         items: list[DocItem] = []
         if caption_text:
             parts.append(caption_text)
-            items.extend(c for c in captions if c.content_layer == ContentLayer.BODY)
+            items.extend(c for c in captions if c.content_layer == _BODY)
         if _kind(type(item)).table:
             table = self._table(item)
             if table:

@@ -15,6 +15,9 @@ from hpdparse.export.docling import DoclingExport
 from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
 from hpdparse.export.tokenizers import joined_counter, load_tokenizer, token_counter
 
+# Enum members read once: on Python 3.11 each `DocItemLabel.X` is a Python-level lookup.
+_CAPTION, _TABLE = DocItemLabel.CAPTION, DocItemLabel.TABLE
+
 
 def chunk_records(
     export: DoclingExport,
@@ -101,13 +104,13 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
     owned: list[str] = []
     for item in doc_items:
         parent = item.parent.cref if item.parent is not None else ""
-        if item.label == DocItemLabel.CAPTION and parent.startswith("#/tables/"):
+        if item.label == _CAPTION and parent.startswith("#/tables/"):
             continue
-        is_picture_caption = item.label == DocItemLabel.CAPTION and parent.startswith("#/pictures/")
+        is_picture_caption = item.label == _CAPTION and parent.startswith("#/pictures/")
         if is_picture_caption and parent not in owned:
             owned.append(parent)
         owned.append(item.self_ref)
-        if item.label == DocItemLabel.TABLE:
+        if item.label == _TABLE:
             owned.extend(caption.cref for caption in getattr(item, "captions", []))
     return owned
 

@@ -71,6 +71,8 @@ _FURNITURE_LABELS = {
 }
 _LANGUAGES = {label.value.lower(): label for label in CodeLanguageLabel}
 _CELLS = TypeAdapter(list[TableCell])
+# Enum members read once: on Python 3.11 each `DocItemLabel.X` is a Python-level lookup.
+_TEXT, _BOTTOM_LEFT = DocItemLabel.TEXT, CoordOrigin.BOTTOMLEFT
 
 
 @dataclass
@@ -136,7 +138,7 @@ class _Builder:
             self._link(item, unit)
         elif kind == FURNITURE:
             text = plain(unit.text)
-            label = _FURNITURE_LABELS.get(unit.role, DocItemLabel.TEXT)
+            label = _FURNITURE_LABELS.get(unit.role, _TEXT)
             prov = self._provenance(unit, text)
             item = append_plain_text(
                 self.doc, label, text, prov, content_layer=ContentLayer.FURNITURE
@@ -156,7 +158,7 @@ class _Builder:
         self._link(item, unit)
 
     def _paragraph(self, unit: Unit) -> None:
-        label = _TEXT_LABELS.get(unit.role, DocItemLabel.TEXT)
+        label = _TEXT_LABELS.get(unit.role, _TEXT)
         text = plain(unit.text)
         prov = self._provenance(unit, text)
         item = append_plain_text(self.doc, label, text, prov)
@@ -267,7 +269,7 @@ def _docling_box(page: PageGeometry, grid: list[float]) -> dict[str, Any]:
         "t": height - top,
         "r": right,
         "b": height - bottom,
-        "coord_origin": CoordOrigin.BOTTOMLEFT,
+        "coord_origin": _BOTTOM_LEFT,
     }
 
 
