@@ -63,8 +63,7 @@ _LABELS = {  # the labels docling-core's chunking serializer writes as plain Mar
 
 
 class _Kind(NamedTuple):
-    """What an item's class is, of the classes told apart here, looked up once per class:
-    isinstance of docling's models takes their ABC machinery (0.2-0.4 µs) when it is False."""
+    """An item class's kinds, found once per class (isinstance of docling's models is slow)."""
 
     heading: bool  # TitleItem or SectionHeaderItem
     section: bool  # SectionHeaderItem
