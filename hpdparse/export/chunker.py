@@ -77,20 +77,15 @@ class _Kind(NamedTuple):
     known: bool  # one of _KNOWN or a PictureItem
 
 
+_KIND_CLASSES = (  # _Kind's fields in order
+    (TitleItem, SectionHeaderItem), SectionHeaderItem, ListGroup, ListItem,
+    (TableItem, PictureItem), TableItem, CodeItem, FormulaItem, TextItem, _KNOWN + (PictureItem,),
+)  # fmt: skip
+
+
 @functools.cache
 def _kind(cls: type) -> _Kind:
-    return _Kind(
-        heading=issubclass(cls, TitleItem | SectionHeaderItem),
-        section=issubclass(cls, SectionHeaderItem),
-        list_group=issubclass(cls, ListGroup),
-        list_item=issubclass(cls, ListItem),
-        floating=issubclass(cls, TableItem | PictureItem),
-        table=issubclass(cls, TableItem),
-        code=issubclass(cls, CodeItem),
-        formula=issubclass(cls, FormulaItem),
-        text=issubclass(cls, TextItem),
-        known=issubclass(cls, _KNOWN + (PictureItem,)),
-    )
+    return _Kind(*(issubclass(cls, classes) for classes in _KIND_CLASSES))
 
 
 @dataclass
@@ -233,16 +228,18 @@ def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Ch
     """HierarchicalChunker: one chunk per top-level item of the body (a list whole, a table or
     figure with its captions) with the headings in force above it."""
     headings: dict[int, str] = {}
+    path: list[str] | None = None  # the headings in force, in level order (shared, never changed)
     for node in _body(doc, doc.body):
         kind = _kind(type(node))
         if kind.heading:
             level = node.level if kind.section else 0
             headings = {k: v for k, v in headings.items() if k < level}
             headings[level] = node.text
+            path = [headings[k] for k in sorted(headings)]
             continue
         text, items = markdown.top_level(node)
         if text and items:
-            yield Chunk(text, items, [headings[k] for k in sorted(headings)] or None)
+            yield Chunk(text, items, path)
 
 
 def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
