@@ -6,10 +6,9 @@ printable ASCII is written in tabulate's `github` format directly (`github_table
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass
 
-from docling_core.types.doc import RichTableCell, TableItem
+from docling_core.types.doc import RichTableCell, TableCell, TableItem
 from tabulate import _type, tabulate
 
 
@@ -31,16 +30,19 @@ def table_markdown(item: TableItem) -> str:
     """MarkdownTableSerializer's pipe table, from a grid built once (docling's `TableData.grid`
     builds a validated cell per slot at every call)."""
     data = item.data
-    if any(isinstance(cell, RichTableCell) for cell in data.table_cells):
+    # types compared first: isinstance of docling's models is slow when it is False
+    cells = data.table_cells
+    plain = all(type(cell) is TableCell for cell in cells)
+    if not plain and any(isinstance(cell, RichTableCell) for cell in cells):
         raise Unsupported(f"{item.self_ref}: rich table cells")
     rows_n, cols_n = data.num_rows, data.num_cols
-    grid: list[list] = [[_Empty(i, j) for j in range(cols_n)] for i in range(rows_n)]
-    for cell in data.table_cells:
-        rows = range(min(cell.start_row_offset_idx, rows_n), min(cell.end_row_offset_idx, rows_n))
-        cols = range(min(cell.start_col_offset_idx, cols_n), min(cell.end_col_offset_idx, cols_n))
-        for i in rows:
-            for j in cols:
-                grid[i][j] = cell
+    grid: list[list] = [[None] * cols_n for _ in range(rows_n)]
+    for cell in cells:
+        for i, j in covered_slots(cell, rows_n, cols_n):
+            grid[i][j] = cell
+    for i, row in enumerate(grid):
+        if any(c is None for c in row):  # (`None in row` would call each cell's __eq__)
+            row[:] = [_Empty(i, j) if c is None else c for j, c in enumerate(row)]
     # newlines and pipes escaped so that the pipe table stays valid
     texts = [[(c.text or "").replace("\n", " ").replace("|", "&#124;") for c in r] for r in grid]
     if not texts:
@@ -65,6 +67,19 @@ def table_markdown(item: TableItem) -> str:
     )
 
 
+def covered_slots(cell: TableCell, rows_n: int, cols_n: int) -> list[tuple[int, int]]:
+    """The slots `(row, column)` docling's `TableData.grid` gives `cell` in a table of `rows_n`
+    rows and `cols_n` columns (its offsets cut at the counts, as Python ranges: an offset below
+    zero counts from the end), the common one-slot cell found without building ranges."""
+    i, j = cell.start_row_offset_idx, cell.start_col_offset_idx
+    one_slot = cell.end_row_offset_idx == i + 1 and cell.end_col_offset_idx == j + 1
+    if one_slot and 0 <= i < rows_n and 0 <= j < cols_n:
+        return [(i, j)]
+    rows = range(min(i, rows_n), min(cell.end_row_offset_idx, rows_n))
+    cols = range(min(j, cols_n), min(cell.end_col_offset_idx, cols_n))
+    return [(r, c) for r in rows for c in cols]
+
+
 def _plain_ascii(header_row: list[str], body: list[list[str]]) -> bool:
     if any(len(row) != len(header_row) for row in body):
         return False
@@ -82,27 +97,29 @@ def github_table(body: list[list[str]], headers: list[str], align: list[str]) ->
     unstripped). tests/export/test_chunker.py compares the two on many tables."""
     columns = [[cell.strip() for cell in column] for column in zip(*body, strict=True)]
     widths = [max(len(h) + 2, *map(len, c)) for h, c in zip(headers, columns, strict=True)]
-    pads = [str.rjust if a == "right" else str.ljust for a in align]
-
-    def line(cells: Iterable[str]) -> str:
-        padded = (pad(cell, width) for cell, width, pad in zip(cells, widths, pads, strict=True))
-        return "| " + " | ".join(padded) + " |"
-
+    # each line one str.format: `{:<N}` pads a str as ljust(N) does, `{:>N}` as rjust(N)
+    slots = (f"{{:{'>' if a == 'right' else '<'}{w}}}" for a, w in zip(align, widths, strict=True))
+    line = "| " + " | ".join(slots) + " |"
     rule = "|" + "|".join("-" * (width + 2) for width in widths) + "|"
-    return "\n".join([line(headers), rule, *(line(row) for row in zip(*columns, strict=True))])
+    rows = (line.format(*row) for row in zip(*columns, strict=True))
+    return "\n".join([line.format(*headers), rule, *rows])
 
 
 # What a value tabulate may type as a number (or bool) holds; one without is text (str).
 _MAYBE_NUMBER = re.compile(r"\d|inf|nan|true|false", re.IGNORECASE)
 # A value tabulate types as int or float, for sure.
 _PLAIN_NUMBER = re.compile(r"[+-]?[0-9]+(?:\.[0-9]+)?")
+# An ASCII character no number or bool tabulate reads can hold (it reads what int() and float()
+# read, "1,234", True and False, once ANSI codes are stripped): an ASCII value with one is text.
+_TEXT_CHARACTER = re.compile(r"[^0-9+\-.,_ \t\n\r\f\v\x1c-\x1fAaEeFfIiLlNnRrSsTtUuYy]")
 
 
 def numeric_column(values: list[str]) -> bool:
     """tabulate's `_column_type(values) in (int, float)`: the most generic of the values' types
-    (and bool) is int or float. A value settled at a look (no digit, nor inf, nan, True, False:
-    text; a plain decimal number) is not parsed; any other is typed by tabulate's `_type`, one at
-    a time, and the first typed as text ends the look (tabulate types all of them)."""
+    (and bool) is int or float. A value settled at a look (no digit, nor inf, nan, True, False,
+    or an ASCII character none of them holds: text; a plain decimal number) is not parsed; any
+    other is typed by tabulate's `_type`, one at a time, and the first typed as text ends the
+    look (tabulate types all of them)."""
     numbers = 0
     for value in values:
         if not value:
@@ -111,6 +128,8 @@ def numeric_column(values: list[str]) -> bool:
             numbers += 1
             continue
         if not _MAYBE_NUMBER.search(value):
+            return False
+        if value.isascii() and "\x1b" not in value and _TEXT_CHARACTER.search(value):
             return False
         kind = _type(value)
         if kind in (int, float):

@@ -14,9 +14,11 @@ checks, on every test document and adversarial cases, that both give identical c
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from docling_core.types.doc import (
     CodeItem,
@@ -38,6 +40,9 @@ from docling_core.types.doc import (
 from hpdparse.export.chunk_tables import Unsupported, table_markdown
 
 DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
+_NUMBERED = re.compile(r"\d+\.")
+_BACKTICKS = re.compile(r"`+")
+_BODY = ContentLayer.BODY  # read once: on Python 3.11 each enum member lookup is a Python call
 _KNOWN = (TitleItem, SectionHeaderItem, ListItem, CodeItem, FormulaItem, TextItem, TableItem)
 _LABELS = {  # the labels docling-core's chunking serializer writes as plain Markdown
     DocItemLabel.TITLE,
@@ -57,12 +62,39 @@ _LABELS = {  # the labels docling-core's chunking serializer writes as plain Mar
 }
 
 
+class _Kind(NamedTuple):
+    """An item class's kinds, found once per class (isinstance of docling's models is slow)."""
+
+    heading: bool  # TitleItem or SectionHeaderItem
+    section: bool  # SectionHeaderItem
+    list_group: bool
+    list_item: bool
+    floating: bool  # TableItem or PictureItem
+    table: bool
+    code: bool
+    formula: bool
+    text: bool  # TextItem (its subclasses included)
+    known: bool  # one of _KNOWN or a PictureItem
+
+
+_KIND_CLASSES = (  # _Kind's fields in order
+    (TitleItem, SectionHeaderItem), SectionHeaderItem, ListGroup, ListItem,
+    (TableItem, PictureItem), TableItem, CodeItem, FormulaItem, TextItem, _KNOWN + (PictureItem,),
+)  # fmt: skip
+
+
+@functools.cache
+def _kind(cls: type) -> _Kind:
+    return _Kind(*(issubclass(cls, classes) for classes in _KIND_CLASSES))
+
+
 @dataclass
 class Chunk:
     text: str
     items: list[DocItem]
     headings: list[str] | None
     parts: list[str] | None = None  # the texts `text` joins with DELIM, when known
+    tokens: int | None = None  # of `contextualized()`, when the chunker counted them
 
     def contextualized(self) -> str:
         """What HybridChunker counts and an embedder sees: headings, then the text."""
@@ -162,7 +194,8 @@ class FastChunker:
         start = 0
         while start < len(chunks):
             first = chunks[start]
-            overhead = self._tokens(first) - counts[start]
+            first_tokens = self._tokens(first)
+            overhead = first_tokens - counts[start]
             end, fit_end, running = start + 1, start, counts[start]
             while end < len(chunks) and chunks[end].headings == first.headings:
                 running += counts[end] + delim_tokens
@@ -177,9 +210,16 @@ class FastChunker:
                     end += 1
                     continue
                 break
-            while fit_end > start and self._tokens(candidate(start, fit_end)) > self.max_tokens:
+            chunk, tokens = first, first_tokens
+            while fit_end > start:
+                chunk = candidate(start, fit_end)
+                tokens = self._tokens(chunk)
+                if tokens <= self.max_tokens:
+                    break
+                chunk, tokens = first, first_tokens
                 fit_end -= 1
-            merged.append(first if fit_end == start else candidate(start, fit_end))
+            chunk.tokens = tokens
+            merged.append(chunk)
             start = fit_end + 1
         return merged
 
@@ -188,15 +228,18 @@ def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Ch
     """HierarchicalChunker: one chunk per top-level item of the body (a list whole, a table or
     figure with its captions) with the headings in force above it."""
     headings: dict[int, str] = {}
+    path: list[str] | None = None  # the headings in force, in level order (shared, never changed)
     for node in _body(doc, doc.body):
-        if isinstance(node, TitleItem | SectionHeaderItem):
-            level = node.level if isinstance(node, SectionHeaderItem) else 0
+        kind = _kind(type(node))
+        if kind.heading:
+            level = node.level if kind.section else 0
             headings = {k: v for k, v in headings.items() if k < level}
             headings[level] = node.text
+            path = [headings[k] for k in sorted(headings)]
             continue
         text, items = markdown.top_level(node)
         if text and items:
-            yield Chunk(text, items, [headings[k] for k in sorted(headings)] or None)
+            yield Chunk(text, items, path)
 
 
 def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
@@ -204,7 +247,7 @@ def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
     children of lists, tables and pictures are serialized with them)."""
     for ref in parent.children:
         node = _resolve(doc, ref.cref)
-        if node.content_layer != ContentLayer.BODY:
+        if node.content_layer != _BODY:
             if node.children:
                 raise Unsupported(f"{node.self_ref}: furniture with children")
             continue
@@ -215,20 +258,21 @@ def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
 def _check(node: NodeItem) -> None:
     if node.meta is not None:
         raise Unsupported(f"{node.self_ref}: metadata")
-    if isinstance(node, ListGroup):
+    kind = _kind(type(node))
+    if kind.list_group:
         for ref in node.children:
             if ref.cref.startswith("#/groups/"):
                 raise Unsupported(f"{node.self_ref}: nested list")
         return
-    if not isinstance(node, _KNOWN + (PictureItem,)) or node.label not in _LABELS:
+    if not kind.known or node.label not in _LABELS:
         raise Unsupported(f"{node.self_ref}: {type(node).__name__} {node.label}")
-    if isinstance(node, TextItem) and (node.formatting is not None or node.hyperlink is not None):
+    if kind.text and (node.formatting is not None or node.hyperlink is not None):
         raise Unsupported(f"{node.self_ref}: formatting or link")
     # a field read from the instance's dict: getattr of one its type lacks takes pydantic's
     # slow path (an AttributeError raised and caught)
     if node.__dict__.get("footnotes"):
         raise Unsupported(f"{node.self_ref}: footnotes")
-    if isinstance(node, TableItem | PictureItem) and node.__dict__.get("annotations"):
+    if kind.floating and node.__dict__.get("annotations"):
         raise Unsupported(f"{node.self_ref}: annotations")
 
 
@@ -240,46 +284,49 @@ class _Markdown:
         self.doc = doc
         self._tables: dict[str, str] = {}
         # docling leaves a caption to the item it captions (its own text serializes to nothing)
-        floating = [*doc.tables, *doc.pictures, *(t for t in doc.texts if isinstance(t, CodeItem))]
+        floating = [*doc.tables, *doc.pictures, *(t for t in doc.texts if _kind(type(t)).code)]
         self._captions = {ref.cref for item in floating for ref in item.captions}
 
     def top_level(self, node: NodeItem) -> tuple[str, list[DocItem]]:
         """A top-level node's text and the items it comes from (the spans of docling's result)."""
-        if isinstance(node, ListGroup):
+        kind = _kind(type(node))
+        if kind.list_group:
             items = [_resolve(self.doc, ref.cref) for ref in node.children]
             for item in items:
-                if not isinstance(item, ListItem) or item.children:
+                if not _kind(type(item)).list_item or item.children:
                     raise Unsupported(f"{node.self_ref}: a list holding {item.self_ref}")
                 _check(item)
             return "\n".join(self._list_item(item, node) for item in items), items
-        if isinstance(node, TableItem | PictureItem):
+        if kind.floating:
             if {ref.cref for ref in node.children} != {ref.cref for ref in node.captions}:
                 raise Unsupported(f"{node.self_ref}: children other than its captions")
             return self._floating(node)
-        if node.children or isinstance(node, ListItem):
+        if node.children or kind.list_item:
             raise Unsupported(f"{node.self_ref}: children, or a list item outside a list")
-        if isinstance(node, TitleItem | SectionHeaderItem) or node.self_ref in self._captions:
+        if kind.heading or node.self_ref in self._captions:
             return "", []
         text = self._text(node)
         return text, [node] if text else []
 
     def alone(self, item: DocItem) -> str:
         """An item of a chunk of several, serialized on its own (HybridChunker's item texts)."""
-        if isinstance(item, ListItem):
+        kind = _kind(type(item))
+        if kind.list_item:
             return self._list_item(item, _resolve(self.doc, item.parent.cref))
-        if isinstance(item, TableItem | PictureItem):
+        if kind.floating:
             return self._floating(item)[0]
-        if isinstance(item, TitleItem | SectionHeaderItem) or item.self_ref in self._captions:
+        if kind.heading or item.self_ref in self._captions:
             return ""
         return self._text(item)
 
     @staticmethod
     def _text(item: DocItem) -> str:
-        if isinstance(item, CodeItem):
+        kind = _kind(type(item))
+        if kind.code:
             if item.captions:
                 raise Unsupported(f"{item.self_ref}: code with a caption")
             return _code_block(item.text)
-        if isinstance(item, FormulaItem):
+        if kind.formula:
             if item.text:
                 return f"$${item.text}$$"
             return "<!-- formula-not-decoded -->" if item.orig else ""
@@ -288,11 +335,11 @@ class _Markdown:
     def _list_item(self, item: ListItem, group: NodeItem) -> str:
         marker = item.marker
         case_auto = any(char.isalnum() for char in marker)
-        already_valid = marker in ("-", "*", "+") or re.fullmatch(r"\d+\.", marker) is not None
+        already_valid = marker in ("-", "*", "+") or _NUMBERED.fullmatch(marker) is not None
         pieces = []
         if not already_valid:
             md_marker = "-"
-            if isinstance(group, ListGroup) and not marker and _first_enumerated(group, self.doc):
+            if _kind(type(group)).list_group and not marker and _first_enumerated(group, self.doc):
                 refs = [ref.cref for ref in group.children]
                 md_marker = f"{refs.index(item.self_ref) + 1}."
             pieces.append(md_marker)
@@ -306,16 +353,16 @@ class _Markdown:
         an empty placeholder. Spans: the captions, when they have text, then the table."""
         captions = [_resolve(self.doc, ref.cref) for ref in item.captions]
         for caption in captions:
-            if not isinstance(caption, TextItem) or caption.children:
+            if not _kind(type(caption)).text or caption.children:
                 raise Unsupported(f"{item.self_ref}: caption {caption.self_ref}")
             _check(caption)
-        caption_text = " ".join(c.text for c in captions if c.content_layer == ContentLayer.BODY)
+        caption_text = " ".join(c.text for c in captions if c.content_layer == _BODY)
         parts: list[str] = []
         items: list[DocItem] = []
         if caption_text:
             parts.append(caption_text)
-            items.extend(c for c in captions if c.content_layer == ContentLayer.BODY)
-        if isinstance(item, TableItem):
+            items.extend(c for c in captions if c.content_layer == _BODY)
+        if _kind(type(item)).table:
             table = self._table(item)
             if table:
                 parts.append(table)
@@ -336,7 +383,7 @@ def _resolve(doc: DoclingDocument, cref: str) -> NodeItem:
 
 def _first_enumerated(group: ListGroup, doc: DoclingDocument) -> bool:
     first = _resolve(doc, group.children[0].cref) if group.children else None
-    return isinstance(first, ListItem) and first.enumerated
+    return first is not None and _kind(type(first)).list_item and first.enumerated
 
 
 def _line_breaks(text: str) -> str:
@@ -345,6 +392,6 @@ def _line_breaks(text: str) -> str:
 
 
 def _code_block(text: str) -> str:
-    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}\n{text}\n{fence}"

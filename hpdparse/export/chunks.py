@@ -15,6 +15,9 @@ from hpdparse.export.docling import DoclingExport
 from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
 from hpdparse.export.tokenizers import joined_counter, load_tokenizer, token_counter
 
+# Enum members read once: on Python 3.11 each `DocItemLabel.X` is a Python-level lookup.
+_CAPTION, _TABLE = DocItemLabel.CAPTION, DocItemLabel.TABLE
+
 
 def chunk_records(
     export: DoclingExport,
@@ -41,13 +44,16 @@ def chunk_records(
     records = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
-        refs: list[BlockRef] = []
-        for ref in items:
-            refs.extend(r for r in export.refs.get(ref, []) if r not in refs)
-        # ours counted by parts, HybridChunker's whole: the tests compare the two
-        tokens = (
-            count_joined(chunk.contextualized_parts()) if fast else count(chunk.contextualized())
-        )
+        # each block once, in order
+        refs = list(dict.fromkeys(r for ref in items for r in export.refs.get(ref, ())))
+        # ours counted by parts (the chunker's own count), HybridChunker's whole: the tests
+        # compare the two
+        if fast:
+            tokens = chunk.tokens
+            if tokens is None:
+                tokens = count_joined(chunk.contextualized_parts())
+        else:
+            tokens = count(chunk.contextualized())
         records.append(
             {
                 "id": f"{stem}:{index}",
@@ -98,16 +104,21 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
     owned: list[str] = []
     for item in doc_items:
         parent = item.parent.cref if item.parent is not None else ""
-        if item.label == DocItemLabel.CAPTION and parent.startswith("#/tables/"):
+        if item.label == _CAPTION and parent.startswith("#/tables/"):
             continue
-        is_picture_caption = item.label == DocItemLabel.CAPTION and parent.startswith("#/pictures/")
+        is_picture_caption = item.label == _CAPTION and parent.startswith("#/pictures/")
         if is_picture_caption and parent not in owned:
             owned.append(parent)
         owned.append(item.self_ref)
-        if item.label == DocItemLabel.TABLE:
+        if item.label == _TABLE:
             owned.extend(caption.cref for caption in getattr(item, "captions", []))
     return owned
 
 
+# what json.dumps(record, ensure_ascii=False) uses, built once (json.dumps builds an encoder at
+# every call with an argument other than the defaults)
+_ENCODER = json.JSONEncoder(ensure_ascii=False)
+
+
 def chunks_jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
+    return "".join(_ENCODER.encode(r) + "\n" for r in records)

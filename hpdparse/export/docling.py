@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from docling_core.types.doc import (
-    BoundingBox,
     CodeItem,
     CodeLanguageLabel,
     ContentLayer,
@@ -24,7 +23,6 @@ from docling_core.types.doc import (
     ListItem,
     NodeItem,
     PictureItem,
-    ProvenanceItem,
     RefItem,
     SectionHeaderItem,
     Size,
@@ -36,6 +34,7 @@ from docling_core.types.doc import (
 from pydantic import TypeAdapter
 
 from hpdparse.export.docling_items import (
+    Provenance,
     append_item,
     append_list_group,
     append_plain_text,
@@ -72,6 +71,8 @@ _FURNITURE_LABELS = {
 }
 _LANGUAGES = {label.value.lower(): label for label in CodeLanguageLabel}
 _CELLS = TypeAdapter(list[TableCell])
+# Enum members read once: on Python 3.11 each `DocItemLabel.X` is a Python-level lookup.
+_TEXT, _BOTTOM_LEFT = DocItemLabel.TEXT, CoordOrigin.BOTTOMLEFT
 
 
 @dataclass
@@ -137,7 +138,7 @@ class _Builder:
             self._link(item, unit)
         elif kind == FURNITURE:
             text = plain(unit.text)
-            label = _FURNITURE_LABELS.get(unit.role, DocItemLabel.TEXT)
+            label = _FURNITURE_LABELS.get(unit.role, _TEXT)
             prov = self._provenance(unit, text)
             item = append_plain_text(
                 self.doc, label, text, prov, content_layer=ContentLayer.FURNITURE
@@ -157,7 +158,7 @@ class _Builder:
         self._link(item, unit)
 
     def _paragraph(self, unit: Unit) -> None:
-        label = _TEXT_LABELS.get(unit.role, DocItemLabel.TEXT)
+        label = _TEXT_LABELS.get(unit.role, _TEXT)
         text = plain(unit.text)
         prov = self._provenance(unit, text)
         item = append_plain_text(self.doc, label, text, prov)
@@ -218,7 +219,7 @@ class _Builder:
 
     # --- provenance ----------------------------------------------------------------------------
 
-    def _provenance(self, unit: Unit, text: str) -> list[ProvenanceItem]:
+    def _provenance(self, unit: Unit, text: str) -> list[Provenance]:
         """One entry per block the unit was made from (several when merged across pages); the
         character spans split `text` where the continuation's own text starts. Empty when the
         first block has no box."""
@@ -239,14 +240,15 @@ class _Builder:
         later = self.continuations.get((unit.kind, first), [])
         self.export.refs[item.self_ref] = [first] + [ref for ref, _ in later]
 
-    def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> ProvenanceItem | None:
+    def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> Provenance | None:
+        """A ProvenanceItem's fields (the item's validation builds it)."""
         if not self.provenance:
             return None
         page = self.pages.get(ref.page)
         grid = self.blocks.get(ref, {}).get("bbox")
         if page is None or not grid:
             return None
-        return ProvenanceItem(page_no=ref.page, bbox=_docling_box(page, grid), charspan=span)
+        return {"page_no": ref.page, "bbox": _docling_box(page, grid), "charspan": span}
 
     def _image(self, unit: Unit, ref: BlockRef) -> ImageRef | None:
         box = self.blocks.get(ref, {}).get("bbox_px")
@@ -258,12 +260,17 @@ class _Builder:
         return ImageRef(mimetype="image/png", dpi=dpi, size=size, uri=Path(unit.image))
 
 
-def _docling_box(page: PageGeometry, grid: list[float]) -> BoundingBox:
+def _docling_box(page: PageGeometry, grid: list[float]) -> dict[str, Any]:
+    """A BoundingBox's fields."""
     left, top, right, bottom = page.box(grid)
     height = page.height  # docling's convention for PDF pages: y grows upwards
-    return BoundingBox(
-        l=left, t=height - top, r=right, b=height - bottom, coord_origin=CoordOrigin.BOTTOMLEFT
-    )
+    return {
+        "l": left,
+        "t": height - top,
+        "r": right,
+        "b": height - bottom,
+        "coord_origin": _BOTTOM_LEFT,
+    }
 
 
 def _spans(text: str, later_lengths: list[int]) -> list[tuple[int, int]]:
@@ -357,5 +364,9 @@ def _table_data(table: Table) -> TableData:
                     "column_header": cell.header,
                 }
             )
-    # the cells validated in one call (a TableCell each, as TableCell(**cell) would build)
-    return TableData(table_cells=_CELLS.validate_python(cells), num_rows=len(grid), num_cols=width)
+    # the cells validated in one call (a TableCell each, as TableCell(**cell) would build), then
+    # given to the validated table: TableData's validation would check each one again (a Python
+    # validator of docling's per cell, twice: its cell types are tried in turn)
+    data = TableData(table_cells=[], num_rows=len(grid), num_cols=width)
+    data.table_cells = _CELLS.validate_python(cells)
+    return data

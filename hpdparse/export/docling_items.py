@@ -6,13 +6,15 @@ times faster.
 item (`copy.deepcopy` of an empty list, several per item: more than half of each item's
 construction). Here every list field is given, so nothing is copied; each item is still built,
 and validated, by its own docling-core class, and gets the same `self_ref`, `parent`, place in
-its parent's `children` and field values as the `add_*` method would give it.
-tests/export/test_docling_items.py checks both give the same document."""
+its parent's `children` and field values as the `add_*` method would give it. Its parent
+reference and provenance may be given as the plain data of their models (`Provenance`), which
+the item's validation builds in the same call (a model built alone costs a Python call of its
+own). tests/export/test_docling_items.py checks both give the same document."""
 
 from __future__ import annotations
 
 import functools
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from docling_core.types.doc import (
     ContentLayer,
@@ -28,6 +30,11 @@ from docling_core.types.doc.document import TextItem
 _Item = TypeVar("_Item", bound=NodeItem)
 
 _COLLECTIONS = {"texts", "tables", "pictures", "groups"}
+_REF = RefItem.__pydantic_validator__
+
+# A ProvenanceItem, or its fields as a dict (`bbox` a BoundingBox or its fields), validated with
+# the item.
+Provenance: TypeAlias = ProvenanceItem | dict[str, Any]
 
 
 @functools.cache
@@ -42,7 +49,7 @@ def append_item(
     cls: type[_Item],
     *,
     parent: NodeItem | None = None,
-    prov: list[ProvenanceItem] | None = None,
+    prov: list[Provenance] | None = None,
     content_layer: ContentLayer | None = None,
     **fields: Any,
 ) -> _Item:
@@ -59,9 +66,12 @@ def append_item(
     if content_layer:
         values["content_layer"] = content_layer
     values.update(fields)
-    item = cls(self_ref=cref, parent=RefItem(cref=parent.self_ref), **values)
+    values["self_ref"] = cref
+    values["parent"] = {"cref": parent.self_ref}  # the RefItem `add_*` gives, built with the item
+    # (the validators themselves: model_validate and __init__ add a Python call each)
+    item = cls.__pydantic_validator__.validate_python(values)
     items.append(item)
-    parent.children.append(RefItem(cref=cref))
+    parent.children.append(_REF.validate_python({"cref": cref}))
     return item
 
 
@@ -69,7 +79,7 @@ def append_text(
     doc: DoclingDocument,
     cls: type[_Item],
     text: str,
-    prov: list[ProvenanceItem] | None = None,
+    prov: list[Provenance] | None = None,
     **fields: Any,
 ) -> _Item:
     """A text-like item (TextItem, TitleItem, SectionHeaderItem, ListItem, CodeItem,
@@ -85,7 +95,7 @@ def append_plain_text(
     doc: DoclingDocument,
     label: DocItemLabel,
     text: str,
-    prov: list[ProvenanceItem] | None = None,
+    prov: list[Provenance] | None = None,
     **fields: Any,
 ) -> TextItem:
     """`add_text` for the labels it keeps as a TextItem (not title, heading, list item, code,

@@ -6,7 +6,10 @@ Python dict and `json.dumps` in between) in less than half the time. The two dif
 they spell a float between 1e-10 and 1e-4 (`5e-05` against `0.00005`, `2.5e-07` against
 `2.5e-7`; both write `null` for one that is not finite): a document whose pydantic JSON holds
 such a spelling takes the dict path, so the file is the same byte for byte either way
-(tests/export compare the two on every test document)."""
+(tests/export compare the two on every test document).
+
+Each item is written by its own class's pydantic serializer, in two places without docling-core's
+Python code in the way, for the same bytes (`docling_item_json`)."""
 
 from __future__ import annotations
 
@@ -15,27 +18,29 @@ import re
 
 from docling_core.types.doc import DoclingDocument
 
+from hpdparse.export.docling_item_json import docling_item_json
+
 _ITEM_LISTS = ("groups", "texts", "pictures", "tables")
 
 # A JSON value (after `:`, `,` or `[`) that pydantic may spell otherwise than json.dumps: a float
 # below 1e-4 (`0.0000...` or a one-digit negative exponent). A string that looks like one only
-# takes the slower path.
-_OTHER_SPELLING = re.compile(r"[:,\[]-?(?:0\.0000|\d+(?:\.\d+)?e-\d\b)")
+# takes the slower path. Looked for in the UTF-8 bytes (faster than in a str that is not ASCII).
+_OTHER_SPELLING = re.compile(rb"[:,\[]-?(?:0\.0000|\d+(?:\.\d+)?e-\d\b)")
 # What any such value holds, found ten times faster (a literal first): most documents have none.
-_SMALL_EXPONENT = re.compile(r"e-\d\b")
+_SMALL_EXPONENT = re.compile(rb"e-\d\b")
 
 
 def docling_json(doc: DoclingDocument) -> bytes:
-    text = _fast_json(doc)
-    if _may_be_spelled_otherwise(text):
+    data = _fast_json(doc).encode()
+    if _may_be_spelled_otherwise(data):
         return dict_json(doc)
-    return text.encode()
+    return data
 
 
-def _may_be_spelled_otherwise(text: str) -> bool:
-    if "0.0000" not in text and not _SMALL_EXPONENT.search(text):
+def _may_be_spelled_otherwise(data: bytes) -> bool:
+    if b"0.0000" not in data and not _SMALL_EXPONENT.search(data):
         return False
-    return _OTHER_SPELLING.search(text) is not None
+    return _OTHER_SPELLING.search(data) is not None
 
 
 def _fast_json(doc: DoclingDocument) -> str:
@@ -48,9 +53,7 @@ def _fast_json(doc: DoclingDocument) -> str:
         empty = f'"{name}":[]'  # a key: inside a JSON string its quotes would be escaped
         if text.count(empty) != 1:
             return doc.model_dump_json(by_alias=True, exclude_none=True)
-        items = ",".join(
-            item.model_dump_json(by_alias=True, exclude_none=True) for item in getattr(doc, name)
-        )
+        items = ",".join(docling_item_json(item) for item in getattr(doc, name))
         text = text.replace(empty, f'"{name}":[{items}]')
     return text
 

@@ -52,8 +52,10 @@ def oracle_triples(doc: DoclingDocument, limit: int, tokenizer: str | None = Non
 def assert_same_chunks(doc: DoclingDocument, limit: int, tokenizer: str | None = None) -> None:
     """Ours (which must apply) and HybridChunker give the same chunks."""
     count = token_counter(load_tokenizer(tokenizer, limit))
-    ours = chunk_triples(FastChunker(count, limit).chunk(doc))
-    assert ours == oracle_triples(doc, limit, tokenizer)
+    chunks = FastChunker(count, limit).chunk(doc)
+    assert chunk_triples(chunks) == oracle_triples(doc, limit, tokenizer)
+    # the count the chunker keeps (chunks.jsonl's `tokens`) is that of the whole text
+    assert [c.tokens for c in chunks] == [count(c.contextualized()) for c in chunks]
 
 
 @pytest.mark.parametrize("limit", LIMITS)
@@ -77,7 +79,9 @@ def test_numeric_columns_are_the_ones_tabulate_types_as_numbers() -> None:
         "", " ", "12", "1.5", "-3e4", "1,234", "1,234.5", "٣", "inf", "-INF", "nan", "Infinity",
         "True", "False", "true", "x1", "abc", "½", "²", "\x1b[31m42\x1b[0m", "\x1b[31mab\x1b[0m",
         "0x1F", "1_000", " 7 ", "—", "007", "+3", "-0.50", ".5", "5.", "1.2.3", "1\n", "١٢",
-        "Model 3-1", "$\\pm 3.1$", "12%", "1e5x", "nan7",
+        "Model 3-1", "$\\pm 3.1$", "12%", "1e5x", "nan7", "1e5", "1E-3", "\x1c1\x1f", "\t-2\n",
+        "1,2,3", "12,345", "Tru", "Fals3", "NaN", "-Infinity", "infinity1", "3 4", "1__0", "e",
+        "\x1b[1m7", "7\x1b", "n/a", "1.", "(1)", "1/2", "#3", "3x",
     ]  # fmt: skip
     columns = [[a, b] for a in values for b in values] + [[v] for v in values] + [[]]
     for column in columns:
@@ -88,6 +92,7 @@ def test_plain_ascii_tables_are_written_as_tabulate_writes_them() -> None:
     values = [
         "", " ", "  ", "a", " a ", "  lead", "trail  ", "12", "1.5", "True", "False", "None",
         "nan", "x y z", "$\\pm 3$", "-", "---", "&#124;", "a longer cell than its header",
+        "{0}", "}{", "{:>9}", "%s",
     ]  # fmt: skip
     rng = random.Random(22)
     for _ in range(3000):

@@ -4,6 +4,8 @@ follow reading order, and their heading paths are the Markdown's headings above 
 
 from __future__ import annotations
 
+import itertools
+import math
 import os
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from docling_core.types.doc import (
 from hpdparse.export.chunks import chunk_records
 from hpdparse.export.docling import to_docling
 from hpdparse.export.files import build_exports
-from hpdparse.export.pages import BlockRef
+from hpdparse.export.pages import BlockRef, PageGeometry
 from hpdparse.export.tokenizers import TokenizerError, load_tokenizer
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.markdown.text import render_inline
@@ -161,6 +163,17 @@ def test_boxes_are_in_points_and_on_the_grid() -> None:
             x1, y1, x2, y2 = block["box"]
             assert 0 <= x1 <= x2 <= 595.01 and 0 <= y1 <= y2 <= 842.01
             assert all(0 <= v <= 1000 for v in block["bbox"])
+
+
+def test_a_grid_box_is_clamped_to_the_page() -> None:
+    """Each coordinate is min(max(v, 0), 1000) before scaling, edge values included."""
+    page = PageGeometry(1, 595.0, 842.0, True, 72)
+    values = [-5, -0.0, 0, 0.0, 0.5, 999, 1000, 1000.0, 1000.5, 1e9, -1e9, float("inf")]
+    for x1, y1, x2, y2 in itertools.product(values, repeat=4):
+        clamped = [min(max(v, 0.0), 1000.0) for v in (x1, y1, x2, y2)]
+        expected = (clamped[0] * 0.595, clamped[1] * 0.842, clamped[2] * 0.595, clamped[3] * 0.842)
+        assert page.box([x1, y1, x2, y2]) == expected
+    assert all(math.isnan(v) for v in page.box([float("nan")] * 4))
 
 
 def test_a_local_hugging_face_tokenizer_counts_the_tokens() -> None:

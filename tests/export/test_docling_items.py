@@ -133,3 +133,37 @@ def test_items_are_validated() -> None:
         append_plain_text(doc, DocItemLabel.TITLE, "Title")
     with pytest.raises(ValueError, match="not a DoclingDocument item list"):
         append_item(doc, "pages", TitleItem, text="x", orig="x")
+
+
+def test_provenance_given_as_data_builds_the_same_items() -> None:
+    """The export passes each ProvenanceItem's fields, validated with the item in one call."""
+    as_models, as_data = DoclingDocument(name="d"), DoclingDocument(name="d")
+    models = [_prov(1, 10.0), _prov(2, 11.5)]
+    data = [p.model_dump() for p in models]
+    data[1]["bbox"] = models[1].bbox  # a model inside the data is kept as it is
+    append_plain_text(as_models, DocItemLabel.TEXT, "para", models)
+    append_plain_text(as_data, DocItemLabel.TEXT, "para", data)
+    append_item(as_models, "tables", TableItem, data=_table(), prov=[_prov(1, 17.0)])
+    append_item(as_data, "tables", TableItem, data=_table(), prov=[_prov(1, 17.0).model_dump()])
+    assert as_data.model_dump_json() == as_models.model_dump_json()
+    assert isinstance(as_data.texts[0].prov[0], ProvenanceItem)
+    assert isinstance(as_data.texts[0].parent, RefItem)
+    with pytest.raises(ValueError, match="bbox"):
+        append_plain_text(as_data, DocItemLabel.TEXT, "bad", [{"page_no": 1, "charspan": (0, 1)}])
+
+
+def test_the_exports_tables_equal_tables_docling_core_validates_whole() -> None:
+    """The export validates a table's cells, then gives them to its validated TableData."""
+    from tests.export.export_cases import CASES, exported
+
+    tables = [table for name in CASES for table in exported(name).document.tables]
+    assert tables
+    for table in tables:
+        whole = TableData(
+            table_cells=[cell.model_dump() for cell in table.data.table_cells],
+            num_rows=table.data.num_rows,
+            num_cols=table.data.num_cols,
+        )
+        assert table.data == whole
+        assert table.data.model_fields_set == whole.model_fields_set
+        assert all(type(cell) is TableCell for cell in table.data.table_cells)
