@@ -55,12 +55,13 @@ def test_right_blocks_pass_and_made_up_ones_are_flagged() -> None:
 # clean and at one level of degradation where it misreads a good share of the blocks.
 READER = calibration.REPO / "tests" / "fixtures" / "tiny-hpd-reader"
 READER_PAGES = calibration.reading_keys(24, batch=7)
-READER_LEVELS = ("clean", "R4")
+READER_LEVELS = ("clean", "R5")
 
 
 def test_the_reader_reads_and_its_misreadings_score_lower() -> None:
-    """Clean pages it has never seen: nearly every block right; degraded (level R4): misread
-    blocks rank below right ones (measured: 16 of 56 blocks wrong, AUROC 0.74, on these pages)."""
+    """Clean pages it has never seen: nearly every block right; degraded (level R5, the level
+    where it misreads a good share; at R4 it now misreads too few): misread blocks rank below
+    right ones (measured: 18 of 56 blocks wrong, AUROC 0.75, on these pages)."""
     clean, degraded = [], []
     with create_engine("torch", EngineConfig(model=str(READER), mtp=False)) as engine:
         levels = [lv for lv in calibration.READING_LEVELS if lv.name in READER_LEVELS]

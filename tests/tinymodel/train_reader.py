@@ -30,6 +30,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from PIL import Image, ImageDraw
 
 from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder, PageJob
 from hpdparse.engines.torch.loading import load_model
@@ -99,9 +100,18 @@ class Reader:
 
 def augmented(page: reading.ReadingPage, rng: random.Random, args) -> object:
     """The page image, degraded at a random strength unless drawn clean (`--clean-share`); at
-    `--strong` full strength, blur up to `--max-blur` and noise up to `--max-noise`."""
+    `--strong` full strength, blur up to `--max-blur` and noise up to `--max-noise`; at
+    `--range`, as `range_level` draws it, on a `--glyph-mix` share of pages per glyph cell."""
     if rng.random() < args.clean_share:
         return page.image
+    if args.range:
+        image = degrade(page.image.convert("RGB"), range_level(rng, args), rng.randrange(1 << 30))
+        if rng.random() < args.glyph_mix:
+            other = degrade(
+                page.image.convert("RGB"), range_level(rng, args), rng.randrange(1 << 30)
+            )
+            image = Image.composite(other, image, cell_mask(image.size, rng))
+        return image
     strength = rng.random()
     if args.strong:
         blur, noise = args.max_blur * strength, args.max_noise * strength * rng.random()
@@ -112,6 +122,30 @@ def augmented(page: reading.ReadingPage, rng: random.Random, args) -> object:
         )
     level = Level("train", blur=blur, noise=noise, jpeg=rng.choice((None, 60, 30, 15, 8)))
     return degrade(page.image.convert("RGB"), level, rng.randrange(1 << 30))
+
+
+def range_level(rng: random.Random, args) -> Level:
+    """A degradation like the calibration levels' (noise about 20 per pixel of blur, hard JPEG)
+    at any strength up to `--max-blur`, the hard end drawn more often (density rising with the
+    blur), so that the model sees every grade between a clear glyph and an unreadable one."""
+    blur = args.max_blur * math.sqrt(rng.random())
+    noise = 20.0 * blur * rng.uniform(0.75, 1.25)
+    jpeg = rng.randint(6, 14) if rng.random() < 0.75 else rng.choice((None, 20, 40))
+    return Level("train", blur=blur, noise=noise, jpeg=jpeg)
+
+
+def cell_mask(size: tuple[int, int], rng: random.Random) -> Image.Image:
+    """A mask of about half the page's glyph cells (255 inside them), drawn at random."""
+    mask = Image.new("L", size, 0)
+    draw = ImageDraw.Draw(mask)
+    w, h = size[0] / reading.GRID, size[1] / reading.GRID
+    for cell in range(reading.GRID * reading.GRID):
+        if rng.random() < 0.5:
+            x, y = cell % reading.GRID, cell // reading.GRID
+            draw.rectangle(
+                (round(x * w), round(y * h), round((x + 1) * w), round((y + 1) * h)), 255
+            )
+    return mask
 
 
 def read_pages(r: Reader, pages: list[reading.ReadingPage], mtp: bool) -> tuple[list[str], dict]:
@@ -259,6 +293,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-blur", type=float, default=2.2, help="at the 320 px scale")
     parser.add_argument("--max-noise", type=float, default=80.0)
     parser.add_argument("--strong", action="store_true", help="blur drawn up to --max-blur")
+    parser.add_argument("--range", action="store_true", help="degradations as range_level")
+    parser.add_argument("--glyph-mix", type=float, default=0.0, help="--range: per-cell share")
+    parser.add_argument("--snapshots", type=Path, help="write a checkpoint here every ...")
+    parser.add_argument("--snapshot-every", type=int, default=500, help="... this many steps")
     parser.add_argument("--box-noise", type=float, default=0.0, help="share of misplaced boxes")
     parser.add_argument("--min-steps", type=int, default=0, help="no stop before")
     parser.add_argument("--check-every", type=int, default=200)
@@ -289,6 +327,10 @@ def main(argv: list[str] | None = None) -> int:
                 f"content {content_acc:.2f} {time.time() - t0:.0f}s",
                 flush=True,
             )
+        if args.snapshots and step % args.snapshot_every == 0:
+            snapshot = args.snapshots / f"step-{step:05d}"
+            layout.write_checkpoint(r.model, r.config, r.tok, snapshot, f"# step {step}\n")
+            print(f"snapshot {snapshot} {time.time() - t0:.0f}s", flush=True)
         last = step == args.max_steps or time.time() - t0 > args.max_minutes * 60
         if step % args.check_every and not last:
             continue
