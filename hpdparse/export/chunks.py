@@ -84,7 +84,8 @@ def _fast_chunks(
 def _block_entry(
     ref: BlockRef, blocks: dict[BlockRef, dict[str, Any]], pages: dict[int, PageGeometry]
 ) -> dict[str, Any]:
-    grid = blocks.get(ref, {}).get("bbox")
+    block = blocks.get(ref, {})
+    grid = block.get("bbox")
     page = pages.get(ref.page)
     box = page.box(grid) if grid and page is not None else None
     return {
@@ -93,7 +94,7 @@ def _block_entry(
         "bbox": grid,
         "box": [round(v, 2) for v in box] if box else None,
         "unit": None if page is None else ("pt" if page.in_points else "px"),
-        "confidence": None,  # filled once the run records block confidences
+        "confidence": block.get("confidence"),  # null in a run without log-probabilities
     }
 
 

@@ -159,7 +159,7 @@ def _levels(texts: list[str], stack_levels: dict[str, int]) -> list[tuple[int, s
 def test_boxes_are_in_points_and_on_the_grid() -> None:
     for record in records("synth/report", 64):
         for block in record["blocks"]:
-            assert block["unit"] == "pt" and block["confidence"] is None
+            assert block["unit"] == "pt"
             x1, y1, x2, y2 = block["box"]
             assert 0 <= x1 <= x2 <= 595.01 and 0 <= y1 <= y2 <= 842.01
             assert all(0 <= v <= 1000 for v in block["bbox"])

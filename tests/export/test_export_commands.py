@@ -101,6 +101,23 @@ def test_convert_writes_both_files_for_every_sample(samples_out: Path) -> None:
     assert [1, 2] in pages_of_items and [2, 3] in pages_of_items
 
 
+def test_chunk_blocks_carry_the_blocks_confidence(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with FakeHPDServer(logprob=lambda request: -0.05) as confident:
+        assert convert(confident, SAMPLES[1:2], out, "--chunks").returncode == 0
+    data = json.loads((out / "memo" / "memo.json").read_text(encoding="utf-8"))
+    confidence = {
+        (page["number"], block["index"]): block["confidence"]
+        for page in data["pages"]
+        for block in page["blocks"]
+    }
+    blocks = [b for r in read_chunks(files_of(out / "memo")[1]) for b in r["blocks"]]
+    assert blocks
+    for block in blocks:
+        assert block["confidence"] is not None
+        assert block["confidence"] == confidence[block["page"], block["block"]]
+
+
 def test_render_rebuilds_the_same_files(samples_out: Path, tmp_path: Path) -> None:
     folder = tmp_path / "report"
     shutil.copytree(samples_out / "report", folder)
