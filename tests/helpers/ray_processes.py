@@ -10,16 +10,23 @@ import psutil
 ACTOR_TITLE = "ray::MapWorker(MapBatches(PageDecoder))"
 
 
-def decoder_actor_pids() -> list[int]:
-    """Pids of the PageDecoder actors running under this process (only this test's)."""
+def decoder_actor_pids(serving_port: int | None = None) -> list[int]:
+    """Pids of the PageDecoder actors running under this process; with `serving_port`, only
+    those with a connection open to that local port: actors of the run that talks to that
+    server, never an actor of an earlier run still exiting (its title is the same)."""
     pids = []
     for child in psutil.Process().children(recursive=True):
         try:
             title = " ".join(child.cmdline())
+            if not title.startswith(ACTOR_TITLE):
+                continue
+            if serving_port is None or any(
+                conn.raddr and conn.raddr.port == serving_port
+                for conn in child.net_connections(kind="tcp")
+            ):
+                pids.append(child.pid)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue
-        if title.startswith(ACTOR_TITLE):
-            pids.append(child.pid)
     return pids
 
 

@@ -68,7 +68,7 @@ def test_ray_local_bucket_only_actor_killed_all_pages_converted(
         try:
             deadline = time.monotonic() + 420
             while killed is None and proc.poll() is None and time.monotonic() < deadline:
-                if len(_saved_pages(bucket)) >= 2 and (pids := decoder_actor_pids()):
+                if len(_saved_pages(bucket)) >= 2 and (pids := decoder_actor_pids(fake.port)):
                     os.kill(pids[0], signal.SIGKILL)
                     killed = len(_saved_pages(bucket))
                     gate.open()
