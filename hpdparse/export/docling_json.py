@@ -26,8 +26,10 @@ _ITEM_LISTS = ("groups", "texts", "pictures", "tables")
 # below 1e-4 (`0.0000...` or a one-digit negative exponent). A string that looks like one only
 # takes the slower path. Looked for in the UTF-8 bytes (faster than in a str that is not ASCII).
 _OTHER_SPELLING = re.compile(rb"[:,\[]-?(?:0\.0000|\d+(?:\.\d+)?e-\d\b)")
-# What any such value holds, found ten times faster (a literal first): most documents have none.
-_SMALL_EXPONENT = re.compile(rb"e-\d\b")
+# What any such value holds (`e-\d\b`), found ten times faster (a literal first): most documents
+# have none. Looked for from its `-` (sre scans for a pattern's first literal; `e` is everywhere
+# in text, `-` rare: 1.5x as fast again).
+_SMALL_EXPONENT = re.compile(rb"-(?<=e-)\d\b")
 
 
 def docling_json(doc: DoclingDocument) -> bytes:
