@@ -51,13 +51,18 @@ def _fast_json(doc: DoclingDocument) -> str:
     # third of the time). Each item dumped by its own type, then put in its list's place.
     shell = doc.model_copy(update={name: [] for name in _ITEM_LISTS})
     text = shell.model_dump_json(by_alias=True, exclude_none=True)
+    places = []  # (where the list's `]` is in `text`, its name)
     for name in _ITEM_LISTS:
         empty = f'"{name}":[]'  # a key: inside a JSON string its quotes would be escaped
         if text.count(empty) != 1:
             return doc.model_dump_json(by_alias=True, exclude_none=True)
-        items = ",".join(docling_item_json(item) for item in getattr(doc, name))
-        text = text.replace(empty, f'"{name}":[{items}]')
-    return text
+        places.append((text.index(empty) + len(empty) - 1, name))
+    pieces, start = [], 0
+    for end, name in sorted(places):  # the text put together once (not copied at each list)
+        pieces += [text[start:end], ",".join(docling_item_json(i) for i in getattr(doc, name))]
+        start = end
+    pieces.append(text[start:])
+    return "".join(pieces)
 
 
 def dict_json(doc: DoclingDocument) -> bytes:
