@@ -1,6 +1,7 @@
 """One DoclingDocument item as `item.model_dump_json(by_alias=True, exclude_none=True)` writes
 it, the same bytes, faster: written by the item class's own pydantic schema with three pieces of
-docling-core's Python code out of pydantic's way, each of which leaves our items as they are.
+docling-core's Python code out of pydantic's way, each of which leaves our items as they are, and
+with str enums written as the strings they are.
 
 - Content items (DocItem) have a wrap serializer that only drops `comments` and `source` when
   they are empty lists. Around it pydantic builds each item as a Python dict and then writes the
@@ -15,9 +16,10 @@ docling-core's Python code out of pydantic's way, each of which leaves our items
   lies on the way).
 - Labels, layers and box origins are str enums (`label` a Literal of them). pydantic writes an
   enum member by reading its `value`, a Python-level property on Python 3.11, and checks a
-  Literal's value against each allowed one: over a third of an item's time. A member of a str
-  enum is a str whose characters are its value, so these schemas are written as plain strings
-  (only where every member's characters are its value).
+  Literal's value against each allowed one: over a third of an item's time (measured on the
+  benchmark's text items). A member of a str enum is a str whose characters are its value, so
+  these schemas are written as plain strings (only where every member's characters are its
+  value).
 - A table's `data.grid` (every slot of the table, a cell each) is a computed property that
   builds a validated empty cell for every slot before filling in the table's own cells, at every
   dump. Here the table is dumped without its cells and grid, and each cell's JSON, written once,
