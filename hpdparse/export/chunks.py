@@ -87,12 +87,15 @@ def _block_entry(
     block = blocks.get(ref, {})
     grid = block.get("bbox")
     page = pages.get(ref.page)
-    box = page.box(grid) if grid and page is not None else None
+    box = None
+    if grid and page is not None:
+        left, top, right, bottom = page.box(grid)  # rounded without a comprehension's frame
+        box = [round(left, 2), round(top, 2), round(right, 2), round(bottom, 2)]
     return {
         "page": ref.page,
         "block": ref.block,
         "bbox": grid,
-        "box": [round(v, 2) for v in box] if box else None,
+        "box": box,
         "unit": None if page is None else ("pt" if page.in_points else "px"),
         "confidence": block.get("confidence"),  # null in a run without log-probabilities
     }

@@ -133,43 +133,43 @@ class _Builder:
         elif kind == CODE:
             language = _LANGUAGES.get(str(unit.extra.get("language", "")).lower())
             fields = {"code_language": language} if language else {}
-            prov = self._provenance(unit, unit.text)
+            prov, blocks = self._provenance(unit, unit.text)
             item = append_text(self.doc, CodeItem, unit.text, prov, **fields)
-            self._link(item, unit)
+            self._link(item, blocks)
         elif kind == FURNITURE:
             text = plain(unit.text)
             label = _FURNITURE_LABELS.get(unit.role, _TEXT)
-            prov = self._provenance(unit, text)
+            prov, blocks = self._provenance(unit, text)
             item = append_plain_text(
                 self.doc, label, text, prov, content_layer=ContentLayer.FURNITURE
             )
-            self._link(item, unit)
+            self._link(item, blocks)
 
     # --- one method per kind -------------------------------------------------------------------
 
     def _heading(self, unit: Unit) -> None:
         text = plain(unit.text)
-        prov = self._provenance(unit, text)
+        prov, blocks = self._provenance(unit, text)
         if unit.level == 0:
             item = append_text(self.doc, TitleItem, text, prov)
         else:
             level = min(unit.level, 100)
             item = append_text(self.doc, SectionHeaderItem, text, prov, level=level)
-        self._link(item, unit)
+        self._link(item, blocks)
 
     def _paragraph(self, unit: Unit) -> None:
         label = _TEXT_LABELS.get(unit.role, _TEXT)
         text = plain(unit.text)
-        prov = self._provenance(unit, text)
+        prov, blocks = self._provenance(unit, text)
         item = append_plain_text(self.doc, label, text, prov)
-        self._link(item, unit)
+        self._link(item, blocks)
 
     def _caption(self, unit: Unit, owner: TableItem | PictureItem) -> None:
         text = plain(unit.text)
-        prov = self._provenance(unit, text)
+        prov, blocks = self._provenance(unit, text)
         caption = append_plain_text(self.doc, DocItemLabel.CAPTION, text, prov, parent=owner)
         owner.captions.append(RefItem(cref=caption.self_ref))
-        self._link(caption, unit)
+        self._link(caption, blocks)
 
     def _list(self, unit: Unit) -> None:
         group = append_list_group(self.doc)
@@ -193,9 +193,9 @@ class _Builder:
     def _table(self, unit: Unit, index: int) -> None:
         if unit.table is None:
             return
-        prov = self._provenance(unit, "")
+        prov, blocks = self._provenance(unit, "")
         item = append_item(self.doc, "tables", TableItem, data=_table_data(unit.table), prov=prov)
-        self._link(item, unit)
+        self._link(item, blocks)
         for caption in self.table_captions.get(index, []):
             self._caption(self.units[caption], item)
 
@@ -203,9 +203,9 @@ class _Builder:
         last = len(unit.formulas) - 1
         for i, latex in enumerate(unit.formulas):
             text = with_tag(latex, unit.tag if i == last else None)
-            prov = self._provenance(unit, text)
+            prov, blocks = self._provenance(unit, text)
             item = append_text(self.doc, FormulaItem, text, prov)
-            self._link(item, unit)
+            self._link(item, blocks)
 
     def _figure(self, unit: Unit) -> None:
         ref = BlockRef(unit.page, unit.block or 0)
@@ -219,26 +219,27 @@ class _Builder:
 
     # --- provenance ----------------------------------------------------------------------------
 
-    def _provenance(self, unit: Unit, text: str) -> list[Provenance]:
+    def _provenance(self, unit: Unit, text: str) -> tuple[list[Provenance], list[BlockRef]]:
         """One entry per block the unit was made from (several when merged across pages); the
         character spans split `text` where the continuation's own text starts. Empty when the
-        first block has no box."""
-        if not self.provenance:
-            return []
+        first block has no box. Then those blocks, for `refs` (found once for both)."""
         first = BlockRef(unit.page, unit.block or 0)
         later = self.continuations.get((unit.kind, first))
         if not later:  # most units: one block, the whole text
             entry = self._block_provenance(first, (0, len(text)))
-            return [entry] if entry is not None else []
+            return ([entry] if entry is not None else []), [first]
+        blocks = [first] + [ref for ref, _ in later]
+        if not self.provenance:
+            return [], blocks
         spans = _spans(text, [len(plain(t)) for _, t in later])
-        refs = [first] + [ref for ref, _ in later]
-        entries = [self._block_provenance(ref, span) for ref, span in zip(refs, spans, strict=True)]
-        return [e for e in entries if e is not None] if entries[0] is not None else []
+        pairs = zip(blocks, spans, strict=True)
+        entries = [self._block_provenance(ref, span) for ref, span in pairs]
+        if entries[0] is None:
+            return [], blocks
+        return [e for e in entries if e is not None], blocks
 
-    def _link(self, item: NodeItem, unit: Unit) -> None:
-        first = BlockRef(unit.page, unit.block or 0)
-        later = self.continuations.get((unit.kind, first), [])
-        self.export.refs[item.self_ref] = [first] + [ref for ref, _ in later]
+    def _link(self, item: NodeItem, blocks: list[BlockRef]) -> None:
+        self.export.refs[item.self_ref] = blocks
 
     def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> Provenance | None:
         """A ProvenanceItem's fields (the item's validation builds it)."""

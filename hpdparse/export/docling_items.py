@@ -102,7 +102,9 @@ def append_plain_text(
     formula: those have classes of their own)."""
     if label in _OWN_CLASS_LABELS:
         raise ValueError(f"{label} items have a class of their own")
-    return append_text(doc, TextItem, text, prov, label=label, **fields)
+    # append_text's call, made here: most items are paragraphs (a call with **fields less each)
+    fields["label"] = label
+    return append_item(doc, "texts", TextItem, prov=prov, text=text, orig=text, **fields)
 
 
 _OWN_CLASS_LABELS = {

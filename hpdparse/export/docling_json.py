@@ -26,8 +26,10 @@ _ITEM_LISTS = ("groups", "texts", "pictures", "tables")
 # below 1e-4 (`0.0000...` or a one-digit negative exponent). A string that looks like one only
 # takes the slower path. Looked for in the UTF-8 bytes (faster than in a str that is not ASCII).
 _OTHER_SPELLING = re.compile(rb"[:,\[]-?(?:0\.0000|\d+(?:\.\d+)?e-\d\b)")
-# What any such value holds, found ten times faster (a literal first): most documents have none.
-_SMALL_EXPONENT = re.compile(rb"e-\d\b")
+# What any such value holds (`e-\d\b`), found ten times faster (a literal first): most documents
+# have none. Looked for from its `-` (sre scans for a pattern's first literal; `e` is everywhere
+# in text, `-` rare: 1.5x as fast again).
+_SMALL_EXPONENT = re.compile(rb"-(?<=e-)\d\b")
 
 
 def docling_json(doc: DoclingDocument) -> bytes:
@@ -49,13 +51,18 @@ def _fast_json(doc: DoclingDocument) -> str:
     # third of the time). Each item dumped by its own type, then put in its list's place.
     shell = doc.model_copy(update={name: [] for name in _ITEM_LISTS})
     text = shell.model_dump_json(by_alias=True, exclude_none=True)
+    places = []  # (where the list's `]` is in `text`, its name)
     for name in _ITEM_LISTS:
         empty = f'"{name}":[]'  # a key: inside a JSON string its quotes would be escaped
         if text.count(empty) != 1:
             return doc.model_dump_json(by_alias=True, exclude_none=True)
-        items = ",".join(docling_item_json(item) for item in getattr(doc, name))
-        text = text.replace(empty, f'"{name}":[{items}]')
-    return text
+        places.append((text.index(empty) + len(empty) - 1, name))
+    pieces, start = [], 0
+    for end, name in sorted(places):  # the text put together once (not copied at each list)
+        pieces += [text[start:end], ",".join(docling_item_json(i) for i in getattr(doc, name))]
+        start = end
+    pieces.append(text[start:])
+    return "".join(pieces)
 
 
 def dict_json(doc: DoclingDocument) -> bytes:

@@ -46,8 +46,10 @@ _MATH = re.compile(r"\\\((.*?)(?:\\\)|\Z)|\\\[(.*?)(?:\\\]|\Z)", re.S)
 _HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
 _DOLLAR = re.compile(r"(?<!\\)\$")
 
-# Text without any of these is returned as it is (stripped): the common case, made fast.
-_NEEDS_WORK = re.compile(r"[\\<>$|\n&\t\r\f\v\u00a0]|  ")
+# Text without any of these, nor two spaces in a row, is returned as it is (stripped): the common
+# case, made fast (a character class alone is scanned for quickly; with "|  " in the pattern every
+# position is tried against both: over twice as slow on a paragraph).
+_NEEDS_WORK = re.compile(r"[\\<>$|\n&\t\r\f\v\u00a0]")
 
 MODE_MD = "md"  # a Markdown paragraph
 MODE_GFM = "gfm"  # a GFM table cell: pipes escaped, breaks as <br>
@@ -58,7 +60,7 @@ MODE_PLAIN = "plain"  # plain text (hpdparse.export): lines joined, math as $...
 def render_inline(text: str, dollar: bool, mode: str = MODE_MD) -> str:
     """Text with inline math -> Markdown (or table cell) text. Math is cleaned and delimited per
     `dollar`; plain text is escaped so that it cannot open an HTML tag or start math."""
-    if not _NEEDS_WORK.search(text):
+    if not _NEEDS_WORK.search(text) and "  " not in text:
         return text.strip()
     if mode in (MODE_MD, MODE_PLAIN):
         text = join_lines(text)

@@ -7,6 +7,7 @@ first item the shortcut writes otherwise is written by docling-core."""
 from __future__ import annotations
 
 import itertools
+from enum import Enum
 
 import pytest
 
@@ -14,6 +15,7 @@ pytest.importorskip("docling_core")
 
 from docling_core.types.doc import (
     BoundingBox,
+    ContentLayer,
     CoordOrigin,
     DocItemLabel,
     DoclingDocument,
@@ -184,3 +186,38 @@ def test_covered_slots_are_those_of_doclings_grid() -> None:
             assert found == expected, (rows_n, cols_n, start_row, start_col, rows, cols)
             compared += 1
     assert compared > 500
+
+
+def test_every_label_layer_and_origin_is_written_as_docling_core_writes_it() -> None:
+    """The shortcut writes str enums as strings: each member, in each place, as pydantic would."""
+    doc = DoclingDocument(name="labels")
+    labels = [label for label in DocItemLabel if label != DocItemLabel.LIST_ITEM]  # in a list
+    for label, layer, origin in itertools.product(labels, ContentLayer, CoordOrigin):
+        box = BoundingBox(l=1, t=2, r=3, b=4, coord_origin=origin)
+        prov = ProvenanceItem(page_no=1, bbox=box, charspan=(0, 1))
+        try:
+            doc.add_text(label=label, text="x", prov=prov, content_layer=layer)
+        except (TypeError, ValueError):  # a label add_text does not make (table, picture...)
+            continue
+    assert len(doc.texts) >= 20 * len(ContentLayer) * len(CoordOrigin)
+    for item in doc.texts:
+        reference = item.model_dump_json(by_alias=True, exclude_none=True)
+        assert shortcut_json(item) == reference, (item.label, item.content_layer)
+
+
+def test_an_enum_whose_characters_are_not_its_value_keeps_its_schema() -> None:
+    class Shouting(str, Enum):
+        QUIET = "quiet"
+
+        def __new__(cls, value: str) -> Shouting:
+            member = str.__new__(cls, value.upper())
+            member._value_ = value
+            return member
+
+    def enum_schema(cls: type[Enum]) -> dict:
+        return {"type": "enum", "cls": cls, "members": list(cls), "sub_type": "str"}
+
+    assert module._written_as_str(enum_schema(CoordOrigin))
+    assert not module._written_as_str(enum_schema(Shouting))
+    assert not module._written_as_str({"type": "literal", "expected": [Shouting.QUIET, "a"]})
+    assert module._written_as_str({"type": "literal", "expected": [DocItemLabel.TEXT, "a"]})
