@@ -126,9 +126,11 @@ def augmented(page: reading.ReadingPage, rng: random.Random, args) -> object:
 
 def range_level(rng: random.Random, args) -> Level:
     """A degradation like the calibration levels' (noise about 20 per pixel of blur, hard JPEG)
-    at any strength up to `--max-blur`, the hard end drawn more often (density rising with the
-    blur), so that the model sees every grade between a clear glyph and an unreadable one."""
-    blur = args.max_blur * math.sqrt(rng.random())
+    at any strength from `--min-blur` up to `--max-blur`, the hard end drawn more often (density
+    rising with the blur), so that the model sees every grade between a clear glyph and an
+    unreadable one."""
+    low = args.min_blur
+    blur = low + (args.max_blur - low) * math.sqrt(rng.random())
     noise = 20.0 * blur * rng.uniform(0.75, 1.25)
     jpeg = rng.randint(6, 14) if rng.random() < 0.75 else rng.choice((None, 20, 40))
     return Level("train", blur=blur, noise=noise, jpeg=jpeg)
@@ -292,6 +294,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--clean-share", type=float, default=0.5)
     parser.add_argument("--max-blur", type=float, default=2.2, help="at the 320 px scale")
     parser.add_argument("--max-noise", type=float, default=80.0)
+    parser.add_argument("--min-blur", type=float, default=0.0, help="--range: blur from here")
     parser.add_argument("--strong", action="store_true", help="blur drawn up to --max-blur")
     parser.add_argument("--range", action="store_true", help="degradations as range_level")
     parser.add_argument("--glyph-mix", type=float, default=0.0, help="--range: per-cell share")
