@@ -201,6 +201,8 @@ class PageScheduler:
             skip_special_tokens=False,
             # the chosen token's log-probability only (for the confidence scores)
             logprobs=0 if self._prompt.logprobs else None,
+            # kept as flat lists, not a dict and a Logprob object per token (host time per step)
+            flat_logprobs=True,
         )
 
     # -------------------------------------------------------------------------------- children
@@ -311,7 +313,26 @@ def chosen_logprobs(tokens: Any, logprobs: Any) -> list[float] | None:
     completion has none for them."""
     if logprobs is None or len(logprobs) != len(tokens):
         return None
+    if isinstance(getattr(logprobs, "start_indices", None), list):  # FlatLogprobs
+        return _chosen_flat(tokens, logprobs)
     try:
         return [float(logprobs[i][token].logprob) for i, token in enumerate(tokens)]
     except (KeyError, IndexError, TypeError):
         return None
+
+
+def _chosen_flat(tokens: Any, flat: Any) -> list[float] | None:
+    """`chosen_logprobs` read from FlatLogprobs' lists (no dict per position). Asked with
+    logprobs=0, each position holds the chosen token's entry, first."""
+    ids, values, starts, ends = flat.token_ids, flat.logprobs, flat.start_indices, flat.end_indices
+    chosen = []
+    for i, token in enumerate(tokens):
+        at = starts[i]
+        if at >= ends[i]:
+            return None
+        if ids[at] != token:
+            at = next((j for j in range(at + 1, ends[i]) if ids[j] == token), -1)
+            if at < 0:
+                return None
+        chosen.append(float(values[at]))
+    return chosen
