@@ -62,7 +62,7 @@ def chunk_records(
                 "tokens": tokens,
                 "oversize": tokens > max_tokens,
                 "pages": sorted({ref.page for ref in refs}),
-                "blocks": [_block_entry(ref, blocks, pages) for ref in refs],
+                "blocks": [_block_entry(ref, blocks, pages, export.boxes) for ref in refs],
                 "docling_refs": items,
             }
         )
@@ -82,14 +82,19 @@ def _fast_chunks(
 
 
 def _block_entry(
-    ref: BlockRef, blocks: dict[BlockRef, dict[str, Any]], pages: dict[int, PageGeometry]
+    ref: BlockRef,
+    blocks: dict[BlockRef, dict[str, Any]],
+    pages: dict[int, PageGeometry],
+    boxes: dict[BlockRef, tuple[float, float, float, float]],
 ) -> dict[str, Any]:
     block = blocks.get(ref, {})
     grid = block.get("bbox")
     page = pages.get(ref.page)
     box = None
     if grid and page is not None:
-        left, top, right, bottom = page.box(grid)  # rounded without a comprehension's frame
+        known = boxes.get(ref)  # computed for the DoclingDocument's provenance (with --docling)
+        # rounded without a comprehension's frame
+        left, top, right, bottom = page.box(grid) if known is None else known
         box = [round(left, 2), round(top, 2), round(right, 2), round(bottom, 2)]
     return {
         "page": ref.page,
