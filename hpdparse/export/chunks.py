@@ -41,6 +41,9 @@ def chunk_records(
     stem = document_json["stem"]
     pages = page_geometries(document_json) if export.pages is None else export.pages
     blocks = blocks_by_ref(document_json) if export.blocks is None else export.blocks
+    # a box coordinate -> round(it, 2): blocks share coordinates (the model's 0-1000 grid on
+    # pages of one size), and round(x, 2) costs more than the rest of a block's entry
+    rounded: dict[float, float] = {}
     records = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
@@ -62,7 +65,7 @@ def chunk_records(
                 "tokens": tokens,
                 "oversize": tokens > max_tokens,
                 "pages": sorted({ref.page for ref in refs}),
-                "blocks": [_block_entry(ref, blocks, pages, export.boxes) for ref in refs],
+                "blocks": [_block_entry(ref, blocks, pages, export, rounded) for ref in refs],
                 "docling_refs": items,
             }
         )
@@ -85,17 +88,23 @@ def _block_entry(
     ref: BlockRef,
     blocks: dict[BlockRef, dict[str, Any]],
     pages: dict[int, PageGeometry],
-    boxes: dict[BlockRef, tuple[float, float, float, float]],
+    export: DoclingExport,
+    rounded: dict[float, float],
 ) -> dict[str, Any]:
     block = blocks.get(ref, {})
     grid = block.get("bbox")
     page = pages.get(ref.page)
     box = None
     if grid and page is not None:
-        known = boxes.get(ref)  # computed for the DoclingDocument's provenance (with --docling)
-        # rounded without a comprehension's frame
+        known = export.boxes.get(ref)  # computed for the provenance (with --docling)
         left, top, right, bottom = page.box(grid) if known is None else known
-        box = [round(left, 2), round(top, 2), round(right, 2), round(bottom, 2)]
+        # without a comprehension's frame; a zero, falsy, is rounded again (-0.0 == 0.0)
+        box = [
+            rounded.get(left) or _round(left, rounded),
+            rounded.get(top) or _round(top, rounded),
+            rounded.get(right) or _round(right, rounded),
+            rounded.get(bottom) or _round(bottom, rounded),
+        ]
     return {
         "page": ref.page,
         "block": ref.block,
@@ -104,6 +113,11 @@ def _block_entry(
         "unit": None if page is None else ("pt" if page.in_points else "px"),
         "confidence": block.get("confidence"),  # null in a run without log-probabilities
     }
+
+
+def _round(value: float, rounded: dict[float, float]) -> float:
+    result = rounded[value] = round(value, 2)
+    return result
 
 
 def _owned_items(doc_items: list[DocItem]) -> list[str]:
