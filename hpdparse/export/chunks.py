@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from docling_core.types.doc import DocItem, DocItemLabel
@@ -141,7 +142,19 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
 # what json.dumps(record, ensure_ascii=False) uses, built once (json.dumps builds an encoder at
 # every call with an argument other than the defaults)
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
+# its C encoder (what `encode` builds at every call), also built once, and without the check for
+# circular references (a dict of every container's id, filled and emptied for each): our records
+# are plain trees. None where the json module has no C encoder.
+_C_ENCODER = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _ENCODER.default, encode_basestring, None, ": ", ", ", False, False, True
+    )
+)
 
 
 def chunks_jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(_ENCODER.encode(r) + "\n" for r in records)
+    if _C_ENCODER is None:
+        return "".join(_ENCODER.encode(r) + "\n" for r in records)
+    return "".join(["".join(_C_ENCODER(r, 0)) + "\n" for r in records])
