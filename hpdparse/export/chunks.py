@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from docling_core.types.doc import DocItem, DocItemLabel
@@ -41,6 +42,9 @@ def chunk_records(
     stem = document_json["stem"]
     pages = page_geometries(document_json) if export.pages is None else export.pages
     blocks = blocks_by_ref(document_json) if export.blocks is None else export.blocks
+    # a box coordinate -> round(it, 2): blocks share coordinates (the model's 0-1000 grid on
+    # pages of one size), and round(x, 2) costs more than the rest of a block's entry
+    rounded: dict[float, float] = {}
     records = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
@@ -62,7 +66,7 @@ def chunk_records(
                 "tokens": tokens,
                 "oversize": tokens > max_tokens,
                 "pages": sorted({ref.page for ref in refs}),
-                "blocks": [_block_entry(ref, blocks, pages) for ref in refs],
+                "blocks": [_block_entry(ref, blocks, pages, export, rounded) for ref in refs],
                 "docling_refs": items,
             }
         )
@@ -82,15 +86,26 @@ def _fast_chunks(
 
 
 def _block_entry(
-    ref: BlockRef, blocks: dict[BlockRef, dict[str, Any]], pages: dict[int, PageGeometry]
+    ref: BlockRef,
+    blocks: dict[BlockRef, dict[str, Any]],
+    pages: dict[int, PageGeometry],
+    export: DoclingExport,
+    rounded: dict[float, float],
 ) -> dict[str, Any]:
     block = blocks.get(ref, {})
     grid = block.get("bbox")
     page = pages.get(ref.page)
     box = None
     if grid and page is not None:
-        left, top, right, bottom = page.box(grid)  # rounded without a comprehension's frame
-        box = [round(left, 2), round(top, 2), round(right, 2), round(bottom, 2)]
+        known = export.boxes.get(ref)  # computed for the provenance (with --docling)
+        left, top, right, bottom = page.box(grid) if known is None else known
+        # without a comprehension's frame; a zero, falsy, is rounded again (-0.0 == 0.0)
+        box = [
+            rounded.get(left) or _round(left, rounded),
+            rounded.get(top) or _round(top, rounded),
+            rounded.get(right) or _round(right, rounded),
+            rounded.get(bottom) or _round(bottom, rounded),
+        ]
     return {
         "page": ref.page,
         "block": ref.block,
@@ -99,6 +114,11 @@ def _block_entry(
         "unit": None if page is None else ("pt" if page.in_points else "px"),
         "confidence": block.get("confidence"),  # null in a run without log-probabilities
     }
+
+
+def _round(value: float, rounded: dict[float, float]) -> float:
+    result = rounded[value] = round(value, 2)
+    return result
 
 
 def _owned_items(doc_items: list[DocItem]) -> list[str]:
@@ -122,7 +142,19 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
 # what json.dumps(record, ensure_ascii=False) uses, built once (json.dumps builds an encoder at
 # every call with an argument other than the defaults)
 _ENCODER = json.JSONEncoder(ensure_ascii=False)
+# its C encoder (what `encode` builds at every call), also built once, and without the check for
+# circular references (a dict of every container's id, filled and emptied for each): our records
+# are plain trees. None where the json module has no C encoder.
+_C_ENCODER = (
+    None
+    if c_make_encoder is None
+    else c_make_encoder(
+        None, _ENCODER.default, encode_basestring, None, ": ", ", ", False, False, True
+    )
+)
 
 
 def chunks_jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(_ENCODER.encode(r) + "\n" for r in records)
+    if _C_ENCODER is None:
+        return "".join(_ENCODER.encode(r) + "\n" for r in records)
+    return "".join(["".join(_C_ENCODER(r, 0)) + "\n" for r in records])

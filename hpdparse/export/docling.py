@@ -82,6 +82,8 @@ class DoclingExport:
     # what the build looked up in `<stem>.json`, kept for the chunks (None: look it up again)
     pages: dict[int, PageGeometry] | None = None
     blocks: dict[BlockRef, dict[str, Any]] | None = None
+    # a block's box on its page (`PageGeometry.box`), where its provenance needed it
+    boxes: dict[BlockRef, tuple[float, float, float, float]] = field(default_factory=dict)
 
 
 def plain(text: str) -> str:
@@ -249,7 +251,8 @@ class _Builder:
         grid = self.blocks.get(ref, {}).get("bbox")
         if page is None or not grid:
             return None
-        return {"page_no": ref.page, "bbox": _docling_box(page, grid), "charspan": span}
+        box = self.export.boxes[ref] = page.box(grid)
+        return {"page_no": ref.page, "bbox": _docling_box(page, box), "charspan": span}
 
     def _image(self, unit: Unit, ref: BlockRef) -> ImageRef | None:
         box = self.blocks.get(ref, {}).get("bbox_px")
@@ -261,9 +264,9 @@ class _Builder:
         return ImageRef(mimetype="image/png", dpi=dpi, size=size, uri=Path(unit.image))
 
 
-def _docling_box(page: PageGeometry, grid: list[float]) -> dict[str, Any]:
-    """A BoundingBox's fields."""
-    left, top, right, bottom = page.box(grid)
+def _docling_box(page: PageGeometry, box: tuple[float, float, float, float]) -> dict[str, Any]:
+    """A BoundingBox's fields, from the block's box on its page (`PageGeometry.box`)."""
+    left, top, right, bottom = box
     height = page.height  # docling's convention for PDF pages: y grows upwards
     return {
         "l": left,

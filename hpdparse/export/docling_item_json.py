@@ -5,8 +5,8 @@ with str enums written as the strings they are.
 
 - Content items (DocItem) have a wrap serializer that only drops `comments` and `source` when
   they are empty lists. Around it pydantic builds each item as a Python dict and then writes the
-  dict as JSON. An item whose two lists are empty is written without the wrapper, the two fields
-  excluded.
+  dict as JSON. An item whose two lists are empty is written without the wrapper, by a schema
+  without the two fields.
 - Boxes and sizes (BoundingBox, Size) have a field serializer per coordinate that rounds it to a
   precision given in the serialization context, and returns it as it is without one (a Python
   call per number). No context is given here: the numbers are written as they are. pydantic
@@ -58,6 +58,7 @@ _DROPPED = set(_DROPPED_WHEN_EMPTY)
 _CONTEXT_ROUNDING = {BoundingBox._serialize, Size._serialize}  # as they are without a context
 _TABLE_START = '"data":{'  # TableItem's table
 _TABLE_END = '},"annotations":'  # the end of a table's `data`: TableItem's next field
+_TABLE_EXCLUDED = {"data": {"table_cells", "grid"}}  # written from the cells (`_table_json`)
 _CELL = TableCell.__pydantic_serializer__
 _checked: dict[type[NodeItem], bool] = {}  # class -> its first item was written alike
 
@@ -86,7 +87,7 @@ def shortcut_json(item: NodeItem) -> str | None:
         return None
     if type(item) is TableItem:
         return _table_json(item, serializer)
-    return serializer.to_json(item, by_alias=True, exclude_none=True, exclude=_DROPPED).decode()
+    return serializer.to_json(item, by_alias=True, exclude_none=True).decode()
 
 
 @functools.cache
@@ -106,6 +107,11 @@ def _serializer(cls: type[NodeItem]) -> SchemaSerializer | None:
     if node.get("type") != "model" or wrapper.get("function") is not _DOCITEM_WRAPPER:
         return None
     del node["serialization"]
+    fields = node["schema"].get("fields", {})
+    if node["schema"].get("type") != "model-fields" or not fields.keys() >= _DROPPED:
+        return None
+    for name in _DROPPED_WHEN_EMPTY:  # left out of the schema, not by an `exclude` at each call
+        del fields[name]
     return SchemaSerializer(schema)
 
 
@@ -158,9 +164,9 @@ def _table_json(item: TableItem, serializer: SchemaSerializer) -> str | None:
     cells = item.data.table_cells
     if any(type(cell) is not TableCell for cell in cells):
         return None
-    exclude: dict[str, Any] = {name: True for name in _DROPPED_WHEN_EMPTY}
-    exclude["data"] = {"table_cells", "grid"}
-    text = serializer.to_json(item, by_alias=True, exclude_none=True, exclude=exclude).decode()
+    text = serializer.to_json(
+        item, by_alias=True, exclude_none=True, exclude=_TABLE_EXCLUDED
+    ).decode()
     # where the data object starts and ends, found by its key and the key after it: inside a
     # JSON string their quotes would be escaped
     if text.count(_TABLE_START) != 1 or text.count(_TABLE_END) != 1:
