@@ -16,6 +16,10 @@ from tests.helpers.paths import CORPUS
 # (a vLLM engine started in this process leaves torch with two OpenMP threads). Read when torch
 # loads libgomp, so set before any test module imports torch; subprocesses inherit it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# This machine is no Google Compute Engine VM: without this, google-auth (gcsfs's credentials)
+# first asks for the VM's metadata server, 3 tries of 3 s each, wherever a test opens a gs://
+# file system with no credentials of its own. Read when google.auth loads; subprocesses inherit it.
+os.environ.setdefault("NO_GCE_CHECK", "true")
 
 
 @pytest.fixture(scope="session")
