@@ -17,6 +17,20 @@ store across a network, where requests wait rather than compute); `--code DIR` r
 hpdparse checkout in DIR instead of this one (two versions compared under the same servers).
 Goal: bucket >= 0.9x local pages/s, <= 3 PUTs per page. The last line reads
 `bucket/local pages/s: R; PUTs per page: P`.
+
+What R is made of (printed before it, added after the first figures, which had only R): the CPU
+time of hpdparse's process per page (the convert process, where the S3 client runs, from
+`getrusage`, its imports and setup included; not its rasterizer processes, which multiprocessing's
+forkserver starts and reaps, and which do the same work for both outputs), local and bucket, their
+ratio as "bucket/local pages per CPU-second", the S3 server's own CPU per page (moto's process,
+from /proc; "n/a" elsewhere) and the TCP connections per request (counted at the forwarder). All of
+them run on this machine's cores, so on a small machine R is mostly a ratio of CPU: moto's server
+answers every request with "Connection: close" (werkzeug's development server), so each request
+costs a new connection in hpdparse's S3 client, in the forwarder and in moto, which a store that
+keeps connections open (S3, MinIO, GCS) does not cost. pages/s is still each run's own report
+("seconds": from the run's start, after the command's imports, to its end) for both outputs, so the
+bucket's one-off costs inside the run (the S3 client's session, made at the first request) are in
+it; more pages per run (--docs, --pages) spread them.
 """
 
 from __future__ import annotations
@@ -24,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,16 +89,36 @@ def put_kinds(log: list[tuple[str, str]]) -> tuple[Counter[str], set[str]]:
     return kinds, names
 
 
-def convert(inputs: list[Path], out: str, server: FakeHPDServer, args, report: Path) -> dict:
+def process_cpu(pid: int) -> float | None:
+    """CPU seconds (user + system, all threads) of a running process, or None off Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def convert(
+    inputs: list[Path], out: str, server: FakeHPDServer, args, report: Path
+) -> tuple[dict, float]:
+    """Run `hpdparse convert`; its report and the CPU seconds of its process (not of its
+    rasterizer processes: the forkserver, not this process, reaps them)."""
     cmd = [sys.executable, "-m", "hpdparse", "convert", *map(str, inputs), "-o", out]
     cmd += ["--engine", "openai", "--server", server.url, "--dpi", str(args.dpi), "--quiet"]
     cmd += ["--workers", str(args.workers), "--report", str(report)]
     code = args.code or str(REPO)
     env = {**os.environ, "PYTHONPATH": code, "OMP_NUM_THREADS": "1"}
+    cpu = children_cpu()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=code, env=env, check=False)
+    cpu = children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"convert failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return json.loads(report.read_text())
+    return json.loads(report.read_text()), cpu
 
 
 def main() -> None:
@@ -115,17 +150,26 @@ def main() -> None:
             bucket = f"bench-{uuid.uuid4().hex[:8]}"
             boto3.client("s3").create_bucket(Bucket=bucket)
             rates: dict[str, list[float]] = {"local": [], "bucket": []}
+            cpu_ms: dict[str, list[float]] = {"local": [], "bucket": [], "server": []}
+            per_connection: list[float] = []
             requests: list[dict[str, float]] = []
             puts: list[tuple[Counter[str], set[str]]] = []
             for n in range(args.rounds):
                 for where in ("local", "bucket"):
                     out = str(tmp / f"out{n}") if where == "local" else f"s3://{bucket}/out{n}"
-                    offset = moto.log_offset()
-                    report = convert(inputs, out, fake, args, tmp / f"report-{where}{n}.json")
+                    offset, connections = moto.log_offset(), gate.connections
+                    server_cpu = process_cpu(moto.proc.pid)
+                    path = tmp / f"report-{where}{n}.json"
+                    report, cpu = convert(inputs, out, fake, args, path)
                     pages = report["totals"]["pages_decoded"]
                     rates[where].append(pages / report["seconds"])
+                    cpu_ms[where].append(1000 * cpu / pages)
                     if where == "bucket":
+                        now = process_cpu(moto.proc.pid)
+                        if server_cpu is not None and now is not None:
+                            cpu_ms["server"].append(1000 * (now - server_cpu) / pages)
                         counts = moto.requests(offset, bucket=bucket)
+                        per_connection.append((gate.connections - connections) / counts.total())
                         requests.append({k: counts.get(k, 0) / pages for k in KINDS})
                         puts.append(put_kinds(moto.request_log(offset, bucket=bucket)))
                     print(f"round {n + 1} {where:<6} {pages} pages, {rates[where][-1]:.2f} pages/s")
@@ -147,6 +191,14 @@ def main() -> None:
         f"PUTs: per page {put['raw'] / pages:.2f} raw/ + {put['images'] / pages:.2f} images/, "
         f"per document {put['document'] / args.docs:.2f} ({', '.join(sorted(names))})"
     )
+    cpu = {k: statistics.median(v) for k, v in cpu_ms.items() if v}
+    server = f"{cpu['server']:.1f} ms" if "server" in cpu else "n/a"
+    print(
+        f"CPU per page (median): hpdparse local {cpu['local']:.1f} ms, bucket "
+        f"{cpu['bucket']:.1f} ms; S3 server {server}; connections per request "
+        f"{statistics.median(per_connection):.2f}"
+    )
+    print(f"bucket/local pages per CPU-second of hpdparse: {cpu['local'] / cpu['bucket']:.2f}")
     print(f"bucket/local pages/s: {remote / local:.2f}; PUTs per page: {per_page['PUT']:.2f}")
 
 

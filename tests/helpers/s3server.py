@@ -112,10 +112,12 @@ class Gate:
     `faults` > 0, each new connection takes one and gets `fault` instead of the server: "503"
     (an S3 error answer to its first request, then closed) or "hang" (no answer at all).
     `delay` (seconds) holds back each piece of the server's answers that long, as a network
-    between a client and a distant store would (a small answer: one round trip later)."""
+    between a client and a distant store would (a small answer: one round trip later).
+    `connections` counts the connections forwarded to the server."""
 
     def __init__(self, target_port: int, delay: float = 0.0) -> None:
         self.delay = delay
+        self.connections = 0
         self.fault = "503"
         self.faults = 0
         self.target_port = target_port
@@ -171,6 +173,7 @@ class Gate:
                 continue
             with self._lock:
                 self._conns += [client, upstream]
+                self.connections += 1
             for a, b, delay in ((client, upstream, 0.0), (upstream, client, self.delay)):
                 threading.Thread(target=_pump, args=(a, b, delay), daemon=True).start()
 
