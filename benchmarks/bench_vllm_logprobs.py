@@ -8,13 +8,15 @@ started engine (in-process engine core), so that both see the same machine load.
 
 Each round runs both variants, in the order on/off, then off/on the next round (ABBA), and
 measures each run's wall seconds and the CPU seconds of this process (`time.process_time`: all
-its threads; the engine core runs in this process). On a shared machine the CPU seconds are the
-figure to trust: another process's load stretches the wall time, much less a run's own CPU time.
-Pin the process to one core with one OpenMP thread so that no thread waits for another.
+its threads; the engine core runs in this process). On a shared machine the CPU seconds are
+steadier than the wall time, which another process's load stretches, but they too vary between
+rounds (caches, a busy sibling core): trust the per-round ratios, not single runs. Pin the
+process to one core with one OpenMP thread so that no thread waits for another.
 
 Prints each run, then per measure (CPU, wall) the median seconds with and without, and the
-per-round ratios (with/without: median, quartiles, min-max). Checks that every run gives the same
-text, that only the runs with logprobs have them, and that every run with them has the same ones.
+per-round ratios (with/without: median with a ~95% confidence interval, quartiles, range).
+Checks that every run gives the same text, that only the runs with logprobs have them, and that
+every run with them has the same ones.
 With ``--profile DIR`` it then runs each variant ``--profile-rounds`` more times under cProfile
 (summed in ``DIR/on.prof``, ``DIR/off.prof``) and prints the functions whose cumulative time
 grows most with logprobs, and the growth of self time by where the code lives. ``--attribute``
