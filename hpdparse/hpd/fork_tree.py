@@ -165,11 +165,14 @@ class ForkTree:
     def logprobs(self) -> list[float] | None:
         """The log-probability of each of `tokens()` (a spliced ``<CHILD>`` has its ``<FORK>``'s),
         or None when some branch's tokens came without them."""
+        return self.tokens_and_logprobs()[1]
+
+    def tokens_and_logprobs(self) -> tuple[list[int], list[float] | None]:
+        """`tokens()` and `logprobs()` from one splice."""
         if any(len(b.logprobs) != len(b.tokens) for b in self.branches):
-            return None
+            return self.tokens(), None
         values: list[float] = []
-        self._splice(_SpliceCursor(), values)
-        return values
+        return self._splice(_SpliceCursor(), values), values
 
     def take_settled(self, logprobs: list[float] | None = None) -> list[int]:
         """The tokens that joined the settled prefix since the last call (and, when `logprobs`

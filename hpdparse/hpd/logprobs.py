@@ -61,21 +61,8 @@ class PageLogprobs:
         `is_block` tells a ``<BLOCK>`` token, `is_marker` a ``<CHILD>`` or ``<FORK>``."""
         if len(tokens) != len(logprobs):
             raise ValueError(f"{len(tokens)} tokens but {len(logprobs)} log-probabilities")
-        segments: list[Segment] = []
-        header: list[float] = []
-        content: list[float] = []
-        in_header = False  # segment 0 has no header
-        for token, value in zip(tokens, logprobs, strict=True):
-            if is_block(token):
-                segments.append(Segment(tuple(header), tuple(content)))
-                header, content, in_header = [float(value)], [], True
-            elif in_header:
-                header.append(float(value))
-                in_header = not is_marker(token)
-            else:
-                content.append(float(value))
-        segments.append(Segment(tuple(header), tuple(content)))
-        return cls(tuple(segments))
+        starts = [i for i, token in enumerate(tokens) if is_block(token)]
+        return cls._cut(tokens, logprobs, starts, is_marker)
 
     @classmethod
     def of_ids(
@@ -85,8 +72,30 @@ class PageLogprobs:
         there are no log-probabilities."""
         if logprobs is None:
             return None
-        markers = {ids.child, ids.fork}
-        return cls.split(token_ids, logprobs, lambda t: t == ids.block, markers.__contains__)
+        if len(token_ids) != len(logprobs):
+            raise ValueError(f"{len(token_ids)} tokens but {len(logprobs)} log-probabilities")
+        block = ids.block
+        starts = [i for i, token in enumerate(token_ids) if token == block]
+        return cls._cut(token_ids, logprobs, starts, {ids.child, ids.fork}.__contains__)
+
+    @classmethod
+    def _cut(
+        cls,
+        tokens: Sequence[T],
+        logprobs: Sequence[float],
+        starts: list[int],
+        is_marker: Callable[[T], bool],
+    ) -> PageLogprobs:
+        """The segments, given where the ``<BLOCK>`` tokens are: a block's header runs from its
+        ``<BLOCK>`` up to and including its first marker (all of it without one), its content on
+        to the next ``<BLOCK>``. Slices, not a Python step per token (host time per page)."""
+        values = [float(v) for v in logprobs]
+        segments = [Segment((), tuple(values[: starts[0] if starts else len(values)]))]
+        for k, start in enumerate(starts):
+            end = starts[k + 1] if k + 1 < len(starts) else len(values)
+            cut = next((i + 1 for i in range(start + 1, end) if is_marker(tokens[i])), end)
+            segments.append(Segment(tuple(values[start:cut]), tuple(values[cut:end])))
+        return cls(tuple(segments))
 
     def to_json(self) -> dict[str, Any]:
         """The compact record saved in raw/page-NNNN.json."""

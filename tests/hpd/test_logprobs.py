@@ -4,6 +4,7 @@ confidence made of them."""
 from __future__ import annotations
 
 import math
+import random
 
 import pytest
 
@@ -38,6 +39,35 @@ def test_tokens_are_cut_at_blocks_and_markers() -> None:
     assert page.segments[1].header == (-0.1, -0.2, -0.3)
     assert page.segments[1].content == (-0.4, -0.5)
     assert page.token_count == len(tokens)
+
+
+def _cut_token_by_token(tokens: list[int], values: list[float]) -> list[tuple]:
+    """The cutting rule stated one token at a time (the oracle for `split`'s slices)."""
+    segments, header, content, in_header = [], [], [], False
+    for token, value in zip(tokens, values, strict=True):
+        if token == BLOCK:
+            segments.append((tuple(header), tuple(content)))
+            header, content, in_header = [value], [], True
+        elif in_header:
+            header.append(value)
+            in_header = token not in (CHILD, FORK)
+        else:
+            content.append(value)
+    return [*segments, (tuple(header), tuple(content))]
+
+
+def test_ids_and_token_texts_are_cut_by_the_same_rule() -> None:
+    rng = random.Random(21)
+    for _ in range(2000):
+        tokens = [rng.choice([BLOCK, CHILD, FORK, 5, 6, 7]) for _ in range(rng.randint(0, 30))]
+        values = [-rng.random() for _ in tokens]
+        want = _cut_token_by_token(tokens, values)
+        texts = [str(t) for t in tokens]
+        by_text = PageLogprobs.split(
+            texts, values, lambda t: t == str(BLOCK), {str(CHILD), str(FORK)}.__contains__
+        )
+        for page in (split(tokens, values), by_text):
+            assert [(s.header, s.content) for s in page.segments] == want, tokens
 
 
 def test_no_logprobs_no_record() -> None:
@@ -86,12 +116,14 @@ def test_the_fork_tree_splices_logprobs_like_tokens() -> None:
     tree.finish(parent, "stop")
     assert tree.tokens() == [BLOCK, 20, CHILD, 30, 31, BLOCK, 21]
     assert tree.logprobs() == [-0.1, -0.2, -0.3, -0.4, -0.5, -0.7, -0.8]
+    assert tree.tokens_and_logprobs() == (tree.tokens(), tree.logprobs())
 
 
 def test_a_branch_without_logprobs_gives_none() -> None:
     tree = ForkTree(Ids, forks=True, prompt_len=4, max_model_len=100)
     tree.absorb(tree.parent, [BLOCK, 20])
     assert tree.logprobs() is None
+    assert tree.tokens_and_logprobs() == ([BLOCK, 20], None)
 
 
 def test_block_and_page_scores() -> None:

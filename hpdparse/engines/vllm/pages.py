@@ -134,7 +134,7 @@ class PageInFlight:
         """The page's result; `ids` are the protocol's token ids (cut the log-probabilities into
         blocks)."""
         tree = self.tree
-        spliced = tree.tokens()
+        spliced, values = tree.tokens_and_logprobs()
         parent, *children = self.requests
         stats: dict[str, int | float] = {
             "decoding_steps": self.decoding_steps(),
@@ -156,7 +156,7 @@ class PageInFlight:
             output_tokens=len(spliced),  # stop tokens not counted, as in the torch engine
             seconds=time.perf_counter() - self.started,
             stats=stats,
-            logprobs=PageLogprobs.of_ids(spliced, tree.logprobs(), ids),
+            logprobs=PageLogprobs.of_ids(spliced, values, ids),
         )
 
 

@@ -323,8 +323,12 @@ def chosen_logprobs(tokens: Any, logprobs: Any) -> list[float] | None:
 
 def _chosen_flat(tokens: Any, flat: Any) -> list[float] | None:
     """`chosen_logprobs` read from FlatLogprobs' lists (no dict per position). Asked with
-    logprobs=0, each position holds the chosen token's entry, first."""
+    logprobs=0, each position holds one entry, the chosen token's: then the lists line up with
+    `tokens` and are read whole; otherwise the chosen token is looked up in each position."""
     ids, values, starts, ends = flat.token_ids, flat.logprobs, flat.start_indices, flat.end_indices
+    count = len(tokens)
+    if len(ids) == count and starts == list(range(count)) and ids == list(tokens):
+        return [float(value) for value in values]
     chosen = []
     for i, token in enumerate(tokens):
         at = starts[i]

@@ -30,6 +30,15 @@ def test_flat_and_dict_logprobs_give_the_chosen_tokens_values() -> None:
     assert chosen_logprobs(TOKENS, flat(POSITIONS)) == [-0.25, -0.125, -3.0]
 
 
+def test_one_entry_per_position_is_read_whole_and_checked() -> None:
+    # what logprobs=0 gives: the chosen token alone at each position
+    positions = [{7: Logprob(-0.25, rank=1)}, {9: Logprob(-0.125, rank=1)}, {4: Logprob(-3.0)}]
+    assert chosen_logprobs(TOKENS, flat(positions)) == [-0.25, -0.125, -3.0]
+    assert chosen_logprobs([7, 8, 4], flat(positions)) is None  # not the chosen token
+    assert chosen_logprobs(TOKENS, flat(positions)[1:]) is None  # a count mismatch
+    assert chosen_logprobs(TOKENS[1:], flat(positions)[1:]) == [-0.125, -3.0]  # a DELTA slice
+
+
 @pytest.mark.parametrize("as_flat", [False, True])
 def test_a_token_without_its_entry_or_a_count_mismatch_gives_none(as_flat: bool) -> None:
     wrap = flat if as_flat else list
