@@ -42,9 +42,7 @@ def chunk_records(
     stem = document_json["stem"]
     pages = page_geometries(document_json) if export.pages is None else export.pages
     blocks = blocks_by_ref(document_json) if export.blocks is None else export.blocks
-    # a box coordinate -> round(it, 2): blocks share coordinates (the model's 0-1000 grid on
-    # pages of one size), and round(x, 2) costs more than the rest of a block's entry
-    rounded: dict[float, float] = {}
+    rounded = _Rounded()
     records = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
@@ -90,7 +88,7 @@ def _block_entry(
     blocks: dict[BlockRef, dict[str, Any]],
     pages: dict[int, PageGeometry],
     export: DoclingExport,
-    rounded: dict[float, float],
+    rounded: _Rounded,
 ) -> dict[str, Any]:
     block = blocks.get(ref, {})
     grid = block.get("bbox")
@@ -99,13 +97,7 @@ def _block_entry(
     if grid and page is not None:
         known = export.boxes.get(ref)  # computed for the provenance (with --docling)
         left, top, right, bottom = page.box(grid) if known is None else known
-        # without a comprehension's frame; a zero, falsy, is rounded again (-0.0 == 0.0)
-        box = [
-            rounded.get(left) or _round(left, rounded),
-            rounded.get(top) or _round(top, rounded),
-            rounded.get(right) or _round(right, rounded),
-            rounded.get(bottom) or _round(bottom, rounded),
-        ]
+        box = [rounded[left], rounded[top], rounded[right], rounded[bottom]]
     return {
         "page": ref.page,
         "block": ref.block,
@@ -116,9 +108,17 @@ def _block_entry(
     }
 
 
-def _round(value: float, rounded: dict[float, float]) -> float:
-    result = rounded[value] = round(value, 2)
-    return result
+class _Rounded(dict[float, float]):
+    """`rounded[x]` is round(x, 2), remembered within a document: blocks share coordinates (the
+    model's 0-1000 grid on pages of one size: a column's left and right edges, rows of a
+    layout), and round(x, 2) costs more than the rest of a block's entry. Zeros are not kept:
+    as keys -0.0 and 0.0 are one."""
+
+    def __missing__(self, value: float) -> float:
+        result = round(value, 2)
+        if value:
+            self[value] = result
+        return result
 
 
 def _owned_items(doc_items: list[DocItem]) -> list[str]:

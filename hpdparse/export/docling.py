@@ -40,13 +40,19 @@ from hpdparse.export.docling_items import (
     append_plain_text,
     append_text,
 )
-from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
+from hpdparse.export.pages import (
+    BlockRef,
+    PageGeometry,
+    block_ref,
+    blocks_by_ref,
+    page_geometries,
+)
 from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
 from hpdparse.markdown.formulas import with_tag
 from hpdparse.markdown.lists import item_parts
 from hpdparse.markdown.render import RenderedDocument
 from hpdparse.markdown.tables import Table, occupancy
-from hpdparse.markdown.text import MODE_PLAIN, render_inline
+from hpdparse.markdown.text import plain_text as plain  # lines joined, math as $...$
 from hpdparse.markdown.units import (
     CODE,
     FIGURE,
@@ -84,11 +90,6 @@ class DoclingExport:
     blocks: dict[BlockRef, dict[str, Any]] | None = None
     # a block's box on its page (`PageGeometry.box`), where its provenance needed it
     boxes: dict[BlockRef, tuple[float, float, float, float]] = field(default_factory=dict)
-
-
-def plain(text: str) -> str:
-    """Our paragraph text as docling items hold it: lines joined, inline math as $...$."""
-    return render_inline(text, dollar=True, mode=MODE_PLAIN)
 
 
 def to_docling(rendered: RenderedDocument, *, provenance: bool = True) -> DoclingExport:
@@ -179,7 +180,7 @@ class _Builder:
         for text, block in zip(unit.items, item_blocks, strict=False):
             marker, body = item_parts(text, unit.ordered)
             body = plain(body)
-            ref = BlockRef(unit.page, block)
+            ref = block_ref((unit.page, block))
             prov = self._block_provenance(ref, (0, len(body)))
             item = append_text(
                 self.doc,
@@ -210,7 +211,7 @@ class _Builder:
             self._link(item, blocks)
 
     def _figure(self, unit: Unit) -> None:
-        ref = BlockRef(unit.page, unit.block or 0)
+        ref = block_ref((unit.page, unit.block or 0))
         prov = self._block_provenance(ref, (0, 0))
         image = self._image(unit, ref)
         prov_list = [prov] if prov else None
@@ -225,7 +226,7 @@ class _Builder:
         """One entry per block the unit was made from (several when merged across pages); the
         character spans split `text` where the continuation's own text starts. Empty when the
         first block has no box. Then those blocks, for `refs` (found once for both)."""
-        first = BlockRef(unit.page, unit.block or 0)
+        first = block_ref((unit.page, unit.block or 0))
         later = self.continuations.get((unit.kind, first))
         if not later:  # most units: one block, the whole text
             entry = self._block_provenance(first, (0, len(text)))
@@ -244,7 +245,8 @@ class _Builder:
         self.export.refs[item.self_ref] = blocks
 
     def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> Provenance | None:
-        """A ProvenanceItem's fields (the item's validation builds it)."""
+        """A ProvenanceItem's fields (the item's validation builds it), its box in docling's
+        convention for PDF pages: y grows upwards."""
         if not self.provenance:
             return None
         page = self.pages.get(ref.page)
@@ -252,7 +254,16 @@ class _Builder:
         if page is None or not grid:
             return None
         box = self.export.boxes[ref] = page.box(grid)
-        return {"page_no": ref.page, "bbox": _docling_box(page, box), "charspan": span}
+        left, top, right, bottom = box
+        height = page.height
+        bbox = {
+            "l": left,
+            "t": height - top,
+            "r": right,
+            "b": height - bottom,
+            "coord_origin": _BOTTOM_LEFT,
+        }
+        return {"page_no": ref.page, "bbox": bbox, "charspan": span}
 
     def _image(self, unit: Unit, ref: BlockRef) -> ImageRef | None:
         box = self.blocks.get(ref, {}).get("bbox_px")
@@ -262,19 +273,6 @@ class _Builder:
         dpi = page.dpi if page is not None else 72
         size = Size(width=max(box[2] - box[0], 1), height=max(box[3] - box[1], 1))
         return ImageRef(mimetype="image/png", dpi=dpi, size=size, uri=Path(unit.image))
-
-
-def _docling_box(page: PageGeometry, box: tuple[float, float, float, float]) -> dict[str, Any]:
-    """A BoundingBox's fields, from the block's box on its page (`PageGeometry.box`)."""
-    left, top, right, bottom = box
-    height = page.height  # docling's convention for PDF pages: y grows upwards
-    return {
-        "l": left,
-        "t": height - top,
-        "r": right,
-        "b": height - bottom,
-        "coord_origin": _BOTTOM_LEFT,
-    }
 
 
 def _spans(text: str, later_lengths: list[int]) -> list[tuple[int, int]]:
@@ -350,21 +348,22 @@ def _continuations(
 
 def _table_data(table: Table) -> TableData:
     grid = occupancy(table.rows)
-    width = max((len(line) for line in grid), default=0)
+    height, width = len(grid), max((len(line) for line in grid), default=0)
     cells = []
     for r, line in enumerate(grid):
         for c, cell in enumerate(line):
             if cell is None:
                 continue
+            end_row, end_col = r + cell.rowspan, c + cell.colspan  # cut at the table's edges
             cells.append(
                 {
                     "text": plain(cell.text),
                     "row_span": cell.rowspan,
                     "col_span": cell.colspan,
                     "start_row_offset_idx": r,
-                    "end_row_offset_idx": min(r + cell.rowspan, len(grid)),
+                    "end_row_offset_idx": height if end_row > height else end_row,
                     "start_col_offset_idx": c,
-                    "end_col_offset_idx": min(c + cell.colspan, width),
+                    "end_col_offset_idx": width if end_col > width else end_col,
                     "column_header": cell.header,
                 }
             )

@@ -24,7 +24,9 @@ with str enums written as the strings they are.
   builds a validated empty cell for every slot before filling in the table's own cells, at every
   dump. Here the table is dumped without its cells and grid, and each cell's JSON, written once,
   put in both (a cell covering several slots repeated in the grid), an empty cell built and
-  dumped as docling builds it only for a slot no cell covers.
+  dumped as docling builds it only for a slot no cell covers. A table whose cells cover one slot
+  each, row by row (`dense_rows`), has its cells written a row at a time (one call a row): each
+  row's JSON list is a row of the grid, and without its brackets a part of `table_cells`.
 
 Anything else (a class with another wrapper, rich table cells, lists not empty) takes
 `model_dump_json`, and so does every class whose first item in the process was not written the
@@ -47,10 +49,10 @@ from docling_core.types.doc import (
     TableData,
     TableItem,
 )
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 from pydantic_core import SchemaSerializer
 
-from hpdparse.export.chunk_tables import covered_slots
+from hpdparse.export.chunk_tables import covered_slots, dense_rows
 
 _DOCITEM_WRAPPER = DocItem._custom_pydantic_serialize
 _DROPPED_WHEN_EMPTY = ("comments", "source")
@@ -60,7 +62,10 @@ _TABLE_START = '"data":{'  # TableItem's table
 _TABLE_END = '},"annotations":'  # the end of a table's `data`: TableItem's next field
 _TABLE_EXCLUDED = {"data": {"table_cells", "grid"}}  # written from the cells (`_table_json`)
 _CELL = TableCell.__pydantic_serializer__
+_CELLS = TypeAdapter(list[TableCell]).serializer  # each cell by _CELL, in a JSON list
 _checked: dict[type[NodeItem], bool] = {}  # class -> its first item was written alike
+# class -> its shortcut's serializer, for the classes checked alike (tables excepted)
+_plain_shortcuts: dict[type[NodeItem], SchemaSerializer] = {}
 
 
 def docling_item_json(item: NodeItem) -> str:
@@ -71,8 +76,25 @@ def docling_item_json(item: NodeItem) -> str:
     if cls not in _checked:
         reference = docling_cores_json(item)
         _checked[cls] = written == reference
+        if _checked[cls] and cls is not TableItem:
+            _plain_shortcuts[cls] = _serializer(cls)
         return reference
     return written
+
+
+def items_json(items: list[NodeItem]) -> str:
+    """`",".join(docling_item_json(item) for item in items)`, the common item (of a class
+    checked alike, not a table, without comments or source) written here: two calls less an
+    item."""
+    parts = []
+    for item in items:
+        serializer = _plain_shortcuts.get(type(item))
+        fields = item.__dict__
+        if serializer is None or fields.get("comments") or fields.get("source"):
+            parts.append(docling_item_json(item))
+        else:
+            parts.append(serializer.to_json(item, by_alias=True, exclude_none=True).decode())
+    return ",".join(parts)
 
 
 def docling_cores_json(item: NodeItem) -> str:
@@ -174,11 +196,17 @@ def _table_json(item: TableItem, serializer: SchemaSerializer) -> str | None:
     start, end = text.index(_TABLE_START) + len(_TABLE_START), text.index(_TABLE_END)
     if text[start] == "}":  # TableData's other fields are always written
         return None
-    written = [_CELL.to_json(cell, by_alias=True, exclude_none=True).decode() for cell in cells]
-    grid = _grid_json(item.data, written)
+    rows = dense_rows(cells, item.data.num_rows, item.data.num_cols)
+    if rows is not None:  # each row's cells written in one call: the grid's rows
+        lines = [_CELLS.to_json(row, by_alias=True, exclude_none=True).decode() for row in rows]
+        table_cells = ",".join(line[1:-1] for line in lines)  # (no row is empty)
+        grid = f"[{','.join(lines)}]"
+    else:
+        written = [_CELL.to_json(c, by_alias=True, exclude_none=True).decode() for c in cells]
+        table_cells = ",".join(written)
+        grid = _grid_json(item.data, written)
     return (
-        f'{text[:start]}"table_cells":[{",".join(written)}],{text[start:end]}'
-        f',"grid":{grid}{text[end:]}'
+        f'{text[:start]}"table_cells":[{table_cells}],{text[start:end]},"grid":{grid}{text[end:]}'
     )
 
 
