@@ -4,12 +4,15 @@
         [--variants hpdparse,generate-inproc,generate-mp,fork,fork-pmtp,hpdparse-process,...]
         [--transport torch_shm|direct_rpc] [--max-tokens 400]
         [--dpi 100] [--model tests/fixtures/tiny-hpd] [--instrument hpd-like] [--max-waiting 8]
+        [--logprobs on|off]
 
 Variants, each in a process of its own, run in turn (variant after variant, then again, --repeats
 times) so that they share the machine's conditions; the table shows medians:
 - ``hpdparse``: `VllmEngine.run` in plain mode (--no-fork), all N pages offered at N in flight.
 - ``generate-inproc`` / ``generate-mp``: ``LLM.generate`` on the same N pages with the same prompt
-  (the plain one), the same greedy ``SamplingParams`` (stop ids, max_tokens) and the same engine
+  (the plain one), the same greedy ``SamplingParams`` (stop ids, max_tokens, and the chosen
+  token's log-probability as hpdparse asks for its confidence scores: ``--logprobs off`` leaves
+  it out on both sides) and the same engine
   arguments (``VllmEngine._engine_args``, so block size, KV cache, max_num_seqs, dtype, prefix cache
   agree), with ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` (engine core in this process) or ``=1`` (vLLM's
   default: the engine core in a process of its own).
@@ -211,6 +214,7 @@ def _options(args: argparse.Namespace, variant: str = "") -> VllmOptions:
         kv_cache_gib=1.0,
         max_waiting=args.max_waiting,
         engine_core="process" if process else "inline",
+        logprobs=args.logprobs == "on",
         engine_args=extra,
     )
 
@@ -307,6 +311,9 @@ def run_generate(args: argparse.Namespace, model: Path, variant: str) -> list[di
         stop_token_ids=engine._stop_ids,
         detokenize=False,
         skip_special_tokens=False,
+        # as hpdparse's engine asks (its confidence scores), unless --logprobs off
+        logprobs=0 if args.logprobs == "on" else None,
+        flat_logprobs=True,
     )
 
     def prompts(count: int) -> list:
@@ -420,6 +427,12 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=400)
     parser.add_argument("--dpi", type=int, default=100)
     parser.add_argument("--max-waiting", type=int, default=VllmOptions().max_waiting)
+    parser.add_argument(
+        "--logprobs",
+        choices=["on", "off"],
+        default="on",
+        help="the chosen tokens' log-probabilities, on both sides (hpdparse's default: on)",
+    )
     parser.add_argument("--instrument", choices=["hpd-like"], help="see bench_vllm.py")
     parser.add_argument(
         "--transport",
