@@ -4,7 +4,13 @@ started engine (in-process engine core), so that both see the same machine load.
 
     PYTHONPATH=$PWD OMP_NUM_THREADS=1 taskset -c 0 python benchmarks/bench_vllm_logprobs.py \
         [--model tests/fixtures/tiny-hpd] [--pages 64] [--rounds 12] [--batch 16] [--dpi 72] \
-        [--no-fork] [--attribute] [--profile DIR [--profile-rounds 4]]
+        [--no-fork] [--tiles N] [--kv-cache-gib 1] [--attribute]
+        [--profile DIR [--profile-rounds 4]]
+
+At the real model's size: `--model` a real-size instrument (benchmarks/instrument.py; with
+`--vision-layers 1` its decoder is the real one's and its vision encoder no longer costs minutes a
+page here) and `--tiles N`, pages of N random 448x448 tiles (benchmarks/bench_instrument.py's,
+distinct pages) instead of the sample pages, which only the tiny checkpoint reads.
 
 Each round runs both variants, in the order on/off, then off/on the next round (ABBA), and
 measures each run's wall seconds and the CPU seconds of this process (`time.process_time`: all
@@ -40,8 +46,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.bench_instrument import page_tiles  # noqa: E402
 from benchmarks.bench_vllm import sample_images  # noqa: E402
 from hpdparse.engines.base import EngineConfig, PageRequest  # noqa: E402
+from hpdparse.engines.vllm import host_memory  # noqa: E402
 from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
 from hpdparse.engines.vllm.options import VllmOptions  # noqa: E402
 
@@ -218,6 +226,8 @@ def main() -> None:
     parser.add_argument("--dpi", type=int, default=72)
     parser.add_argument("--max-tokens", type=int, default=2000)
     parser.add_argument("--no-fork", action="store_true")
+    parser.add_argument("--tiles", type=int, help="pages of N random tiles (for an instrument)")
+    parser.add_argument("--kv-cache-gib", type=float, default=1.0)
     parser.add_argument("--profile", type=Path, help="cProfile both variants, to this folder")
     parser.add_argument("--profile-rounds", type=int, default=4)
     parser.add_argument(
@@ -239,10 +249,14 @@ def main() -> None:
     texts: dict[bool, dict] = {}
     confidences: dict = {}
     spent: dict[bool, dict[str, list[float]]] = {True: {}, False: {}}
-    with VllmEngine(config, VllmOptions(kv_cache_gib=1.0)) as engine:
+    with VllmEngine(config, VllmOptions(kv_cache_gib=args.kv_cache_gib)) as engine:
         totals = attribute() if args.attribute else {}
-        prepare = engine.preparer()
-        payloads = [prepare(image) for image in sample_images(args.dpi, args.pages)]
+        print(f"malloc keeps freed memory (host_memory.py): {host_memory.applied()}")
+        if args.tiles:
+            payloads = page_tiles(args.pages, args.tiles)
+        else:
+            prepare = engine.preparer()
+            payloads = [prepare(image) for image in sample_images(args.dpi, args.pages)]
         run(engine, payloads[:4], 4)  # warm-up
         for round_ in range(args.rounds):
             for logprobs in (True, False) if round_ % 2 == 0 else (False, True):
@@ -270,6 +284,11 @@ def main() -> None:
                     flush=True,
                 )
         assert texts[True] == texts[False], "the text differs with and without logprobs"
+        expected = Path(args.model) / "expected.txt"  # an instrument's page
+        if expected.is_file():
+            page = expected.read_text(encoding="utf-8")
+            right = sum(text == page for text in texts[True].values())
+            print(f"{right} of {len(texts[True])} pages gave the instrument's expected text")
         print(f"load average after: {os.getloadavg()[0]:.1f}")
         for key in totals:
             on, off = statistics.median(spent[True][key]), statistics.median(spent[False][key])

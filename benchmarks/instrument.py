@@ -3,6 +3,7 @@ so that every page gets one known HPD page, in fork and in plain mode.
 
     python benchmarks/instrument.py OUT [--blocks 24] [--tokens-per-page 1770]
         [--child-lengths 40,300,...] [--pmtp-rate 0.7] [--plain] [--seed 0] [--reduced]
+        [--vision-layers N]
 
 OUT gets config.json (InternViT-300M + 28-layer, 1,024-wide Qwen3 decoder, vocab 151,681, the
 real special-token ids), a tokenizer with those ids, model.safetensors (~2.1 GB in bfloat16, the
@@ -13,7 +14,10 @@ make --tokens-per-page output tokens a page, the vendor's average); with the pla
 same text comes in one branch. --plain makes a checkpoint that writes in one branch whatever the
 prompt. The P-MTP head's drafts are right except after a (1 - --pmtp-rate) share of the page's
 tokens. --reduced keeps the widths but 1 vision layer, 2 decoder layers and a 4,096-token
-vocabulary (for tests and CPU runs). Nothing here is the real model's output; it is generated,
+vocabulary (for tests and CPU runs). --vision-layers N keeps N of the vision encoder's 24 layers
+and the rest at real size: the decoder, where every decoding step is spent, as the real model's,
+with a vision encoder that no longer costs minutes a page on a CPU (the page does not depend on
+it). Nothing here is the real model's output; it is generated,
 never committed (see the README, "Performance").
 """
 
@@ -134,6 +138,7 @@ class Spec:
     plain: bool = False
     seed: int = 0
     reduced: bool = False
+    vision_layers: int | None = None  # None: 24, or 1 when reduced
 
     def lengths(self) -> list[int]:
         """Each child's content tokens (after its <CHILD>)."""
@@ -322,8 +327,8 @@ def write_instrument(out: Path, spec: Spec) -> Path:
 
     if not 1 <= spec.blocks <= MAX_BLOCKS:
         raise SystemExit(f"--blocks must be 1 to {MAX_BLOCKS}")
-    vocab, layers = (4096, (1, 2)) if spec.reduced else (REAL_VOCAB, (24, 28))
-    config = real_config(vocab, *layers)
+    vocab, (vision_layers, llm_layers) = (4096, (1, 2)) if spec.reduced else (REAL_VOCAB, (24, 28))
+    config = real_config(vocab, spec.vision_layers or vision_layers, llm_layers)
     tok, page = _tokenizer_and_page(spec, vocab)
     out.mkdir(parents=True)
     for name in ("configuration_intern_vit.py", "configuration_internvl_chat.py"):
@@ -366,10 +371,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--plain", action="store_true", help="one branch whatever the prompt")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--reduced", action="store_true", help="1+2 layers, 4,096 tokens")
+    parser.add_argument("--vision-layers", type=int, help="of 24 (default: 24; 1 when --reduced)")
     args = parser.parse_args(argv)
     lengths = [int(n) for n in args.child_lengths.split(",")] if args.child_lengths else None
     spec = Spec(args.blocks, args.tokens_per_page, lengths, args.pmtp_rate, args.plain, args.seed)
     spec.reduced = args.reduced
+    if args.vision_layers is not None and not 1 <= args.vision_layers <= 24:
+        raise SystemExit("--vision-layers must be 1 to 24")
+    spec.vision_layers = args.vision_layers
     began = time.perf_counter()
     write_instrument(args.out, spec)
     size = (args.out / "model.safetensors").stat().st_size / 2**30

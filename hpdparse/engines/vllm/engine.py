@@ -43,6 +43,7 @@ from hpdparse.engines.base import (
 )
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions, check_engine_options
+from hpdparse.engines.vllm import host_memory
 from hpdparse.engines.vllm.options import WAITING_STEPS, VllmOptions
 from hpdparse.engines.vllm.pages import Admission, PagePrompt
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
@@ -126,6 +127,8 @@ class VllmEngine(LocalEngine):
         if self._on_cpu:
             tensor_parallel = self.options.engine_args.get("tensor_parallel_size")
             _apply_cpu_settings(int(tensor_parallel or 1))
+            # Read by the plugin in this process and in those vLLM starts (host_memory.py).
+            os.environ.setdefault(host_memory.ENV, "1")
         # vLLM freezes the VLLM_* variables once an engine has started; a later engine in this
         # process must read them again (the CPU binding differs with tensor parallelism).
         import vllm.envs

@@ -7,7 +7,8 @@ outside the supported range it registers nothing and logs why (other models keep
 engine-core process of hpdparse's own engine with ``engine_core=process``
 (``HPDPARSE_ENGINE_PARENT`` set, spawned) it also starts the watch that ends that process with its
 parent and keeps the image data on the worker (``core_process``,
-``compat.keep_image_data_on_the_worker``).
+``compat.keep_image_data_on_the_worker``). In every process of hpdparse's own engine on a CPU
+(``host_memory.ENV`` set to 1 by it) it sets malloc to keep freed memory (``host_memory``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ _MODEL_CLASS = f"hpdparse.engines.vllm.model:{ARCHITECTURE}"
 
 
 def register() -> None:
-    from hpdparse.engines.vllm import compat
+    from hpdparse.engines.vllm import compat, host_memory
     from hpdparse.errors import EngineError
 
     try:
@@ -40,6 +41,8 @@ def register() -> None:
         # A "module:Class" string keeps vLLM from importing the model until it is used.
         ModelRegistry.register_model(ARCHITECTURE, _MODEL_CLASS)
     register_draft_model()  # the P-MTP draft head, used when speculative decoding is on
+    if host_memory.wanted():
+        host_memory.keep_freed_memory()
     _in_engine_core_process()
 
 

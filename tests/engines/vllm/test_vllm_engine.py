@@ -50,7 +50,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from hpdparse.engines import create_engine
 from hpdparse.engines.base import CANCELLED, FINISH_LENGTH, FINISH_STOP, PageRequest
-from hpdparse.engines.vllm import compat
+from hpdparse.engines.vllm import compat, host_memory
 from hpdparse.engines.vllm.engine import CPU_BLOCK_SIZE, VllmEngine
 from hpdparse.engines.vllm.options import WAITING_STEPS
 from hpdparse.errors import EngineError
@@ -154,6 +154,15 @@ def _assert_same(vllm_results: dict, expected: dict) -> None:
 
 def test_fork_mode_gives_the_torch_engines_text(vllm_fork, torch_fork, pages) -> None:
     _assert_same(_run(vllm_fork, pages), torch_fork)
+
+
+def test_on_a_cpu_the_engine_keeps_freed_memory(vllm_fork) -> None:
+    # host_memory.py: the engine on a CPU asks for it (inherited by the processes vLLM starts),
+    # and the plugin sets malloc so in this process.
+    if not vllm_fork._on_cpu:
+        pytest.skip("on a GPU malloc is left as it is")
+    assert os.environ.get(host_memory.ENV) == "1"
+    assert host_memory.applied()
 
 
 def test_plain_mode_gives_the_torch_engines_text(vllm_plain, torch_plain, pages) -> None:
