@@ -17,8 +17,8 @@ tokens. --reduced keeps the widths but 1 vision layer, 2 decoder layers and a 4,
 vocabulary (for tests and CPU runs). --vision-layers N keeps N of the vision encoder's 24 layers
 and the rest at real size: the decoder, where every decoding step is spent, as the real model's,
 with a vision encoder that no longer costs minutes a page on a CPU (the page does not depend on
-it). Nothing here is the real model's output; it is generated,
-never committed (see the README, "Performance").
+it). Nothing here is the real model's output; it is generated, never committed (see the README,
+"Performance").
 """
 
 from __future__ import annotations
