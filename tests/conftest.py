@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,14 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # first asks for the VM's metadata server, 3 tries of 3 s each, wherever a test opens a gs://
 # file system with no credentials of its own. Read when google.auth loads; subprocesses inherit it.
 os.environ.setdefault("NO_GCE_CHECK", "true")
+# A test run started in the background by a script (`pytest ... &`: a shell without job control)
+# inherits SIGINT ignored, and so does every command it starts: Python installs no Ctrl-C
+# handler in a process that starts with SIGINT ignored, so the tests that interrupt the CLI
+# with SIGINT saw it run to the end (exit 0, not 130). Those tests send Ctrl-C as a terminal
+# would: the commands they start get the default handling (a handled signal is reset to the
+# default at exec; an ignored one would stay ignored).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(scope="session")
