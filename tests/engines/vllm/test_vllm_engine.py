@@ -254,7 +254,7 @@ def test_decoding_steps_with_forks_are_fewer_than_tokens(forking_results) -> Non
 def test_many_pages_from_several_documents_with_a_small_batch(
     vllm_forking, torch_forking, pages
 ) -> None:
-    copies = 3
+    copies = 2
     pulled = 0
     results_seen_at: list[int] = []
 
@@ -329,9 +329,10 @@ def test_engine_info(vllm_fork, vllm_plain) -> None:
 # ------------------------------------------- admission control: a KV cache too small for the pages
 
 # ~218 KV blocks of 32 tokens: the prompts of ~50 forking pages fit, their outputs do not, so vLLM
-# preempts; a run of TIGHT_PAGES pages cannot all be running at once.
+# preempts; a run of TIGHT_PAGES pages cannot all be running at once (with admission control at
+# most 42 pages were in the engine at a time on vLLM 0.32, the same at 64 or 96 pages).
 TIGHT_KV_GIB = 0.01
-TIGHT_PAGES = 96
+TIGHT_PAGES = 72
 
 
 @pytest.fixture(scope="module")
@@ -412,8 +413,8 @@ def test_without_admission_every_page_queues_and_preemption_keeps_the_text(
     # No admission limit: max_in_flight only, every page enters vLLM before the first step. The
     # small KV cache makes vLLM preempt children whose image is in the prefix cache; before the
     # vLLM workaround (compat.keep_image_data_on_the_worker; 0.29+) this stopped the run with
-    # "Encoder cache miss".
-    count = 60
+    # "Encoder cache miss" (on vLLM 0.32 it passes without the workaround, at 30 pages or 60).
+    count = 30  # vLLM 0.32 preempts 80 times in this run (170 times at 60 pages)
     vllm_tight.options.max_waiting_tokens = 10**9
     try:
         log = _PullLog(vllm_tight, pages, count)
