@@ -5,13 +5,14 @@ it)."""
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from pathlib import Path
 
 import boto3
 import pytest
 
-from tests.helpers.fakeserver import FakeHPDServer
+from tests.helpers.fakeserver import ChatRequest, FakeHPDServer
 from tests.helpers.paths import SAMPLES
 from tests.storage.conftest import S3, download_tree, upload
 from tests.storage.runs import assert_same_output, hpdparse, popen_hpdparse
@@ -89,15 +90,24 @@ def test_the_store_gone_mid_run_then_back(
 ) -> None:
     upload(bucket, "in/", SAMPLE_FILES)
     reference = _reference(bucket, fake, tmp_path)
-    fake.delay = lambda request: 5 if request.page_id == LAST_PAGE else 0
+    store_closed = threading.Event()
+
+    def answer_the_last_page_once_the_store_is_gone(request: ChatRequest) -> float:
+        if request.page_id == LAST_PAGE:
+            store_closed.wait(120)
+        return 0.0
+
+    fake.delay = answer_the_last_page_once_the_store_is_gone
     proc = popen_hpdparse(
         "convert", f"s3://{bucket}/in/", "-o", f"s3://{bucket}/out", *_engine(fake), *ONE_RETRY
     )
     try:
         _wait(lambda: _others_finished(bucket) and LAST_PAGE in fake.page_ids())
         s3.gate.close()  # connection refused from here on, while report page 3 is being decoded
+        store_closed.set()
         _, stderr = proc.communicate(timeout=300)
     finally:
+        store_closed.set()
         if proc.poll() is None:
             proc.kill()
             proc.communicate()
