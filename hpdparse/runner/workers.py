@@ -28,6 +28,7 @@ except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
 from hpdparse.errors import InputError
+from hpdparse.malloc import M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, mallopt
 from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.rasterize import rasterize_page
 
@@ -49,19 +50,10 @@ def _keep_freed_memory() -> None:
     Each page allocates several buffers of ~10 MB (pixmap, image, PNG rows or tiles); by default
     glibc gives them back to the kernel on free, and faulting them in again for the next page
     cost about 40% of a worker's time. With these limits a worker's heap stays at its peak (a
-    few pages' worth), which is still bounded. A no-op where the C library has no mallopt.
+    few pages' worth), which is still bounded. A no-op where the C library is not glibc.
     """
-    if not sys.platform.startswith("linux"):
-        return
-    import ctypes
-    import ctypes.util
-
-    try:
-        mallopt = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").mallopt
-    except (OSError, AttributeError):
-        return
-    mallopt(-3, 32 << 20)  # M_MMAP_THRESHOLD: page buffers come from the heap (32 MB: the cap)
-    mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD: keep up to 256 MB of free heap top
+    # page buffers come from the heap (32 MB: the cap); up to 256 MB of free heap top kept
+    mallopt((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 256 << 20))
 
 
 def _exit_when_orphaned(main_pid: int) -> None:

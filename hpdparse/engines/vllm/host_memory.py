@@ -17,15 +17,11 @@ processes vLLM starts for it; a plain ``vllm serve`` is left as it is. ``ENV=0``
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
-import sys
+
+from hpdparse.malloc import M_MMAP_MAX, M_TRIM_THRESHOLD, mallopt
 
 ENV = "HPDPARSE_VLLM_KEEP_FREED_MEMORY"
-# mallopt parameters (glibc's malloc.h).
-_M_TRIM_THRESHOLD = -1
-_M_MMAP_MAX = -4
 _KEEP_UP_TO = 1 << 30  # free memory at the heap's top returned to the system beyond 1 GiB
 
 _applied = False
@@ -45,16 +41,6 @@ def keep_freed_memory() -> bool:
     """Serve every block from the heap and keep freed memory (glibc on Linux; elsewhere nothing).
     Returns whether malloc is set so in this process."""
     global _applied
-    if _applied:
-        return True
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return False
-    if not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
-        return False  # another C library (musl has no mallopt of these parameters)
-    no_mmap = libc.mallopt(_M_MMAP_MAX, 0) == 1
-    _applied = no_mmap and libc.mallopt(_M_TRIM_THRESHOLD, _KEEP_UP_TO) == 1
+    if not _applied:
+        _applied = mallopt((M_MMAP_MAX, 0), (M_TRIM_THRESHOLD, _KEEP_UP_TO))
     return _applied
