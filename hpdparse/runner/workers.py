@@ -30,6 +30,7 @@ except ImportError:  # Windows
 from hpdparse.errors import InputError
 from hpdparse.malloc import M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, mallopt
 from hpdparse.sources.document import PageGeometry
+from hpdparse.sources.location import input_filesystem_modules
 from hpdparse.sources.rasterize import rasterize_page
 
 _preparer: Callable[[Image.Image], Any] | None = None
@@ -132,8 +133,10 @@ def _mp_context() -> multiprocessing.context.BaseContext:
         return multiprocessing.get_context("spawn")
     context = multiprocessing.get_context("forkserver")
     # The rasterizers fork from a server that imported this module (PyMuPDF, Pillow) once,
-    # instead of each importing it: a new pool's first pages come twice as fast.
-    context.set_forkserver_preload(["__main__", __name__])
+    # instead of each importing it: a new pool's first pages come twice as fast. So do the file
+    # systems of the inputs at URLs read so far (planning reads a document before its pages go
+    # to the workers). The server starts with the process's first pool and keeps its preload.
+    context.set_forkserver_preload(["__main__", __name__, *input_filesystem_modules()])
     return context
 
 

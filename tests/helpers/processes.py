@@ -14,3 +14,11 @@ def stop_process(proc: subprocess.Popen, grace: float = 60) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+def loaded_modules(names: list[str]) -> list[str]:
+    """Those of `names` imported in the process this runs in (a worker-pool task: what its
+    worker started with)."""
+    import sys
+
+    return [name for name in names if name in sys.modules]

@@ -1,9 +1,12 @@
 """What a bucket run asks of the store, counted at the server (moto's access log): the objects a
 document and its pages are written to, each once and the .md last, and a source at a URL read
-once while planning."""
+once while planning; and the rasterizers that read it start with its file system imported."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -14,6 +17,7 @@ from hpdparse.runner.settings import ConvertSettings
 from hpdparse.sources.location import UrlSource
 from hpdparse.store.output_store import open_document_folder
 from tests.helpers.fakeserver import FakeHPDServer
+from tests.helpers.paths import REPO
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.scripted_engine import SCRIPTED_INFO as INFO
 from tests.storage.conftest import S3, upload
@@ -65,3 +69,45 @@ def test_planning_reads_a_source_at_a_url_once(
     assert plan.to_decode == list(range(1, PAGES + 1))
     # One HEAD (exists? size, date) and one GET (its sha256, then its pages counted).
     assert _source_requests(s3, since, f"/{bucket}/in/doc.pdf") == {"HEAD": 1, "GET": 1}
+
+
+# In a new interpreter: the forkserver starts with the process's first pool (pytest's started
+# long before this test).
+_FIRST_POOL = """
+import sys
+from hpdparse.runner.workers import WorkerPool
+from hpdparse.sources.location import UrlSource
+from tests.helpers.processes import loaded_modules
+
+if __name__ == "__main__":
+    if sys.argv[1] != "-":
+        UrlSource(sys.argv[1]).is_file()  # as planning reads an input at a URL
+    pool = WorkerPool(1, str)
+    print(" ".join(pool.submit(loaded_modules, ["s3fs.core", "aiobotocore"]).result()) or "-")
+"""
+
+
+@pytest.mark.parametrize("url_input", [True, False], ids=["url-input", "local-input"])
+def test_rasterizers_start_with_the_input_file_system_imported(
+    bucket: str, s3: S3, tmp_path: Path, url_input: bool
+) -> None:
+    """Each rasterizer reads the run's inputs at URLs itself; the file system's library (s3fs,
+    aiobotocore: ~0.4 s of CPU to import) is imported once, by the forkserver the workers fork
+    from, not once by every worker; and not at all for a run of local inputs."""
+    pdf = make_pdf(tmp_path / "doc.pdf", 1, "preload")
+    upload(bucket, "", [pdf])
+    script = tmp_path / "first_pool.py"
+    script.write_text(_FIRST_POOL)
+    url = f"s3://{bucket}/doc.pdf" if url_input else "-"
+    proc = subprocess.run(
+        [sys.executable, str(script), url],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    expected = "s3fs.core aiobotocore" if url_input else "-"
+    assert proc.stdout.split("\n")[-2] == expected, proc.stdout
