@@ -1,4 +1,5 @@
-"""Ending a process a test started: SIGTERM, then SIGKILL when it does not go in time."""
+"""Processes a test started: ending one (SIGTERM, then SIGKILL when it does not go in time), and
+what a worker process has imported."""
 
 from __future__ import annotations
 
