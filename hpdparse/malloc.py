@@ -5,7 +5,6 @@ large buffers again and again: the rasterizer workers (`runner/workers.py`) and 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import sys
 
 # mallopt parameters (glibc's malloc.h).
@@ -19,10 +18,9 @@ def mallopt(*settings: tuple[int, int]) -> bool:
     whether every one was set (False off Linux or with a C library other than glibc)."""
     if not sys.platform.startswith("linux"):
         return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-    except OSError:
-        return False
+    # The process's own symbols, libc's among them (`ctypes.util.find_library` would start
+    # `ldconfig -p` in every rasterizer worker to find the same library).
+    libc = ctypes.CDLL(None)
     if not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
         return False  # another C library (musl has no mallopt of these parameters)
     return all(libc.mallopt(parameter, value) == 1 for parameter, value in settings)
