@@ -21,15 +21,21 @@ What changes for hpdparse there, all of it here:
   vLLM has not yet returned a first token for, and the prompt tokens of the pages among them.
 - The engine core must not outlive this process: `watch_parent` (started by the plugin in the
   engine-core process) ends it when its parent dies, however the parent died.
+- vLLM's ZeroMQ socket files (seven a start) are left in the temporary folder after the engine
+  has shut down, so a process-mode run puts them in a folder of its own that it removes as it
+  exits (`private_socket_folder`).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import functools
 import logging
 import os
+import shutil
 import signal
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -42,6 +48,7 @@ ENGINE_CORES = ("inline", "process")
 PARENT_ENV = "HPDPARSE_ENGINE_PARENT"
 PARENT_POLL_SECONDS = 0.5
 START_METHOD_ENV = "VLLM_WORKER_MULTIPROC_METHOD"
+SOCKET_FOLDER_ENV = "VLLM_RPC_BASE_PATH"  # where vLLM creates its ZeroMQ ipc:// socket files
 _watching = False  # this process watches its parent
 
 
@@ -49,6 +56,22 @@ def multiprocessing_env(process: bool) -> None:
     """The environment vLLM reads to pick the in-process or the multiprocess client (and that
     the engine-core child reads to find its parent)."""
     os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if process else "0"
+
+
+def private_socket_folder() -> None:
+    """Have vLLM create its ZeroMQ socket files in a folder of this process's own, removed with
+    them when the process exits (a user's own VLLM_RPC_BASE_PATH is kept). One folder for the
+    process's life, not one per engine: vLLM may keep the first value it reads (its envs cache)."""
+    if SOCKET_FOLDER_ENV not in os.environ:
+        os.environ[SOCKET_FOLDER_ENV] = _socket_folder()
+
+
+@functools.cache
+def _socket_folder() -> str:
+    # A short name: a socket's path must fit in 107 bytes with vLLM's 36-character file names.
+    path = tempfile.mkdtemp(prefix="hpd-")
+    atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def engine_args(fields: set[str], extra: dict[str, Any]) -> dict[str, Any]:

@@ -131,7 +131,9 @@ def _engine_cores(processes: list) -> list:
 )
 def test_no_engine_core_outlives_its_parent(tmp_path: Path, sig: signal.Signals) -> None:
     pdf = make_pdf(tmp_path / "in" / "long.pdf", 300, "long")
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    temp = tmp_path / "temp"  # the run's temporary folder, where vLLM's sockets would stay
+    temp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "TMPDIR": str(temp)}
     proc = subprocess.Popen(
         _convert_command(pdf, tmp_path / "out"),
         stdout=subprocess.DEVNULL,
@@ -161,6 +163,8 @@ def test_no_engine_core_outlives_its_parent(tmp_path: Path, sig: signal.Signals)
         assert not alive, f"alive {ORPHAN_SECONDS} s after the parent: {alive}"
         if sig != signal.SIGKILL:
             assert proc.returncode == 130, proc.stderr.read()[-2000:]
+            # A run that ends by itself leaves none of vLLM's ZeroMQ socket files behind.
+            assert not [p for p in temp.rglob("*") if p.is_socket()]
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
