@@ -97,7 +97,8 @@ def stock_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StockServ
     log = tmp_path_factory.mktemp("vllm-serve") / "log.txt"
     port = _free_port()
     path = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
-    env = {**os.environ, "PYTHONPATH": path}
+    # TMPDIR: the test's own folder, where vLLM's ZeroMQ socket files stay after it stops.
+    env = {**os.environ, "PYTHONPATH": path, "TMPDIR": str(log.parent)}
     env.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
     with open(log, "w", encoding="utf-8") as out:
         proc = subprocess.Popen(
