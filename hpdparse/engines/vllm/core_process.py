@@ -21,9 +21,9 @@ What changes for hpdparse there, all of it here:
   vLLM has not yet returned a first token for, and the prompt tokens of the pages among them.
 - The engine core must not outlive this process: `watch_parent` (started by the plugin in the
   engine-core process) ends it when its parent dies, however the parent died.
-- vLLM's ZeroMQ socket files (seven a start; tensor-parallel workers' too, in either mode) are
-  left in the temporary folder after the engine has shut down, so the engine's process puts
-  them in a folder of its own that it removes as it exits (`private_socket_folder`).
+- vLLM's ZeroMQ socket files (seven a start) are left in the temporary folder after the engine
+  has shut down, so a process-mode run puts them in a folder of its own that it removes as it
+  exits (`private_socket_folder`).
 """
 
 from __future__ import annotations

