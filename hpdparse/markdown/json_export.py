@@ -1,4 +1,4 @@
-"""The document JSON (structure documented in SCHEMA.md; bump SCHEMA_VERSION on any change that
+"""The document JSON (structure documented in docs/schema.md; bump SCHEMA_VERSION on any change that
 breaks a reader)."""
 
 from __future__ import annotations
