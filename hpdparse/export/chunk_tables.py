@@ -5,8 +5,6 @@ printable ASCII is written in tabulate's `github` format directly (`github_table
 
 from __future__ import annotations
 
-import functools
-import operator
 import re
 from dataclasses import dataclass
 
@@ -38,15 +36,13 @@ def table_markdown(item: TableItem) -> str:
     if not plain and any(isinstance(cell, RichTableCell) for cell in cells):
         raise Unsupported(f"{item.self_ref}: rich table cells")
     rows_n, cols_n = data.num_rows, data.num_cols
-    grid: list[list] | None = dense_rows(cells, rows_n, cols_n)
-    if grid is None:
-        grid = [[None] * cols_n for _ in range(rows_n)]
-        for cell in cells:
-            for i, j in covered_slots(cell, rows_n, cols_n):
-                grid[i][j] = cell
-        for i, row in enumerate(grid):
-            if any(c is None for c in row):  # (`None in row` would call each cell's __eq__)
-                row[:] = [_Empty(i, j) if c is None else c for j, c in enumerate(row)]
+    grid: list[list] = [[None] * cols_n for _ in range(rows_n)]
+    for cell in cells:
+        for i, j in covered_slots(cell, rows_n, cols_n):
+            grid[i][j] = cell
+    for i, row in enumerate(grid):
+        if any(c is None for c in row):  # (`None in row` would call each cell's __eq__)
+            row[:] = [_Empty(i, j) if c is None else c for j, c in enumerate(row)]
     # newlines and pipes escaped so that the pipe table stays valid
     texts = [[(c.text or "").replace("\n", " ").replace("|", "&#124;") for c in r] for r in grid]
     if not texts:
@@ -69,28 +65,6 @@ def table_markdown(item: TableItem) -> str:
         disable_numparse=True,
         colalign=tuple(align) if align else None,
     )
-
-
-def dense_rows(cells: list[TableCell], rows_n: int, cols_n: int) -> list[list[TableCell]] | None:
-    """docling's `TableData.grid` (the cell of each slot, by row) of a table whose cells cover
-    one slot each, in order, row by row, every slot (the common table): the cells cut into
-    rows, found without `covered_slots` for each cell. None for any other table."""
-    if not cells or len(cells) != rows_n * cols_n:
-        return None
-    if list(map(_OFFSETS, cells)) != _dense_offsets(rows_n, cols_n):  # read and compared in C
-        return None
-    return [cells[i * cols_n : (i + 1) * cols_n] for i in range(rows_n)]
-
-
-_OFFSETS = operator.attrgetter(
-    "start_row_offset_idx", "start_col_offset_idx", "end_row_offset_idx", "end_col_offset_idx"
-)
-
-
-@functools.lru_cache(maxsize=64)
-def _dense_offsets(rows_n: int, cols_n: int) -> list[tuple[int, int, int, int]]:
-    """The offsets (`_OFFSETS`) of the cells of a dense table, in order."""
-    return [(i, j, i + 1, j + 1) for i in range(rows_n) for j in range(cols_n)]
 
 
 def covered_slots(cell: TableCell, rows_n: int, cols_n: int) -> list[tuple[int, int]]:

@@ -388,8 +388,6 @@ def _first_enumerated(group: ListGroup, doc: DoclingDocument) -> bool:
 
 def _line_breaks(text: str) -> str:
     """docling's GFM hard line breaks: a single newline becomes two spaces and a newline."""
-    if "\n" not in text:  # most texts (lines joined): nothing to do
-        return text
     return "\n\n".join(part.replace("\n", "  \n") for part in text.split("\n\n"))
 
 

@@ -1,12 +1,11 @@
 """One DoclingDocument item as `item.model_dump_json(by_alias=True, exclude_none=True)` writes
 it, the same bytes, faster: written by the item class's own pydantic schema with three pieces of
-docling-core's Python code out of pydantic's way, each of which leaves our items as they are, and
-with str enums written as the strings they are.
+docling-core's Python code out of pydantic's way, each of which leaves our items as they are.
 
 - Content items (DocItem) have a wrap serializer that only drops `comments` and `source` when
   they are empty lists. Around it pydantic builds each item as a Python dict and then writes the
-  dict as JSON. An item whose two lists are empty is written without the wrapper, by a schema
-  without the two fields.
+  dict as JSON. An item whose two lists are empty is written without the wrapper, the two fields
+  excluded.
 - Boxes and sizes (BoundingBox, Size) have a field serializer per coordinate that rounds it to a
   precision given in the serialization context, and returns it as it is without one (a Python
   call per number). No context is given here: the numbers are written as they are. pydantic
@@ -16,17 +15,14 @@ with str enums written as the strings they are.
   lies on the way).
 - Labels, layers and box origins are str enums (`label` a Literal of them). pydantic writes an
   enum member by reading its `value`, a Python-level property on Python 3.11, and checks a
-  Literal's value against each allowed one: over a third of an item's time (measured on the
-  benchmark's text items). A member of a str enum is a str whose characters are its value, so
-  these schemas are written as plain strings (only where every member's characters are its
-  value).
+  Literal's value against each allowed one: over a third of an item's time. A member of a str
+  enum is a str whose characters are its value, so these schemas are written as plain strings
+  (only where every member's characters are its value).
 - A table's `data.grid` (every slot of the table, a cell each) is a computed property that
   builds a validated empty cell for every slot before filling in the table's own cells, at every
   dump. Here the table is dumped without its cells and grid, and each cell's JSON, written once,
   put in both (a cell covering several slots repeated in the grid), an empty cell built and
-  dumped as docling builds it only for a slot no cell covers. A table whose cells cover one slot
-  each, row by row (`dense_rows`), has its cells written a row at a time (one call a row): each
-  row's JSON list is a row of the grid, and without its brackets a part of `table_cells`.
+  dumped as docling builds it only for a slot no cell covers.
 
 Anything else (a class with another wrapper, rich table cells, lists not empty) takes
 `model_dump_json`, and so does every class whose first item in the process was not written the
@@ -49,10 +45,10 @@ from docling_core.types.doc import (
     TableData,
     TableItem,
 )
-from pydantic import BaseModel, TypeAdapter
+from pydantic import BaseModel
 from pydantic_core import SchemaSerializer
 
-from hpdparse.export.chunk_tables import covered_slots, dense_rows
+from hpdparse.export.chunk_tables import covered_slots
 
 _DOCITEM_WRAPPER = DocItem._custom_pydantic_serialize
 _DROPPED_WHEN_EMPTY = ("comments", "source")
@@ -60,12 +56,8 @@ _DROPPED = set(_DROPPED_WHEN_EMPTY)
 _CONTEXT_ROUNDING = {BoundingBox._serialize, Size._serialize}  # as they are without a context
 _TABLE_START = '"data":{'  # TableItem's table
 _TABLE_END = '},"annotations":'  # the end of a table's `data`: TableItem's next field
-_TABLE_EXCLUDED = {"data": {"table_cells", "grid"}}  # written from the cells (`_table_json`)
 _CELL = TableCell.__pydantic_serializer__
-_CELLS = TypeAdapter(list[TableCell]).serializer  # each cell by _CELL, in a JSON list
 _checked: dict[type[NodeItem], bool] = {}  # class -> its first item was written alike
-# class -> its shortcut's serializer, for the classes checked alike (tables excepted)
-_plain_shortcuts: dict[type[NodeItem], SchemaSerializer] = {}
 
 
 def docling_item_json(item: NodeItem) -> str:
@@ -76,25 +68,8 @@ def docling_item_json(item: NodeItem) -> str:
     if cls not in _checked:
         reference = docling_cores_json(item)
         _checked[cls] = written == reference
-        if _checked[cls] and cls is not TableItem:
-            _plain_shortcuts[cls] = _serializer(cls)
         return reference
     return written
-
-
-def items_json(items: list[NodeItem]) -> str:
-    """`",".join(docling_item_json(item) for item in items)`, the common item (of a class
-    checked alike, not a table, without comments or source) written here: two calls less an
-    item."""
-    parts = []
-    for item in items:
-        serializer = _plain_shortcuts.get(type(item))
-        fields = item.__dict__
-        if serializer is None or fields.get("comments") or fields.get("source"):
-            parts.append(docling_item_json(item))
-        else:
-            parts.append(serializer.to_json(item, by_alias=True, exclude_none=True).decode())
-    return ",".join(parts)
 
 
 def docling_cores_json(item: NodeItem) -> str:
@@ -109,7 +84,7 @@ def shortcut_json(item: NodeItem) -> str | None:
         return None
     if type(item) is TableItem:
         return _table_json(item, serializer)
-    return serializer.to_json(item, by_alias=True, exclude_none=True).decode()
+    return serializer.to_json(item, by_alias=True, exclude_none=True, exclude=_DROPPED).decode()
 
 
 @functools.cache
@@ -129,11 +104,6 @@ def _serializer(cls: type[NodeItem]) -> SchemaSerializer | None:
     if node.get("type") != "model" or wrapper.get("function") is not _DOCITEM_WRAPPER:
         return None
     del node["serialization"]
-    fields = node["schema"].get("fields", {})
-    if node["schema"].get("type") != "model-fields" or not fields.keys() >= _DROPPED:
-        return None
-    for name in _DROPPED_WHEN_EMPTY:  # left out of the schema, not by an `exclude` at each call
-        del fields[name]
     return SchemaSerializer(schema)
 
 
@@ -186,9 +156,9 @@ def _table_json(item: TableItem, serializer: SchemaSerializer) -> str | None:
     cells = item.data.table_cells
     if any(type(cell) is not TableCell for cell in cells):
         return None
-    text = serializer.to_json(
-        item, by_alias=True, exclude_none=True, exclude=_TABLE_EXCLUDED
-    ).decode()
+    exclude: dict[str, Any] = {name: True for name in _DROPPED_WHEN_EMPTY}
+    exclude["data"] = {"table_cells", "grid"}
+    text = serializer.to_json(item, by_alias=True, exclude_none=True, exclude=exclude).decode()
     # where the data object starts and ends, found by its key and the key after it: inside a
     # JSON string their quotes would be escaped
     if text.count(_TABLE_START) != 1 or text.count(_TABLE_END) != 1:
@@ -196,17 +166,11 @@ def _table_json(item: TableItem, serializer: SchemaSerializer) -> str | None:
     start, end = text.index(_TABLE_START) + len(_TABLE_START), text.index(_TABLE_END)
     if text[start] == "}":  # TableData's other fields are always written
         return None
-    rows = dense_rows(cells, item.data.num_rows, item.data.num_cols)
-    if rows is not None:  # each row's cells written in one call: the grid's rows
-        lines = [_CELLS.to_json(row, by_alias=True, exclude_none=True).decode() for row in rows]
-        table_cells = ",".join(line[1:-1] for line in lines)  # (no row is empty)
-        grid = f"[{','.join(lines)}]"
-    else:
-        written = [_CELL.to_json(c, by_alias=True, exclude_none=True).decode() for c in cells]
-        table_cells = ",".join(written)
-        grid = _grid_json(item.data, written)
+    written = [_CELL.to_json(cell, by_alias=True, exclude_none=True).decode() for cell in cells]
+    grid = _grid_json(item.data, written)
     return (
-        f'{text[:start]}"table_cells":[{table_cells}],{text[start:end]},"grid":{grid}{text[end:]}'
+        f'{text[:start]}"table_cells":[{",".join(written)}],{text[start:end]}'
+        f',"grid":{grid}{text[end:]}'
     )
 
 

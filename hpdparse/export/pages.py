@@ -3,7 +3,6 @@ into page coordinates (PDF points; pixels of the page image for image inputs).""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -39,11 +38,6 @@ class BlockRef(NamedTuple):
     block: int
 
 
-# `block_ref((page, block))` is BlockRef(page, block), made in one C call (NamedTuple's `__new__`
-# is a Python function, called for every block of a document)
-block_ref = functools.partial(tuple.__new__, BlockRef)
-
-
 def page_geometries(document_json: dict[str, Any]) -> dict[int, PageGeometry]:
     """The converted (not failed) pages with a usable size, by number."""
     pages: dict[int, PageGeometry] = {}
@@ -61,7 +55,7 @@ def page_geometries(document_json: dict[str, Any]) -> dict[int, PageGeometry]:
 
 def blocks_by_ref(document_json: dict[str, Any]) -> dict[BlockRef, dict[str, Any]]:
     return {
-        block_ref((page["number"], block["index"])): block
+        BlockRef(page["number"], block["index"]): block
         for page in document_json["pages"]
         for block in page["blocks"]
     }

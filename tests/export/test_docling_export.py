@@ -25,12 +25,10 @@ from docling_core.types.doc import (
 
 from hpdparse.export.docling import plain
 from hpdparse.export.docling_json import (
-    _SMALL_EXPONENT,
     _fast_json,
     _may_be_spelled_otherwise,
     dict_json,
     docling_json,
-    has_small_exponent,
 )
 from hpdparse.export.pages import BlockRef, blocks_by_ref
 from hpdparse.markdown.formulas import wrap_arithmetic
@@ -241,15 +239,6 @@ def test_a_float_both_spell_alike_keeps_the_fast_path(value: float) -> None:
     prov.bbox.l = value
     assert docling_json(doc) == dict_json(doc)
     assert not _may_be_spelled_otherwise(_fast_json(doc).encode())
-
-
-def test_small_exponents_found_at_each_dash_as_the_regex_finds_them() -> None:
-    rng = random.Random(7)
-    pieces = [b"e", b"-", b"1", b"12", b"a", b" ", b"\xc3\xa9", b",", b"E", b"0", b"_"]
-    texts = [b"", b"-", b"e-", b"e-1", b"-1", b"ae-1b", b"e-1_", b"1e-7,", b"e--1", b"e-e-3"]
-    texts += [b"".join(rng.choice(pieces) for _ in range(rng.randrange(12))) for _ in range(3000)]
-    for text in texts:
-        assert has_small_exponent(text) == (_SMALL_EXPONENT.search(text) is not None), text
 
 
 def test_random_floats_written_as_export_to_dict_writes_them() -> None:

@@ -33,7 +33,6 @@ from hpdparse.export.docling_item_json import (
     _serializer,
     docling_cores_json,
     docling_item_json,
-    items_json,
     shortcut_json,
 )
 from tests.export.export_cases import CASES, exported
@@ -55,16 +54,6 @@ def test_every_item_of_the_test_documents(name: str) -> None:
         assert written is not None or type(item).__name__ == "ListGroup", item.self_ref
         assert (written or reference) == reference, item.self_ref
         assert docling_item_json(item) == reference
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_each_item_list_is_written_as_its_items_dumps_joined(name: str) -> None:
-    doc = exported(name).document.model_copy(deep=True)
-    for items in (doc.texts, doc.tables, doc.pictures, doc.groups):
-        assert items_json(items) == ",".join(docling_cores_json(item) for item in items)
-    text = next(item for item in doc.texts if item.prov)  # one the common path would not write
-    text.comments = [FineRef(cref="#/texts/0")]
-    assert items_json(doc.texts) == ",".join(docling_cores_json(item) for item in doc.texts)
 
 
 def test_the_shortcut_applies_to_every_class_the_export_writes() -> None:
