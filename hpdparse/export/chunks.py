@@ -15,9 +15,6 @@ from hpdparse.export.docling import DoclingExport
 from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
 from hpdparse.export.tokenizers import joined_counter, load_tokenizer, token_counter
 
-# Enum members read once: on Python 3.11 each `DocItemLabel.X` is a Python-level lookup.
-_CAPTION, _TABLE = DocItemLabel.CAPTION, DocItemLabel.TABLE
-
 
 def chunk_records(
     export: DoclingExport,
@@ -105,21 +102,16 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
     owned: list[str] = []
     for item in doc_items:
         parent = item.parent.cref if item.parent is not None else ""
-        if item.label == _CAPTION and parent.startswith("#/tables/"):
+        if item.label == DocItemLabel.CAPTION and parent.startswith("#/tables/"):
             continue
-        is_picture_caption = item.label == _CAPTION and parent.startswith("#/pictures/")
+        is_picture_caption = item.label == DocItemLabel.CAPTION and parent.startswith("#/pictures/")
         if is_picture_caption and parent not in owned:
             owned.append(parent)
         owned.append(item.self_ref)
-        if item.label == _TABLE:
+        if item.label == DocItemLabel.TABLE:
             owned.extend(caption.cref for caption in getattr(item, "captions", []))
     return owned
 
 
-# what json.dumps(record, ensure_ascii=False) uses, built once (json.dumps builds an encoder at
-# every call with an argument other than the defaults)
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
-
-
 def chunks_jsonl(records: list[dict[str, Any]]) -> str:
-    return "".join(_ENCODER.encode(r) + "\n" for r in records)
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)
