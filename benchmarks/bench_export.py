@@ -1,5 +1,5 @@
-"""--docling and --chunks export, pages/s on one core (the target: >= 500 pages/s, so that the
-export is never the bottleneck of a run).
+"""--docling and --chunks export, pages/s on one core (the export must stay well under decoding
+cost, so that it is never the bottleneck of a run).
 
 Documents of corpus-like pages (bench_render's typical 30-block page: headings, paragraphs with
 inline math, formulas, a list, a figure with caption, a table with caption, footnote, page
@@ -10,8 +10,7 @@ from the blocks) and serialised to `<stem>.docling.json` bytes, and the chunks
 alone (our chunker next to docling-core's HybridChunker, whose chunks it reproduces), then of
 each output as the flags ask for it; asserts nothing.
 Token counts, which the chunker remembers within a process, are forgotten before each timed run:
-a real run meets each document's texts once (runs before that change remembered them from the
-previous repeat, and gave higher chunk figures). The last line reads
+a real run meets each document's texts once. The last line reads
 `pages per CPU-second: docling D, chunks C, both B` (medians of the repeats); the line before it
 gives the best repeat of each, the figure least slowed by other work on a shared machine (compare
 code versions by alternating runs). Run it on one core:

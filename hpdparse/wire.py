@@ -26,7 +26,6 @@ from typing import Any
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 MODELS_PATH = "/models"
 SSE_DONE = b"data: [DONE]\n\n"
-SSE_MEDIA_TYPE = "text/event-stream"
 
 # The names vLLM's server (and the official client's exception classes) use; other statuses get
 # their HTTP phrase, as vLLM's handler for framework errors does.

@@ -14,11 +14,9 @@ checks, on every test document and adversarial cases, that both give identical c
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from docling_core.types.doc import (
     CodeItem,
@@ -42,7 +40,6 @@ from hpdparse.export.chunk_tables import Unsupported, table_markdown
 DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
 _NUMBERED = re.compile(r"\d+\.")
 _BACKTICKS = re.compile(r"`+")
-_BODY = ContentLayer.BODY  # read once: on Python 3.11 each enum member lookup is a Python call
 _KNOWN = (TitleItem, SectionHeaderItem, ListItem, CodeItem, FormulaItem, TextItem, TableItem)
 _LABELS = {  # the labels docling-core's chunking serializer writes as plain Markdown
     DocItemLabel.TITLE,
@@ -60,32 +57,6 @@ _LABELS = {  # the labels docling-core's chunking serializer writes as plain Mar
     DocItemLabel.TABLE,
     DocItemLabel.PICTURE,
 }
-
-
-class _Kind(NamedTuple):
-    """An item class's kinds, found once per class (isinstance of docling's models is slow)."""
-
-    heading: bool  # TitleItem or SectionHeaderItem
-    section: bool  # SectionHeaderItem
-    list_group: bool
-    list_item: bool
-    floating: bool  # TableItem or PictureItem
-    table: bool
-    code: bool
-    formula: bool
-    text: bool  # TextItem (its subclasses included)
-    known: bool  # one of _KNOWN or a PictureItem
-
-
-_KIND_CLASSES = (  # _Kind's fields in order
-    (TitleItem, SectionHeaderItem), SectionHeaderItem, ListGroup, ListItem,
-    (TableItem, PictureItem), TableItem, CodeItem, FormulaItem, TextItem, _KNOWN + (PictureItem,),
-)  # fmt: skip
-
-
-@functools.cache
-def _kind(cls: type) -> _Kind:
-    return _Kind(*(issubclass(cls, classes) for classes in _KIND_CLASSES))
 
 
 @dataclass
@@ -230,9 +201,8 @@ def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Ch
     headings: dict[int, str] = {}
     path: list[str] | None = None  # the headings in force, in level order (shared, never changed)
     for node in _body(doc, doc.body):
-        kind = _kind(type(node))
-        if kind.heading:
-            level = node.level if kind.section else 0
+        if isinstance(node, (TitleItem, SectionHeaderItem)):
+            level = node.level if isinstance(node, SectionHeaderItem) else 0
             headings = {k: v for k, v in headings.items() if k < level}
             headings[level] = node.text
             path = [headings[k] for k in sorted(headings)]
@@ -247,7 +217,7 @@ def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
     children of lists, tables and pictures are serialized with them)."""
     for ref in parent.children:
         node = _resolve(doc, ref.cref)
-        if node.content_layer != _BODY:
+        if node.content_layer != ContentLayer.BODY:
             if node.children:
                 raise Unsupported(f"{node.self_ref}: furniture with children")
             continue
@@ -258,21 +228,19 @@ def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
 def _check(node: NodeItem) -> None:
     if node.meta is not None:
         raise Unsupported(f"{node.self_ref}: metadata")
-    kind = _kind(type(node))
-    if kind.list_group:
+    if isinstance(node, ListGroup):
         for ref in node.children:
             if ref.cref.startswith("#/groups/"):
                 raise Unsupported(f"{node.self_ref}: nested list")
         return
-    if not kind.known or node.label not in _LABELS:
+    if not isinstance(node, (*_KNOWN, PictureItem)) or node.label not in _LABELS:
         raise Unsupported(f"{node.self_ref}: {type(node).__name__} {node.label}")
-    if kind.text and (node.formatting is not None or node.hyperlink is not None):
+    if isinstance(node, TextItem) and (node.formatting is not None or node.hyperlink is not None):
         raise Unsupported(f"{node.self_ref}: formatting or link")
-    # a field read from the instance's dict: getattr of one its type lacks takes pydantic's
-    # slow path (an AttributeError raised and caught)
-    if node.__dict__.get("footnotes"):
+    if getattr(node, "footnotes", None):
         raise Unsupported(f"{node.self_ref}: footnotes")
-    if kind.floating and node.__dict__.get("annotations"):
+    # read from the instance's dict: the deprecated field's getter warns at every read
+    if isinstance(node, (TableItem, PictureItem)) and node.__dict__.get("annotations"):
         raise Unsupported(f"{node.self_ref}: annotations")
 
 
@@ -284,49 +252,46 @@ class _Markdown:
         self.doc = doc
         self._tables: dict[str, str] = {}
         # docling leaves a caption to the item it captions (its own text serializes to nothing)
-        floating = [*doc.tables, *doc.pictures, *(t for t in doc.texts if _kind(type(t)).code)]
+        floating = [*doc.tables, *doc.pictures, *(t for t in doc.texts if isinstance(t, CodeItem))]
         self._captions = {ref.cref for item in floating for ref in item.captions}
 
     def top_level(self, node: NodeItem) -> tuple[str, list[DocItem]]:
         """A top-level node's text and the items it comes from (the spans of docling's result)."""
-        kind = _kind(type(node))
-        if kind.list_group:
+        if isinstance(node, ListGroup):
             items = [_resolve(self.doc, ref.cref) for ref in node.children]
             for item in items:
-                if not _kind(type(item)).list_item or item.children:
+                if not isinstance(item, ListItem) or item.children:
                     raise Unsupported(f"{node.self_ref}: a list holding {item.self_ref}")
                 _check(item)
             return "\n".join(self._list_item(item, node) for item in items), items
-        if kind.floating:
+        if isinstance(node, (TableItem, PictureItem)):
             if {ref.cref for ref in node.children} != {ref.cref for ref in node.captions}:
                 raise Unsupported(f"{node.self_ref}: children other than its captions")
             return self._floating(node)
-        if node.children or kind.list_item:
+        if node.children or isinstance(node, ListItem):
             raise Unsupported(f"{node.self_ref}: children, or a list item outside a list")
-        if kind.heading or node.self_ref in self._captions:
+        if isinstance(node, (TitleItem, SectionHeaderItem)) or node.self_ref in self._captions:
             return "", []
         text = self._text(node)
         return text, [node] if text else []
 
     def alone(self, item: DocItem) -> str:
         """An item of a chunk of several, serialized on its own (HybridChunker's item texts)."""
-        kind = _kind(type(item))
-        if kind.list_item:
+        if isinstance(item, ListItem):
             return self._list_item(item, _resolve(self.doc, item.parent.cref))
-        if kind.floating:
+        if isinstance(item, (TableItem, PictureItem)):
             return self._floating(item)[0]
-        if kind.heading or item.self_ref in self._captions:
+        if isinstance(item, (TitleItem, SectionHeaderItem)) or item.self_ref in self._captions:
             return ""
         return self._text(item)
 
     @staticmethod
     def _text(item: DocItem) -> str:
-        kind = _kind(type(item))
-        if kind.code:
+        if isinstance(item, CodeItem):
             if item.captions:
                 raise Unsupported(f"{item.self_ref}: code with a caption")
             return _code_block(item.text)
-        if kind.formula:
+        if isinstance(item, FormulaItem):
             if item.text:
                 return f"$${item.text}$$"
             return "<!-- formula-not-decoded -->" if item.orig else ""
@@ -339,7 +304,7 @@ class _Markdown:
         pieces = []
         if not already_valid:
             md_marker = "-"
-            if _kind(type(group)).list_group and not marker and _first_enumerated(group, self.doc):
+            if isinstance(group, ListGroup) and not marker and _first_enumerated(group, self.doc):
                 refs = [ref.cref for ref in group.children]
                 md_marker = f"{refs.index(item.self_ref) + 1}."
             pieces.append(md_marker)
@@ -353,16 +318,16 @@ class _Markdown:
         an empty placeholder. Spans: the captions, when they have text, then the table."""
         captions = [_resolve(self.doc, ref.cref) for ref in item.captions]
         for caption in captions:
-            if not _kind(type(caption)).text or caption.children:
+            if not isinstance(caption, TextItem) or caption.children:
                 raise Unsupported(f"{item.self_ref}: caption {caption.self_ref}")
             _check(caption)
-        caption_text = " ".join(c.text for c in captions if c.content_layer == _BODY)
+        caption_text = " ".join(c.text for c in captions if c.content_layer == ContentLayer.BODY)
         parts: list[str] = []
         items: list[DocItem] = []
         if caption_text:
             parts.append(caption_text)
-            items.extend(c for c in captions if c.content_layer == _BODY)
-        if _kind(type(item)).table:
+            items.extend(c for c in captions if c.content_layer == ContentLayer.BODY)
+        if isinstance(item, TableItem):
             table = self._table(item)
             if table:
                 parts.append(table)
@@ -383,13 +348,11 @@ def _resolve(doc: DoclingDocument, cref: str) -> NodeItem:
 
 def _first_enumerated(group: ListGroup, doc: DoclingDocument) -> bool:
     first = _resolve(doc, group.children[0].cref) if group.children else None
-    return first is not None and _kind(type(first)).list_item and first.enumerated
+    return first is not None and isinstance(first, ListItem) and first.enumerated
 
 
 def _line_breaks(text: str) -> str:
     """docling's GFM hard line breaks: a single newline becomes two spaces and a newline."""
-    if "\n" not in text:  # most texts (lines joined): nothing to do
-        return text
     return "\n\n".join(part.replace("\n", "  \n") for part in text.split("\n\n"))
 
 

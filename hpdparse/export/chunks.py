@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from json.encoder import c_make_encoder, encode_basestring  # type: ignore[attr-defined]
 from typing import Any
 
 from docling_core.types.doc import DocItem, DocItemLabel
@@ -15,9 +14,6 @@ from hpdparse.export.chunker import Chunk, FastChunker, Unsupported
 from hpdparse.export.docling import DoclingExport
 from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
 from hpdparse.export.tokenizers import joined_counter, load_tokenizer, token_counter
-
-# Enum members read once: on Python 3.11 each `DocItemLabel.X` is a Python-level lookup.
-_CAPTION, _TABLE = DocItemLabel.CAPTION, DocItemLabel.TABLE
 
 
 def chunk_records(
@@ -42,7 +38,6 @@ def chunk_records(
     stem = document_json["stem"]
     pages = page_geometries(document_json) if export.pages is None else export.pages
     blocks = blocks_by_ref(document_json) if export.blocks is None else export.blocks
-    rounded = _Rounded()
     records = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
@@ -64,7 +59,7 @@ def chunk_records(
                 "tokens": tokens,
                 "oversize": tokens > max_tokens,
                 "pages": sorted({ref.page for ref in refs}),
-                "blocks": [_block_entry(ref, blocks, pages, export, rounded) for ref in refs],
+                "blocks": [_block_entry(ref, blocks, pages) for ref in refs],
                 "docling_refs": items,
             }
         )
@@ -84,41 +79,20 @@ def _fast_chunks(
 
 
 def _block_entry(
-    ref: BlockRef,
-    blocks: dict[BlockRef, dict[str, Any]],
-    pages: dict[int, PageGeometry],
-    export: DoclingExport,
-    rounded: _Rounded,
+    ref: BlockRef, blocks: dict[BlockRef, dict[str, Any]], pages: dict[int, PageGeometry]
 ) -> dict[str, Any]:
     block = blocks.get(ref, {})
     grid = block.get("bbox")
     page = pages.get(ref.page)
-    box = None
-    if grid and page is not None:
-        known = export.boxes.get(ref)  # computed for the provenance (with --docling)
-        left, top, right, bottom = page.box(grid) if known is None else known
-        box = [rounded[left], rounded[top], rounded[right], rounded[bottom]]
+    box = page.box(grid) if grid and page is not None else None
     return {
         "page": ref.page,
         "block": ref.block,
         "bbox": grid,
-        "box": box,
+        "box": [round(v, 2) for v in box] if box else None,
         "unit": None if page is None else ("pt" if page.in_points else "px"),
         "confidence": block.get("confidence"),  # null in a run without log-probabilities
     }
-
-
-class _Rounded(dict[float, float]):
-    """`rounded[x]` is round(x, 2), remembered within a document: blocks share coordinates (the
-    model's 0-1000 grid on pages of one size: a column's left and right edges, rows of a
-    layout), and round(x, 2) costs more than the rest of a block's entry. Zeros are not kept:
-    as keys -0.0 and 0.0 are one."""
-
-    def __missing__(self, value: float) -> float:
-        result = round(value, 2)
-        if value:
-            self[value] = result
-        return result
 
 
 def _owned_items(doc_items: list[DocItem]) -> list[str]:
@@ -128,33 +102,16 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
     owned: list[str] = []
     for item in doc_items:
         parent = item.parent.cref if item.parent is not None else ""
-        if item.label == _CAPTION and parent.startswith("#/tables/"):
+        if item.label == DocItemLabel.CAPTION and parent.startswith("#/tables/"):
             continue
-        is_picture_caption = item.label == _CAPTION and parent.startswith("#/pictures/")
+        is_picture_caption = item.label == DocItemLabel.CAPTION and parent.startswith("#/pictures/")
         if is_picture_caption and parent not in owned:
             owned.append(parent)
         owned.append(item.self_ref)
-        if item.label == _TABLE:
+        if item.label == DocItemLabel.TABLE:
             owned.extend(caption.cref for caption in getattr(item, "captions", []))
     return owned
 
 
-# what json.dumps(record, ensure_ascii=False) uses, built once (json.dumps builds an encoder at
-# every call with an argument other than the defaults)
-_ENCODER = json.JSONEncoder(ensure_ascii=False)
-# its C encoder (what `encode` builds at every call), also built once, and without the check for
-# circular references (a dict of every container's id, filled and emptied for each): our records
-# are plain trees. None where the json module has no C encoder.
-_C_ENCODER = (
-    None
-    if c_make_encoder is None
-    else c_make_encoder(
-        None, _ENCODER.default, encode_basestring, None, ": ", ", ", False, False, True
-    )
-)
-
-
 def chunks_jsonl(records: list[dict[str, Any]]) -> str:
-    if _C_ENCODER is None:
-        return "".join(_ENCODER.encode(r) + "\n" for r in records)
-    return "".join(["".join(_C_ENCODER(r, 0)) + "\n" for r in records])
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

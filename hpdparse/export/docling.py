@@ -40,19 +40,13 @@ from hpdparse.export.docling_items import (
     append_plain_text,
     append_text,
 )
-from hpdparse.export.pages import (
-    BlockRef,
-    PageGeometry,
-    block_ref,
-    blocks_by_ref,
-    page_geometries,
-)
+from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
 from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
 from hpdparse.markdown.formulas import with_tag
 from hpdparse.markdown.lists import item_parts
 from hpdparse.markdown.render import RenderedDocument
 from hpdparse.markdown.tables import Table, occupancy
-from hpdparse.markdown.text import plain_text as plain  # lines joined, math as $...$
+from hpdparse.markdown.text import MODE_PLAIN, render_inline
 from hpdparse.markdown.units import (
     CODE,
     FIGURE,
@@ -88,8 +82,11 @@ class DoclingExport:
     # what the build looked up in `<stem>.json`, kept for the chunks (None: look it up again)
     pages: dict[int, PageGeometry] | None = None
     blocks: dict[BlockRef, dict[str, Any]] | None = None
-    # a block's box on its page (`PageGeometry.box`), where its provenance needed it
-    boxes: dict[BlockRef, tuple[float, float, float, float]] = field(default_factory=dict)
+
+
+def plain(text: str) -> str:
+    """Our paragraph text as docling items hold it: lines joined, inline math as $...$."""
+    return render_inline(text, dollar=True, mode=MODE_PLAIN)
 
 
 def to_docling(rendered: RenderedDocument, *, provenance: bool = True) -> DoclingExport:
@@ -136,43 +133,43 @@ class _Builder:
         elif kind == CODE:
             language = _LANGUAGES.get(str(unit.extra.get("language", "")).lower())
             fields = {"code_language": language} if language else {}
-            prov, blocks = self._provenance(unit, unit.text)
+            prov = self._provenance(unit, unit.text)
             item = append_text(self.doc, CodeItem, unit.text, prov, **fields)
-            self._link(item, blocks)
+            self._link(item, unit)
         elif kind == FURNITURE:
             text = plain(unit.text)
             label = _FURNITURE_LABELS.get(unit.role, _TEXT)
-            prov, blocks = self._provenance(unit, text)
+            prov = self._provenance(unit, text)
             item = append_plain_text(
                 self.doc, label, text, prov, content_layer=ContentLayer.FURNITURE
             )
-            self._link(item, blocks)
+            self._link(item, unit)
 
     # --- one method per kind -------------------------------------------------------------------
 
     def _heading(self, unit: Unit) -> None:
         text = plain(unit.text)
-        prov, blocks = self._provenance(unit, text)
+        prov = self._provenance(unit, text)
         if unit.level == 0:
             item = append_text(self.doc, TitleItem, text, prov)
         else:
             level = min(unit.level, 100)
             item = append_text(self.doc, SectionHeaderItem, text, prov, level=level)
-        self._link(item, blocks)
+        self._link(item, unit)
 
     def _paragraph(self, unit: Unit) -> None:
         label = _TEXT_LABELS.get(unit.role, _TEXT)
         text = plain(unit.text)
-        prov, blocks = self._provenance(unit, text)
+        prov = self._provenance(unit, text)
         item = append_plain_text(self.doc, label, text, prov)
-        self._link(item, blocks)
+        self._link(item, unit)
 
     def _caption(self, unit: Unit, owner: TableItem | PictureItem) -> None:
         text = plain(unit.text)
-        prov, blocks = self._provenance(unit, text)
+        prov = self._provenance(unit, text)
         caption = append_plain_text(self.doc, DocItemLabel.CAPTION, text, prov, parent=owner)
         owner.captions.append(RefItem(cref=caption.self_ref))
-        self._link(caption, blocks)
+        self._link(caption, unit)
 
     def _list(self, unit: Unit) -> None:
         group = append_list_group(self.doc)
@@ -180,7 +177,7 @@ class _Builder:
         for text, block in zip(unit.items, item_blocks, strict=False):
             marker, body = item_parts(text, unit.ordered)
             body = plain(body)
-            ref = block_ref((unit.page, block))
+            ref = BlockRef(unit.page, block)
             prov = self._block_provenance(ref, (0, len(body)))
             item = append_text(
                 self.doc,
@@ -196,9 +193,9 @@ class _Builder:
     def _table(self, unit: Unit, index: int) -> None:
         if unit.table is None:
             return
-        prov, blocks = self._provenance(unit, "")
+        prov = self._provenance(unit, "")
         item = append_item(self.doc, "tables", TableItem, data=_table_data(unit.table), prov=prov)
-        self._link(item, blocks)
+        self._link(item, unit)
         for caption in self.table_captions.get(index, []):
             self._caption(self.units[caption], item)
 
@@ -206,12 +203,12 @@ class _Builder:
         last = len(unit.formulas) - 1
         for i, latex in enumerate(unit.formulas):
             text = with_tag(latex, unit.tag if i == last else None)
-            prov, blocks = self._provenance(unit, text)
+            prov = self._provenance(unit, text)
             item = append_text(self.doc, FormulaItem, text, prov)
-            self._link(item, blocks)
+            self._link(item, unit)
 
     def _figure(self, unit: Unit) -> None:
-        ref = block_ref((unit.page, unit.block or 0))
+        ref = BlockRef(unit.page, unit.block or 0)
         prov = self._block_provenance(ref, (0, 0))
         image = self._image(unit, ref)
         prov_list = [prov] if prov else None
@@ -222,48 +219,36 @@ class _Builder:
 
     # --- provenance ----------------------------------------------------------------------------
 
-    def _provenance(self, unit: Unit, text: str) -> tuple[list[Provenance], list[BlockRef]]:
+    def _provenance(self, unit: Unit, text: str) -> list[Provenance]:
         """One entry per block the unit was made from (several when merged across pages); the
         character spans split `text` where the continuation's own text starts. Empty when the
-        first block has no box. Then those blocks, for `refs` (found once for both)."""
-        first = block_ref((unit.page, unit.block or 0))
+        first block has no box."""
+        if not self.provenance:
+            return []
+        first = BlockRef(unit.page, unit.block or 0)
         later = self.continuations.get((unit.kind, first))
         if not later:  # most units: one block, the whole text
             entry = self._block_provenance(first, (0, len(text)))
-            return ([entry] if entry is not None else []), [first]
-        blocks = [first] + [ref for ref, _ in later]
-        if not self.provenance:
-            return [], blocks
+            return [entry] if entry is not None else []
         spans = _spans(text, [len(plain(t)) for _, t in later])
-        pairs = zip(blocks, spans, strict=True)
-        entries = [self._block_provenance(ref, span) for ref, span in pairs]
-        if entries[0] is None:
-            return [], blocks
-        return [e for e in entries if e is not None], blocks
+        refs = [first] + [ref for ref, _ in later]
+        entries = [self._block_provenance(ref, span) for ref, span in zip(refs, spans, strict=True)]
+        return [e for e in entries if e is not None] if entries[0] is not None else []
 
-    def _link(self, item: NodeItem, blocks: list[BlockRef]) -> None:
-        self.export.refs[item.self_ref] = blocks
+    def _link(self, item: NodeItem, unit: Unit) -> None:
+        first = BlockRef(unit.page, unit.block or 0)
+        later = self.continuations.get((unit.kind, first), [])
+        self.export.refs[item.self_ref] = [first] + [ref for ref, _ in later]
 
     def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> Provenance | None:
-        """A ProvenanceItem's fields (the item's validation builds it), its box in docling's
-        convention for PDF pages: y grows upwards."""
+        """A ProvenanceItem's fields (the item's validation builds it)."""
         if not self.provenance:
             return None
         page = self.pages.get(ref.page)
         grid = self.blocks.get(ref, {}).get("bbox")
         if page is None or not grid:
             return None
-        box = self.export.boxes[ref] = page.box(grid)
-        left, top, right, bottom = box
-        height = page.height
-        bbox = {
-            "l": left,
-            "t": height - top,
-            "r": right,
-            "b": height - bottom,
-            "coord_origin": _BOTTOM_LEFT,
-        }
-        return {"page_no": ref.page, "bbox": bbox, "charspan": span}
+        return {"page_no": ref.page, "bbox": _docling_box(page, grid), "charspan": span}
 
     def _image(self, unit: Unit, ref: BlockRef) -> ImageRef | None:
         box = self.blocks.get(ref, {}).get("bbox_px")
@@ -273,6 +258,19 @@ class _Builder:
         dpi = page.dpi if page is not None else 72
         size = Size(width=max(box[2] - box[0], 1), height=max(box[3] - box[1], 1))
         return ImageRef(mimetype="image/png", dpi=dpi, size=size, uri=Path(unit.image))
+
+
+def _docling_box(page: PageGeometry, grid: list[float]) -> dict[str, Any]:
+    """A BoundingBox's fields."""
+    left, top, right, bottom = page.box(grid)
+    height = page.height  # docling's convention for PDF pages: y grows upwards
+    return {
+        "l": left,
+        "t": height - top,
+        "r": right,
+        "b": height - bottom,
+        "coord_origin": _BOTTOM_LEFT,
+    }
 
 
 def _spans(text: str, later_lengths: list[int]) -> list[tuple[int, int]]:
@@ -348,22 +346,21 @@ def _continuations(
 
 def _table_data(table: Table) -> TableData:
     grid = occupancy(table.rows)
-    height, width = len(grid), max((len(line) for line in grid), default=0)
+    width = max((len(line) for line in grid), default=0)
     cells = []
     for r, line in enumerate(grid):
         for c, cell in enumerate(line):
             if cell is None:
                 continue
-            end_row, end_col = r + cell.rowspan, c + cell.colspan  # cut at the table's edges
             cells.append(
                 {
                     "text": plain(cell.text),
                     "row_span": cell.rowspan,
                     "col_span": cell.colspan,
                     "start_row_offset_idx": r,
-                    "end_row_offset_idx": height if end_row > height else end_row,
+                    "end_row_offset_idx": min(r + cell.rowspan, len(grid)),
                     "start_col_offset_idx": c,
-                    "end_col_offset_idx": width if end_col > width else end_col,
+                    "end_col_offset_idx": min(c + cell.colspan, width),
                     "column_header": cell.header,
                 }
             )

@@ -4,8 +4,7 @@ times faster.
 `add_text` and its peers build an item from a few arguments and leave its list fields
 (`children`, `prov`, `captions`, ...) to their defaults, which pydantic deep-copies at every
 item (`copy.deepcopy` of an empty list, several per item: more than half of each item's
-construction). Here every list field is given (an empty tuple, which validation turns into a
-new empty list), so nothing is copied; each item is still built,
+construction). Here every list field is given, so nothing is copied; each item is still built,
 and validated, by its own docling-core class, and gets the same `self_ref`, `parent`, place in
 its parent's `children` and field values as the `add_*` method would give it. Its parent
 reference and provenance may be given as the plain data of their models (`Provenance`), which
@@ -39,10 +38,9 @@ Provenance: TypeAlias = ProvenanceItem | dict[str, Any]
 
 
 @functools.cache
-def _empty_lists(cls: type[NodeItem]) -> dict[str, tuple[()]]:
-    """The fields of `cls` whose default is a list, each given an empty tuple: validation makes
-    each a new empty list (as it would of a list: copied), with no list built here."""
-    return {name: () for name, f in cls.model_fields.items() if isinstance(f.default, list)}
+def _list_fields(cls: type[NodeItem]) -> tuple[str, ...]:
+    """The fields of `cls` whose default is a list (each needs a list of its own)."""
+    return tuple(name for name, f in cls.model_fields.items() if isinstance(f.default, list))
 
 
 def append_item(
@@ -62,7 +60,7 @@ def append_item(
     items: list[Any] = getattr(doc, collection)
     parent = parent or doc.body
     cref = f"#/{collection}/{len(items)}"
-    values: dict[str, Any] = _empty_lists(cls).copy()
+    values: dict[str, Any] = {name: [] for name in _list_fields(cls)}
     if prov:
         values["prov"] = prov
     if content_layer:
@@ -104,9 +102,7 @@ def append_plain_text(
     formula: those have classes of their own)."""
     if label in _OWN_CLASS_LABELS:
         raise ValueError(f"{label} items have a class of their own")
-    # append_text's call, made here: most items are paragraphs (a call with **fields less each)
-    fields["label"] = label
-    return append_item(doc, "texts", TextItem, prov=prov, text=text, orig=text, **fields)
+    return append_text(doc, TextItem, text, prov, label=label, **fields)
 
 
 _OWN_CLASS_LABELS = {

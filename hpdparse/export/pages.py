@@ -3,7 +3,6 @@ into page coordinates (PDF points; pixels of the page image for image inputs).""
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -21,12 +20,7 @@ class PageGeometry:
     def box(self, grid_box: list[float]) -> tuple[float, float, float, float]:
         """A 0-1000 grid box -> (left, top, right, bottom) on the page, origin top left, clamped to
         the page."""
-        x1, y1, x2, y2 = grid_box
-        # min(max(v, 0.0), GRID) each, without the calls
-        x1 = 0.0 if x1 < 0.0 else GRID if x1 > GRID else x1
-        y1 = 0.0 if y1 < 0.0 else GRID if y1 > GRID else y1
-        x2 = 0.0 if x2 < 0.0 else GRID if x2 > GRID else x2
-        y2 = 0.0 if y2 < 0.0 else GRID if y2 > GRID else y2
+        x1, y1, x2, y2 = (min(max(v, 0.0), GRID) for v in grid_box)
         sx, sy = self.width / GRID, self.height / GRID
         return (x1 * sx, y1 * sy, x2 * sx, y2 * sy)
 
@@ -37,11 +31,6 @@ class BlockRef(NamedTuple):
 
     page: int
     block: int
-
-
-# `block_ref((page, block))` is BlockRef(page, block), made in one C call (NamedTuple's `__new__`
-# is a Python function, called for every block of a document)
-block_ref = functools.partial(tuple.__new__, BlockRef)
 
 
 def page_geometries(document_json: dict[str, Any]) -> dict[int, PageGeometry]:
@@ -61,7 +50,7 @@ def page_geometries(document_json: dict[str, Any]) -> dict[int, PageGeometry]:
 
 def blocks_by_ref(document_json: dict[str, Any]) -> dict[BlockRef, dict[str, Any]]:
     return {
-        block_ref((page["number"], block["index"])): block
+        BlockRef(page["number"], block["index"]): block
         for page in document_json["pages"]
         for block in page["blocks"]
     }

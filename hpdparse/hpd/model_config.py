@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 ARCHITECTURE = "InternVLChatModel"
-LLM_ARCHITECTURE = "Qwen3ForCausalLM"
 
 
 @dataclass(frozen=True)

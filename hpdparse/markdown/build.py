@@ -293,10 +293,6 @@ class PageBuilder:
         if flag not in block.flags:
             block.flags.append(flag)
 
-    def _pixels(self, block: Block) -> tuple[int, int, int, int] | None:
-        geometry = self.page.geometry
-        return bbox_to_pixels(block.bbox, geometry.width_px, geometry.height_px)
-
     def block_json(self, block: Block) -> dict[str, Any]:
         bbox_px = bbox_to_pixels(
             block.bbox, self.page.geometry.width_px, self.page.geometry.height_px

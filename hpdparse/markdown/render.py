@@ -35,9 +35,7 @@ from hpdparse.markdown.units import (
     Unit,
 )
 
-TABLE_FORMATS = ("auto", "gfm", "html")
 FLAG_RENDER_ERROR = "render_error"  # a bug in the renderer: the page is only in the JSON
-MATH_STYLES = ("dollar", "latex")
 
 
 @dataclass

@@ -224,10 +224,6 @@ def parse_table(content: str, fast: bool = True) -> Table:
 
 def occupancy(rows: list[list[Cell]]) -> list[list[Cell | None]]:
     """The table as a grid: each cell placed at its column, spans repeated as None placeholders."""
-    if sum(map(len, rows)) <= MAX_GRID_CELLS and not any(
-        cell.rowspan != 1 or cell.colspan != 1 for row in rows for cell in row
-    ):
-        return [list(row) for row in rows]  # no spans (most tables): each row as it is
     grid: list[list[Cell | None]] = []
     pending: dict[tuple[int, int], bool] = {}
     cells = 0

@@ -86,31 +86,6 @@ def render_inline(text: str, dollar: bool, mode: str = MODE_MD) -> str:
     return result
 
 
-def plain_text(text: str) -> str:
-    """`render_inline(text, dollar=True, mode=MODE_PLAIN)`, faster: in plain mode nothing is
-    escaped, so what render_inline's fast check looks for (a character class scanned by the
-    regex engine, character by character) is not needed: the lines are joined (join_lines, which
-    strips), then each inline or display math span becomes `$...$`, the text around it as it
-    is. tests/markdown/test_md_plain_text.py compares the two on many texts."""
-    # (with nothing to join, as in most texts, what join_lines returns, without its call)
-    joined = "\n" in text or "  " in text or "\t" in text
-    text = join_lines(text) if joined else text.strip()
-    if "\\(" not in text and "\\[" not in text:
-        return text
-    out: list[str] = []
-    pos = 0
-    for match in _MATH.finditer(text):
-        out.append(text[pos : match.start()])
-        inline, display = match.group(1, 2)
-        body = (display or "") if inline is None else inline
-        latex, _ = clean_latex(body, display=False)
-        if latex:
-            out.append(inline_math(" ".join(latex.split()), dollar=True))
-        pos = match.end()
-    out.append(text[pos:])
-    return "".join(out)
-
-
 def _plain(text: str, dollar: bool, mode: str) -> str:
     if not text or mode == MODE_PLAIN:
         return text

@@ -146,10 +146,6 @@ class DocumentFolder:
                 pass
         return pages
 
-    def has_raw_page_files(self, number: int) -> bool:
-        """True when page `number` has a metadata file, valid or not."""
-        return self.files.is_file(raw_meta_name(number))
-
     def remove_raw_page(self, number: int) -> None:
         """Forget a saved page (metadata first: a crash in between leaves it unusable, not
         wrong)."""
@@ -172,9 +168,6 @@ class DocumentFolder:
     def read_json(self, stem: str) -> Any:
         """The document's <stem>.json as written (FileNotFoundError, OSError, ValueError)."""
         return json.loads(self.files.read_bytes(json_name(stem)).decode("utf-8"))
-
-    def has_json(self, stem: str) -> bool:
-        return self.files.is_file(json_name(stem))
 
     def has_layout_pdf(self, stem: str) -> bool:
         """True when the --layout overlay (hpdparse.overlay.layout_pdf) exists."""

@@ -8,8 +8,6 @@ limit). A document beyond what ours writes goes to HybridChunker. The real `conv
 
 from __future__ import annotations
 
-import random
-
 import pytest
 
 pytest.importorskip("docling_core")
@@ -23,9 +21,7 @@ from docling_core.types.doc import (
     TableCell,
     TableData,
 )
-from tabulate import _column_type, tabulate
 
-from hpdparse.export.chunk_tables import github_table, numeric_column
 from hpdparse.export.chunker import FastChunker, Unsupported
 from hpdparse.export.chunks import chunk_records
 from hpdparse.export.docling import DoclingExport
@@ -72,38 +68,6 @@ def test_a_hugging_face_tokenizer_chunks_as_hybrid_chunker_does() -> None:
     folder = str(REPO / "tests" / "fixtures" / "tiny-hpd")
     for limit in (16, 64):
         assert_same_chunks(exported("synth/report").document, limit, folder)
-
-
-def test_numeric_columns_are_the_ones_tabulate_types_as_numbers() -> None:
-    values = [
-        "", " ", "12", "1.5", "-3e4", "1,234", "1,234.5", "٣", "inf", "-INF", "nan", "Infinity",
-        "True", "False", "true", "x1", "abc", "½", "²", "\x1b[31m42\x1b[0m", "\x1b[31mab\x1b[0m",
-        "0x1F", "1_000", " 7 ", "—", "007", "+3", "-0.50", ".5", "5.", "1.2.3", "1\n", "١٢",
-        "Model 3-1", "$\\pm 3.1$", "12%", "1e5x", "nan7", "1e5", "1E-3", "\x1c1\x1f", "\t-2\n",
-        "1,2,3", "12,345", "Tru", "Fals3", "NaN", "-Infinity", "infinity1", "3 4", "1__0", "e",
-        "\x1b[1m7", "7\x1b", "n/a", "1.", "(1)", "1/2", "#3", "3x",
-    ]  # fmt: skip
-    columns = [[a, b] for a in values for b in values] + [[v] for v in values] + [[]]
-    for column in columns:
-        assert numeric_column(column) == (_column_type(column) in (int, float)), column
-
-
-def test_plain_ascii_tables_are_written_as_tabulate_writes_them() -> None:
-    values = [
-        "", " ", "  ", "a", " a ", "  lead", "trail  ", "12", "1.5", "True", "False", "None",
-        "nan", "x y z", "$\\pm 3$", "-", "---", "&#124;", "a longer cell than its header",
-        "{0}", "}{", "{:>9}", "%s",
-    ]  # fmt: skip
-    rng = random.Random(22)
-    for _ in range(3000):
-        width, height = rng.randint(1, 5), rng.randint(1, 4)
-        headers = [rng.choice(values) for _ in range(width)]
-        body = [[rng.choice(values) for _ in range(width)] for _ in range(height)]
-        align = [rng.choice(["left", "right"]) for _ in range(width)]
-        expected = tabulate(
-            body, headers=headers, tablefmt="github", disable_numparse=True, colalign=align
-        )
-        assert github_table(body, headers, align) == expected, (headers, body, align)
 
 
 def test_tekken_counts_as_mistral_common_encodes() -> None:

@@ -176,16 +176,6 @@ def test_a_grid_box_is_clamped_to_the_page() -> None:
     assert all(math.isnan(v) for v in page.box([float("nan")] * 4))
 
 
-def test_remembered_roundings_are_round_and_keep_the_sign_of_zero() -> None:
-    from hpdparse.export.chunks import _Rounded
-
-    rounded = _Rounded()
-    values = [0.0, -0.0, 0.004, -0.004, 1.005, 2.675, 47.6, 197.034999, 1e300, float("inf")]
-    for value in values * 2:  # the second time from memory
-        assert repr(rounded[value]) == repr(round(value, 2))
-    assert repr(rounded[-0.0]) == "-0.0" and repr(rounded[0.0]) == "0.0"
-
-
 def test_a_local_hugging_face_tokenizer_counts_the_tokens() -> None:
     folder = str(REPO / "tests" / "fixtures" / "tiny-hpd")
     tokenizer = load_tokenizer(folder, 64)

@@ -43,7 +43,6 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-ENGINE_CORES = ("inline", "process")
 # Set while a process-mode engine starts its engine core; read by the plugin there.
 PARENT_ENV = "HPDPARSE_ENGINE_PARENT"
 PARENT_POLL_SECONDS = 0.5

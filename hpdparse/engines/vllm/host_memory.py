@@ -4,10 +4,9 @@ Every decoding step makes tensors of (tokens in the step) x (vocabulary) floats:
 the rejection sampler's copies of them, the log-probabilities behind the confidence scores;
 about 120 MB each for 200 tokens at HPD-Parsing's 151,681-token vocabulary. glibc serves blocks
 that large with mmap and unmaps them when they are freed, so every step maps fresh pages, takes
-a page fault for each 4 KiB and has the kernel zero it. Measured on one core of the 2-core
-development machine (200 x 151,681 float32): a clone took 84 ms that way and 11 ms from memory
-the process kept, `torch.zeros_like` 70 and 19 ms, a log-softmax 81 and 28 ms. vLLM's CPU guide
-preloads tcmalloc for the same reason; this needs nothing installed.
+a page fault for each 4 KiB and has the kernel zero it: several times the cost of the same
+work in memory the process kept. vLLM's CPU guide preloads tcmalloc for the same reason; this
+needs nothing installed.
 
 The price: memory the process freed stays its own (its resident size stays at its high-water
 mark) instead of going back to the system. Applied only by hpdparse's own vLLM engine on a CPU
