@@ -156,7 +156,8 @@ def _check_ray_address(ctx: click.Context, param: click.Parameter, value: str | 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="hpdparse")
 def main() -> None:
-    """Convert PDFs and page images to Markdown with the HPD-Parsing document parser."""
+    """Convert PDFs, page images, e-books and Office files to Markdown with the HPD-Parsing
+    document parser."""
 
 
 @main.command(epilog=EXIT_CODES_HELP)

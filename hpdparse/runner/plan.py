@@ -82,7 +82,7 @@ def _plan(
         raise InputError(f"{src}: cannot be read ({exc.strerror or exc})", path=src) from None
     with open_source(src, s.password) as opened:
         page_count = opened.page_count
-    office = s.keep_converted_pdf and src.suffix.lower() in OFFICE_SUFFIXES
+    keep_pdf = s.keep_converted_pdf and src.suffix.lower() in OFFICE_SUFFIXES
     selected = s.pages.select(page_count)
     if not selected:
         raise InputError(
@@ -111,8 +111,8 @@ def _plan(
         status=STATUS_IN_PROGRESS,
     )
     try:
-        if office:
-            with converted_pdf(src) as pdf:  # type: ignore[arg-type]  # converted: at hand
+        if keep_pdf:
+            with converted_pdf(src) as pdf:  # converted already: found in the folder
                 folder.write_converted_pdf(stem, pdf.read_bytes())
         folder.save_state(state)
     except OSError as exc:

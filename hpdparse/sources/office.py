@@ -34,6 +34,7 @@ from pathlib import Path
 
 from hpdparse.errors import InputError
 from hpdparse.sources.document import OFFICE_SUFFIXES, Content
+from hpdparse.sources.location import UrlSource
 
 __all__ = [
     "DEFAULT_CONVERT_TIMEOUT",
@@ -67,7 +68,7 @@ def use_conversion_folder(folder: Path | None, timeout: float = DEFAULT_CONVERT_
 
 
 @contextlib.contextmanager
-def converted_pdf(path: Path, content: Content = None) -> Iterator[Path]:
+def converted_pdf(path: Path | UrlSource, content: Content = None) -> Iterator[Path]:
     """The PDF of the Office or HTML file at `path` (its bytes or a copy in `content`, as
     `open_source` has it), for the time of the `with` block; converted now unless the
     conversion folder has it. InputError (one line naming `path`) when it cannot be converted."""
@@ -86,7 +87,7 @@ def converted_pdf(path: Path, content: Content = None) -> Iterator[Path]:
         yield target
 
 
-def _read(path: Path, content: Content) -> bytes:
+def _read(path: Path | UrlSource, content: Content) -> bytes:
     if isinstance(content, bytes):
         return content
     try:
@@ -97,7 +98,7 @@ def _read(path: Path, content: Content) -> bytes:
         raise InputError(f"{path}: cannot be read ({error.strerror or error})", path=path) from None
 
 
-def _check_container(path: Path, suffix: str, data: bytes) -> None:
+def _check_container(path: Path | UrlSource, suffix: str, data: bytes) -> None:
     """Refuse what LibreOffice would take as plain text, and name password-protected files."""
     if not data:
         raise InputError(f"{path}: empty file (0 bytes)", path=path)
@@ -122,7 +123,7 @@ def _check_container(path: Path, suffix: str, data: bytes) -> None:
         raise InputError(f"{path}: not an RTF file (it does not start with {{\\rtf)", path=path)
 
 
-def _not_valid(path: Path, kind: str) -> InputError:
+def _not_valid(path: Path | UrlSource, kind: str) -> InputError:
     return InputError(f"{path}: not a valid {kind} file (damaged, or another format)", path=path)
 
 
@@ -146,7 +147,7 @@ def _odf_encrypted(data: bytes) -> bool:
         return False
 
 
-def _protected(path: Path) -> str:
+def _protected(path: Path | UrlSource) -> str:
     return f"{path}: the Office file is protected by a password: save it without one to convert it"
 
 
@@ -158,7 +159,7 @@ def soffice_command() -> str | None:
 
 
 def _convert(
-    path: Path, suffix: str, data: bytes, workdir: Path, profile: Path, target: Path
+    path: Path | UrlSource, suffix: str, data: bytes, workdir: Path, profile: Path, target: Path
 ) -> None:
     """Convert `data` (the file at `path`) into the PDF `target`, atomically."""
     soffice = soffice_command()

@@ -48,7 +48,7 @@ def _open(path: Path | UrlSource, password: str | None, content: Content) -> Sou
     suffix = path.suffix.lower()
     if suffix in OFFICE_SUFFIXES:
         # The PDF stays open after its file is gone (POSIX), as a large object's copy does.
-        with converted_pdf(path, content) as pdf:  # type: ignore[arg-type]
+        with converted_pdf(path, content) as pdf:
             return PdfDocument(path, None, pdf)  # type: ignore[arg-type]
     if suffix in MUPDF_FILETYPES:
         return PdfDocument(path, password, content, MUPDF_FILETYPES[suffix])  # type: ignore[arg-type]
