@@ -8,6 +8,10 @@
 #   3.35.0 is the newest that runs on Node 20 (3.36 wants Node 21, 3.37 Node 22). Node and npm
 #   come from Debian's packages when missing (root with apt-get). The GCS emulator is a Python
 #   package of the dev extra.
+# - LibreOffice for the Office and HTML input tests (tests/sources/test_other_formats.py,
+#   tests/test_inputs_end_to_end.py): Debian's headless packages for text documents, sheets and
+#   slides (HTML goes through the text one), without recommends (~75 packages, ~240 MB; about a
+#   minute with apt-get update here).
 # Elsewhere each says what is missing and those tests skip. The oldest-vLLM environment is the
 # other thing the tests need; .ci/test.sh installs it (.ci/install-vllm-oldest.sh) beside the tests.
 set -euo pipefail
@@ -26,6 +30,16 @@ if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/
         apt_install chromium
     else
         echo "install-test-tools.sh: chromium not installed (not root or no apt-get): browser tests will skip" >&2
+    fi
+fi
+
+if ! command -v soffice >/dev/null 2>&1; then
+    if can_apt; then
+        echo "installing LibreOffice (Debian's packages) for the Office and HTML input tests"
+        apt_install --no-install-recommends libreoffice-writer-nogui libreoffice-calc-nogui \
+            libreoffice-impress-nogui
+    else
+        echo "install-test-tools.sh: LibreOffice not installed (not root or no apt-get): the Office and HTML input tests will skip" >&2
     fi
 fi
 

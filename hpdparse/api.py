@@ -33,6 +33,7 @@ from hpdparse.runner.settings import (
     ConvertSettings,
 )
 from hpdparse.sources.discover import discover_inputs
+from hpdparse.sources.office import DEFAULT_CONVERT_TIMEOUT
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.confidence_report import apply_thresholds
 from hpdparse.store.report import DocumentReport, RunReport
@@ -69,13 +70,16 @@ def convert(
     report_path: str | Path | None = None,
     progress: Progress | None = None,
     ray: str | RaySettings | None = None,
+    convert_timeout: float = DEFAULT_CONVERT_TIMEOUT,
+    keep_converted_pdf: bool = False,
     ray_actors: int = 0,
     ray_cpus_per_actor: float | None = None,
     storage_options: Mapping[str, Any] | None = None,
     flag_below: float | None = DEFAULT_FLAG_BELOW,
     fail_below: float | None = None,
 ) -> RunReport:
-    """Convert PDF and image files (files, folders, glob patterns) into `output_dir/<stem>/`.
+    """Convert PDF, image, EPUB, XPS, Office and HTML files (files, folders, glob patterns;
+    docs/inputs.md lists the formats) into `output_dir/<stem>/`.
 
     `engine` is an engine name (vllm, torch, openai; see `hpdparse.engines.registry`) or an
     `Engine` (then the caller starts and closes it). `engine_options` are the engine's own
@@ -85,8 +89,10 @@ def convert(
     engine's URL (with a mapping; the other engines have none). `pages` is a 1-based
     selection such as "1-3,7,10-" (ValueError when invalid). `layout` also writes each
     document's `<stem>.layout.pdf` (a finished document without one is finished again, from its
-    saved pages). Returns the run report; `report.exit_code` is 0, 1 or 130 (see the command
-    line). Raises EngineError when the engine cannot be created or started.
+    saved pages). Office and HTML files are converted to PDF by LibreOffice, each within
+    `convert_timeout` seconds; `keep_converted_pdf` keeps that PDF as `<stem>.converted.pdf`.
+    Returns the run report; `report.exit_code` is 0, 1 or 130 (see the command line). Raises
+    EngineError when the engine cannot be created or started.
 
     `ray` runs the conversion on a Ray cluster through Ray Data (``"local"``: one started on this
     machine for the run, ``"auto"``: the running one, or an address such as
@@ -111,6 +117,9 @@ def convert(
     settings = _convert_settings(
         output_dir, pages, dpi, password, batch_size, workers, overwrite, render_options, layout
     )
+    if convert_timeout <= 0:
+        raise ValueError(f"convert_timeout must be positive, not {convert_timeout}")
+    settings.convert_timeout, settings.keep_converted_pdf = convert_timeout, keep_converted_pdf
     config = EngineConfig(
         model=model,
         revision=revision,

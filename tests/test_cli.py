@@ -38,7 +38,8 @@ def test_help_documents_options_and_exit_codes() -> None:
         "--server", "--batch-size", "--no-fork", "--no-mtp", "--speculative-tokens",
         "--max-tokens", "--device", "--dtype", "--skip-existing", "--overwrite", "--keep-headers",
         "--no-images", "--table-format", "--math", "--page-markers", "--no-merge-paragraphs",
-        "--no-merge-tables", "--report", "--quiet", "--verbose",
+        "--no-merge-tables", "--report", "--quiet", "--verbose", "--convert-timeout",
+        "--keep-converted-pdf",
     ):  # fmt: skip
         assert option in text, option
     assert "1-based" in text

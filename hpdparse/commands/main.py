@@ -15,6 +15,7 @@ from hpdparse import __version__, api
 from hpdparse.commands.export_options import export_options, export_settings
 from hpdparse.commands.options import (
     LOCATION,
+    conversion_options,
     decode_options,
     fail,
     storage_options_option,
@@ -155,7 +156,8 @@ def _check_ray_address(ctx: click.Context, param: click.Parameter, value: str | 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="hpdparse")
 def main() -> None:
-    """Convert PDFs and page images to Markdown with the HPD-Parsing document parser."""
+    """Convert PDFs, page images, e-books and Office files to Markdown with the HPD-Parsing
+    document parser."""
 
 
 @main.command(epilog=EXIT_CODES_HELP)
@@ -227,6 +229,7 @@ def main() -> None:
 )
 @_render_options
 @_layout_option
+@conversion_options
 @click.option(
     "--ray",
     "ray_address",
@@ -254,7 +257,8 @@ def main() -> None:
 @storage_options_option
 @_run_options("Write a JSON report: status, pages and errors per input file, totals, throughput.")
 def convert(**kw: Any) -> None:
-    """Convert PDF and image files (PNG, JPEG, TIFF), folders and glob patterns to Markdown.
+    """Convert PDF and image files (PNG, JPEG, TIFF), EPUB, XPS, MOBI, FB2, CBZ, SVG, and
+    Office and HTML files (through LibreOffice), folders and glob patterns to Markdown.
 
     \b
     Each document gets OUTPUT/<stem>/ with <stem>.md, <stem>.json (blocks with boxes per
@@ -298,6 +302,8 @@ def convert(**kw: Any) -> None:
                 report_path=kw["report_path"],
                 progress=progress,
                 ray=kw["ray_address"],
+                convert_timeout=kw["convert_timeout"],
+                keep_converted_pdf=kw["keep_converted_pdf"],
                 ray_actors=kw["ray_actors"],
                 ray_cpus_per_actor=kw["ray_cpus_per_actor"],
                 flag_below=kw["flag_below"],

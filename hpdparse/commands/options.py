@@ -22,6 +22,7 @@ from hpdparse.remote import (
     parse_storage_options,
     set_storage_options,
 )
+from hpdparse.sources.office import DEFAULT_CONVERT_TIMEOUT
 from hpdparse.store.report import EXIT_FAILED, EXIT_USAGE
 
 
@@ -80,6 +81,23 @@ def decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def conversion_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """`convert`'s options for Office and HTML inputs (converted to PDF by LibreOffice)."""
+    f = click.option(
+        "--keep-converted-pdf",
+        is_flag=True,
+        help="Office and HTML inputs: keep the PDF LibreOffice made as <stem>.converted.pdf.",
+    )(f)
+    return click.option(
+        "--convert-timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=DEFAULT_CONVERT_TIMEOUT,
+        show_default=True,
+        metavar="SECONDS",
+        help="Office and HTML inputs: seconds LibreOffice may take to convert one to PDF.",
+    )(f)
 
 
 def fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpdparse.engines.base import EngineInfo, ReuseKey
-from hpdparse.errors import InputError, OutputError
+from hpdparse.errors import HpdparseError, InputError, OutputError
 from hpdparse.runner.settings import ConvertSettings
+from hpdparse.sources.document import OFFICE_SUFFIXES
 from hpdparse.sources.location import UrlSource, held_once
+from hpdparse.sources.office import converted_pdf
 from hpdparse.sources.open import open_source
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.state import DocumentState, SourceIdentity
@@ -47,6 +49,24 @@ def plan_document(
         raise InputError(f"{where}: {exc.strerror or exc}", path=source) from None
 
 
+def finished_earlier(
+    folder: DocumentFolder, source: Path | UrlSource, settings: ConvertSettings, info: EngineInfo
+) -> bool:
+    """True when planning would skip `source`: converted earlier with these settings (what
+    needs no conversion of an Office file by LibreOffice to know)."""
+    try:
+        old = folder.load_state()
+        return (
+            old is not None
+            and not settings.overwrite
+            and old.source.path == str(source)
+            and old.source.matches_file(source)
+            and _finished(folder, old, settings, info)
+        )
+    except (OSError, HpdparseError):
+        return False
+
+
 def _plan(
     folder: DocumentFolder, src: Path | UrlSource, s: ConvertSettings, info: EngineInfo
 ) -> DocumentPlan:
@@ -62,6 +82,7 @@ def _plan(
         raise InputError(f"{src}: cannot be read ({exc.strerror or exc})", path=src) from None
     with open_source(src, s.password) as opened:
         page_count = opened.page_count
+    keep_pdf = s.keep_converted_pdf and src.suffix.lower() in OFFICE_SUFFIXES
     selected = s.pages.select(page_count)
     if not selected:
         raise InputError(
@@ -90,6 +111,9 @@ def _plan(
         status=STATUS_IN_PROGRESS,
     )
     try:
+        if keep_pdf:
+            with converted_pdf(src) as pdf:  # converted already: found in the folder
+                folder.write_converted_pdf(stem, pdf.read_bytes())
         folder.save_state(state)
     except OSError as exc:
         raise OutputError(
@@ -111,6 +135,11 @@ def _finished(
         and old.render_options == dataclasses.asdict(s.render_options)
         and old.selected == s.pages.select(old.page_count)
         and (not s.layout or folder.has_layout_pdf(old.stem))
+        and not (
+            s.keep_converted_pdf
+            and Path(old.source.path).suffix.lower() in OFFICE_SUFFIXES
+            and not folder.has_converted_pdf(old.stem)
+        )
     )
 
 

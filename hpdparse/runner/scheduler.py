@@ -2,7 +2,9 @@
 
 `Converter` is a short scheduler that wires the stages, each a module of its own:
 - plan (`runner.plan`): a document is planned only when its pages are next in line: skipped when
-  finished earlier, else its folder claimed and the saved pages that fit kept;
+  finished earlier, else its folder claimed and the saved pages that fit kept; Office and HTML
+  documents are converted to PDF a few documents ahead, in the rasterizer processes
+  (`runner.conversions`);
 - rasterize ahead (`runner.read_ahead`): pages are rasterized and prepared (`engine.preparer()`)
   in the rasterizer processes at most `read_ahead` pages ahead of the engine and handed to
   `engine.run` through a lazy iterator, so the engine holds at most `batch_size` pages and the
@@ -31,16 +33,23 @@ from hpdparse.engines.base import Engine, EngineInfo, PageRequest, PageResult
 from hpdparse.engines.registry import dependency_error
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.runner.background_finish import BackgroundFinishes
+from hpdparse.runner.conversions import (
+    ConvertAhead,
+    conversion_folder,
+    remove_conversion_folder,
+)
 from hpdparse.runner.document_book import DocumentBook
 from hpdparse.runner.document_run import DocumentRun
-from hpdparse.runner.events import Event, PageFailed
+from hpdparse.runner.events import DocumentFailed, Event, PageFailed
 from hpdparse.runner.images import PoolCutter
 from hpdparse.runner.overlay import PoolOverlay
+from hpdparse.runner.plan import finished_earlier
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import PageJob, ReadAhead
 from hpdparse.runner.save_page import raw_page_of
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import PreparedPage, WorkerPool
+from hpdparse.sources.office import use_conversion_folder
 from hpdparse.store.concurrent_writes import ConcurrentWrites
 from hpdparse.store.document_folder import raw_page_files
 from hpdparse.store.output_store import open_output_store
@@ -83,11 +92,18 @@ class Converter:
         book.settle_pages = self._saver.settle
         self._finishes = BackgroundFinishes(book.finished)
         book.finish_later = self._finishes.submit
+        converted = conversion_folder(book.docs)  # the PDFs of Office and HTML inputs
+        use_conversion_folder(converted, self.settings.convert_timeout)
         try:
             # open() first: the engine resolves its checkpoint (and revision) there, and the reuse
             # key of saved pages must carry that revision.
             self.engine.open()
-            self._pool = WorkerPool(self.settings.worker_count(), self.engine.preparer())
+            self._pool = WorkerPool(
+                self.settings.worker_count(),
+                self.engine.preparer(),
+                converted,
+                self.settings.convert_timeout,
+            )
             overlay = None
             if self.settings.layout:
                 overlay = PoolOverlay(self._pool, self.settings.password)
@@ -107,6 +123,8 @@ class Converter:
             if self._engine_started and self._start_engine:
                 with contextlib.suppress(Exception):
                     self.engine.close()
+            use_conversion_folder(None)
+            remove_conversion_folder(converted)
         self._drain_events()
         return book.end(started, self._first_sent, self._last_result)
 
@@ -165,9 +183,21 @@ class Converter:
             prepared.payload = None  # the engine holds it now; do not keep a second reference
 
     def _page_jobs(self) -> Iterator[PageJob[DocumentRun]]:
-        """Every page to decode, planning documents lazily, one after the other."""
-        assert self._info is not None
-        for doc in self._book.docs:
+        """Every page to decode, planning documents lazily, one after the other (Office and HTML
+        ones converted ahead)."""
+        assert self._info is not None and self._pool is not None
+        info, s = self._info, self.settings
+        ahead = ConvertAhead(
+            self._pool,
+            self._book.docs,
+            s.worker_count(),
+            lambda doc: finished_earlier(doc.folder, doc.source, s, info),
+        )
+        for index, doc in enumerate(self._book.docs):
+            failure = ahead.before_planning(index)
+            if failure is not None:
+                self._events.append(DocumentFailed(doc, failure))
+                continue
             to_decode, events = self._book.plan(doc, self._info)
             self._events.extend(events)
             for number in to_decode:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpdparse.markdown.render import RenderOptions
+from hpdparse.sources.office import DEFAULT_CONVERT_TIMEOUT
 from hpdparse.sources.page_ranges import PageRanges
 
 DEFAULT_DPI = 200
@@ -43,6 +44,8 @@ class ConvertSettings:
     rasterize_timeout: float = DEFAULT_RASTERIZE_TIMEOUT
     render_options: RenderOptions = field(default_factory=RenderOptions)
     layout: bool = False  # also write <stem>.layout.pdf (hpdparse.overlay.layout_pdf)
+    convert_timeout: float = DEFAULT_CONVERT_TIMEOUT  # seconds LibreOffice may take per file
+    keep_converted_pdf: bool = False  # Office/HTML inputs: keep <stem>.converted.pdf
 
     def worker_count(self) -> int:
         if self.workers > 0:

@@ -2,7 +2,8 @@
 (`engine.preparer()`: PNG bytes or HPD tiles) in a pool of worker processes ahead of the engine;
 figure crops are cut there too (the main process writes them: `runner.images`). The pool is
 forkserver (or spawn, never fork: vLLM and torch run threads in the main process) and is rebuilt
-when MuPDF crashes a worker on a damaged file.
+when MuPDF crashes a worker on a damaged file. Office and HTML inputs are converted to PDF there
+too (`convert_document`), into the run's conversion folder (`hpdparse.sources.office`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from PIL import Image
@@ -30,15 +32,21 @@ except ImportError:  # Windows
 from hpdparse.errors import InputError
 from hpdparse.malloc import M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, mallopt
 from hpdparse.sources.document import PageGeometry
-from hpdparse.sources.location import input_filesystem_modules
+from hpdparse.sources.location import input_filesystem_modules, source_location
+from hpdparse.sources.office import DEFAULT_CONVERT_TIMEOUT, use_conversion_folder
+from hpdparse.sources.open import open_source
 from hpdparse.sources.rasterize import rasterize_page
 
 _preparer: Callable[[Image.Image], Any] | None = None
 
 
-def _init_worker(preparer: Callable[[Image.Image], Any], main_pid: int) -> None:
+def _init_worker(
+    preparer: Callable[[Image.Image], Any], main_pid: int, conversions: tuple[str | None, float]
+) -> None:
     global _preparer
     _preparer = preparer
+    folder, timeout = conversions
+    use_conversion_folder(None if folder is None else Path(folder), timeout)
     _keep_freed_memory()
     # Ctrl-C reaches the whole process group: the main process decides what to do.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -92,6 +100,18 @@ def prepare_page(path: str, number: int, dpi: int, password: str | None) -> Prep
     except Exception as exc:
         return f"{path}: page {number} cannot be prepared: {type(exc).__name__}: {exc}"
     return PreparedPage(payload, page.geometry)
+
+
+def convert_document(path: str) -> str | None:
+    """Convert an Office or HTML file to PDF into the conversion folder (opening it does); its
+    one-line error, or None."""
+    try:
+        open_source(source_location(path)).close()
+    except InputError as exc:
+        return str(exc)
+    except Exception as exc:  # a bug must fail the document, not the run
+        return f"{path}: cannot be converted to PDF: {type(exc).__name__}: {exc}"
+    return None
 
 
 def cut_crops(
@@ -176,9 +196,19 @@ class WorkerPool:
     damaged file). Not thread-safe: one thread submits and rebuilds (another may wait for the
     futures, as a background finish waits for its crops)."""
 
-    def __init__(self, workers: int, preparer: Callable[[Image.Image], Any]) -> None:
+    def __init__(
+        self,
+        workers: int,
+        preparer: Callable[[Image.Image], Any],
+        conversion_folder: Path | None = None,
+        convert_timeout: float = DEFAULT_CONVERT_TIMEOUT,
+    ) -> None:
+        """`conversion_folder`, `convert_timeout`: where the workers keep the PDFs of Office and
+        HTML inputs (None: nowhere) and how long LibreOffice may take on one."""
         self._workers = workers
         self._preparer = preparer
+        folder = None if conversion_folder is None else str(conversion_folder)
+        self._conversions = (folder, convert_timeout)
         self._pool: ProcessPoolExecutor | None = None
 
     @property
@@ -188,7 +218,7 @@ class WorkerPool:
                 max_workers=self._workers,
                 mp_context=_mp_context(),
                 initializer=_init_worker,
-                initargs=(self._preparer, os.getpid()),
+                initargs=(self._preparer, os.getpid(), self._conversions),
             )
             _widen_result_pipe(self._pool)
         return self._pool

@@ -1,4 +1,5 @@
-"""What an input document is: an open PDF or image whose pages can be rasterized.
+"""What an input document is: an open PDF, image, or other document MuPDF opens (EPUB, XPS...),
+whose pages can be rasterized; Office and HTML files are converted to PDF first (`office`).
 
 Raster size limits (the same for PDF pages and images):
 - a rasterized page is at most `MAX_RASTER_SIDE_PX` pixels on its longest side and at most
@@ -30,7 +31,25 @@ PDF_SUFFIXES = frozenset({".pdf"})
 
 IMAGE_SUFFIXES = frozenset({".png", ".jpg", ".jpeg", ".tif", ".tiff"})
 
-SUPPORTED_SUFFIXES = PDF_SUFFIXES | IMAGE_SUFFIXES
+MUPDF_FILETYPES = {
+    ".epub": "epub",
+    ".xps": "xps",
+    ".oxps": "xps",
+    ".mobi": "mobi",
+    ".fb2": "fb2",
+    ".cbz": "cbz",
+    ".svg": "svg",
+}
+"""Other documents PyMuPDF opens itself (suffix -> its filetype); reflowable ones (EPUB, MOBI, FB2)
+are laid out on PyMuPDF's default page size."""
+
+OFFICE_SUFFIXES = frozenset(
+    {".doc", ".docx", ".ppt", ".pptx", ".xls", ".xlsx", ".odt", ".odp", ".ods", ".rtf"}
+    | {".html", ".htm"}
+)
+"""Office and HTML files, converted to PDF by LibreOffice (`hpdparse.sources.office`)."""
+
+SUPPORTED_SUFFIXES = PDF_SUFFIXES | IMAGE_SUFFIXES | frozenset(MUPDF_FILETYPES) | OFFICE_SUFFIXES
 
 MAX_RASTER_SIDE_PX = 5000
 """Longest side of a rasterized page, in pixels (A0 at 200 dpi would be 9,362)."""

@@ -1,4 +1,5 @@
-"""Open an input file as a PDF or an image document, by suffix and content: a local file, or an
+"""Open an input file as a PDF, an image or another document MuPDF opens (EPUB, XPS...), by suffix
+and content, or an Office or HTML file as the PDF LibreOffice makes of it: a local file, or an
 object at a URL (read into memory; one larger than `LARGE_OBJECT_BYTES` through a temporary file,
 deleted as soon as it is open)."""
 
@@ -11,6 +12,8 @@ from pathlib import Path
 
 from hpdparse.sources.document import (
     IMAGE_SUFFIXES,
+    MUPDF_FILETYPES,
+    OFFICE_SUFFIXES,
     PDF_SUFFIXES,
     Content,
     SourceDocument,
@@ -19,18 +22,21 @@ from hpdparse.sources.document import (
 )
 from hpdparse.sources.images import ImageDocument, is_image_content
 from hpdparse.sources.location import LARGE_OBJECT_BYTES, UrlSource
+from hpdparse.sources.office import converted_pdf
 from hpdparse.sources.pdf import PdfDocument
 
 __all__ = ["LARGE_OBJECT_BYTES", "open_source"]
 
 
 def open_source(path: Path | UrlSource, password: str | None = None) -> SourceDocument:
-    """Open a PDF or image file. Raises InputError (one line, naming the file).
+    """Open an input file. Raises InputError (one line, naming the file).
 
-    A file with an image suffix goes to Pillow, anything else to PyMuPDF, which must find a real
-    PDF in it (PyMuPDF also opens JPEG or DOCX files named .pdf: those are refused). A file
-    without a known suffix is taken as a PDF or an image according to its content.
-    `password` is ignored for documents that need none.
+    A file with an image suffix goes to Pillow; one with a suffix of `MUPDF_FILETYPES` (EPUB,
+    XPS...) to PyMuPDF as that format; an Office or HTML file is converted to PDF by LibreOffice
+    (`office.converted_pdf`); anything else goes to PyMuPDF, which must find a real PDF in it
+    (PyMuPDF also opens JPEG or DOCX files named .pdf: those are refused). A file without a known
+    suffix is taken as a PDF or an image according to its content. `password` is ignored for
+    documents that need none.
     """
     if isinstance(path, UrlSource):
         return _open_url(path, password)
@@ -40,6 +46,12 @@ def open_source(path: Path | UrlSource, password: str | None = None) -> SourceDo
 def _open(path: Path | UrlSource, password: str | None, content: Content) -> SourceDocument:
     head = read_head(path, content)  # type: ignore[arg-type]
     suffix = path.suffix.lower()
+    if suffix in OFFICE_SUFFIXES:
+        # The PDF stays open after its file is gone (POSIX), as a large object's copy does.
+        with converted_pdf(path, content) as pdf:
+            return PdfDocument(path, None, pdf)  # type: ignore[arg-type]
+    if suffix in MUPDF_FILETYPES:
+        return PdfDocument(path, password, content, MUPDF_FILETYPES[suffix])  # type: ignore[arg-type]
     if suffix in IMAGE_SUFFIXES and not looks_like_pdf(head):
         return ImageDocument(path, content)  # type: ignore[arg-type]
     if (

@@ -1,4 +1,5 @@
-"""PDF files through PyMuPDF: opening (MuPDF repairs damaged files), passwords, rasterizing."""
+"""PDF files, and the other documents MuPDF opens (EPUB, XPS, MOBI, FB2, CBZ, SVG), through
+PyMuPDF: opening (MuPDF repairs damaged PDFs), passwords, rasterizing."""
 
 from __future__ import annotations
 
@@ -49,10 +50,17 @@ def _drain_mupdf_warnings() -> tuple[int, str]:
 class PdfDocument(SourceDocument):
     kind = "pdf"
 
-    def __init__(self, path: Path, password: str | None, content: Content = None) -> None:
-        """`content`: what to open instead of the file at `path` (`document.Content`)."""
+    def __init__(
+        self, path: Path, password: str | None, content: Content = None, filetype: str = "pdf"
+    ) -> None:
+        """`content`: what to open instead of the file at `path` (`document.Content`);
+        `filetype`: PyMuPDF's name of the format (`document.MUPDF_FILETYPES`), "pdf" by default,
+        which must then be what the content is."""
         self.path = path
         self._content = content
+        self._filetype = filetype
+        self._what = "PDF" if filetype == "pdf" else filetype.upper()
+        self._as_pdf: pymupdf.Document | None = None
         self.warning_count = 0
         _quiet_mupdf()
         _drain_mupdf_warnings()
@@ -66,8 +74,10 @@ class PdfDocument(SourceDocument):
                 self.page_count = self._doc.page_count
             if self.page_count == 0:
                 if self._doc.is_repaired:
-                    raise InputError(f"{path}: damaged PDF, no pages could be read", path=path)
-                raise InputError(f"{path}: the PDF has no pages", path=path)
+                    raise InputError(
+                        f"{path}: damaged {self._what}, no pages could be read", path=path
+                    )
+                raise InputError(f"{path}: the {self._what} has no pages", path=path)
             self.label_rules = label_rules(self._doc)
         except InputError:
             self.close()
@@ -75,7 +85,8 @@ class PdfDocument(SourceDocument):
         except Exception as error:
             self.close()
             raise InputError(
-                f"{path}: damaged PDF, cannot be read: {one_line_error(error)}", path=path
+                f"{path}: damaged {self._what}, cannot be read: {one_line_error(error)}",
+                path=path,
             ) from None
         finally:
             self._note_warnings("opening")
@@ -88,22 +99,27 @@ class PdfDocument(SourceDocument):
         # keep the half-opened document, and its file descriptor, alive through __context__.
         failure: str | None = None
         try:
-            content = self._content
+            content, filetype = self._content, self._filetype
             if isinstance(content, bytes):
-                doc = pymupdf.open(stream=content, filetype="pdf")
+                doc = pymupdf.open(stream=content, filetype=filetype)
             else:
-                doc = pymupdf.open(content or path, filetype="pdf")
+                doc = pymupdf.open(content or path, filetype=filetype)
         except pymupdf.FileDataError:
-            failure = "damaged PDF, MuPDF could not repair it"
+            verb = "repair" if filetype == "pdf" else "read"
+            failure = f"damaged {self._what}, MuPDF could not {verb} it"
         except Exception as error:
             failure = f"cannot be opened: {one_line_error(error)}"
         if failure is not None:
             _drain_mupdf_warnings()
-            if failure.startswith("damaged") and not looks_like_pdf(read_head(path, self._content)):
+            if (
+                failure.startswith("damaged")
+                and filetype == "pdf"
+                and not looks_like_pdf(read_head(path, self._content))
+            ):
                 failure = "not a PDF or supported image"
             raise InputError(f"{path}: {failure}", path=path)
         try:
-            if not doc.is_pdf:
+            if filetype == "pdf" and not doc.is_pdf:
                 reason = _not_pdf_reason(readable(path, self._content), doc)
                 raise InputError(f"{path}: {reason}", path=path)
             self._encrypted = bool(doc.needs_pass)
@@ -121,9 +137,13 @@ class PdfDocument(SourceDocument):
 
     @property
     def pymupdf_document(self) -> pymupdf.Document:
-        """The open (and authenticated) PyMuPDF document, to copy pages from; it is closed with
-        this object."""
-        return self._doc
+        """The open (and authenticated) PyMuPDF document as a PDF, to copy pages from (another
+        format is converted once, by MuPDF); it is closed with this object."""
+        if self._doc.is_pdf:
+            return self._doc
+        if self._as_pdf is None:
+            self._as_pdf = pymupdf.open("pdf", self._doc.convert_to_pdf())
+        return self._as_pdf
 
     def _note_warnings(self, what: str) -> None:
         count, first = _drain_mupdf_warnings()
@@ -188,9 +208,9 @@ class PdfDocument(SourceDocument):
             self._note_warnings(f"rasterizing page {number}")
 
     def close(self) -> None:
-        doc = getattr(self, "_doc", None)
-        if doc is not None and not doc.is_closed:
-            doc.close()
+        for doc in (getattr(self, "_doc", None), getattr(self, "_as_pdf", None)):
+            if doc is not None and not doc.is_closed:
+                doc.close()
 
 
 def _not_pdf_reason(path: Path | BinaryIO, doc: pymupdf.Document) -> str:

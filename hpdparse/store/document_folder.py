@@ -16,6 +16,7 @@ from hpdparse.store.layout import (
     RAW_DIR,
     STATE_NAME,
     chunks_name,
+    converted_pdf_name,
     docling_name,
     json_name,
     layout_pdf_name,
@@ -63,6 +64,7 @@ class DocumentFolder:
         self.files.delete(markdown_name(stem))
         self.files.delete(json_name(stem))
         self.files.delete(layout_pdf_name(stem))
+        self.files.delete(converted_pdf_name(stem))
         self.files.delete(review_html_name(stem))
         self.remove_exports(stem)
         self.files.delete_tree(IMAGES_DIR)
@@ -175,6 +177,13 @@ class DocumentFolder:
 
     def write_layout_pdf(self, stem: str, pdf: bytes) -> None:
         self.files.write_bytes(layout_pdf_name(stem), pdf)
+
+    def has_converted_pdf(self, stem: str) -> bool:
+        """True when the PDF an Office or HTML input was converted to is kept in the folder."""
+        return self.files.is_file(converted_pdf_name(stem))
+
+    def write_converted_pdf(self, stem: str, pdf: bytes) -> None:
+        self.files.write_bytes(converted_pdf_name(stem), pdf)
 
     def write_review_html(self, stem: str, html: str) -> None:
         self.files.write_bytes(review_html_name(stem), html.encode("utf-8"))

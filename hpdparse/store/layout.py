@@ -32,6 +32,11 @@ def layout_pdf_name(stem: str) -> str:
     return f"{stem}.layout.pdf"
 
 
+def converted_pdf_name(stem: str) -> str:
+    """The PDF LibreOffice made of an Office or HTML input (--keep-converted-pdf)."""
+    return f"{stem}.converted.pdf"
+
+
 def review_html_name(stem: str) -> str:
     return f"{stem}.review.html"
 
