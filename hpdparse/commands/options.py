@@ -14,6 +14,7 @@ import click
 
 from hpdparse.engines import registry
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS
+from hpdparse.markdown.text_layer import DEFAULT_TEXT_LAYER
 from hpdparse.remote import (
     StorageOpenError,
     StorageUsageError,
@@ -80,6 +81,17 @@ def decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
     for option in reversed(options):
         f = option(f)
     return f
+
+
+text_layer_option = click.option(
+    "--text-layer",
+    type=click.Choice(["off", "verify"]),
+    default=DEFAULT_TEXT_LAYER,
+    show_default=True,
+    help="verify: check each text block against the PDF's own text inside its box, record the "
+    "agreement in <stem>.json and lower the confidence of blocks that disagree (the Markdown is "
+    "unchanged); off: no check.",
+)
 
 
 def fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:
