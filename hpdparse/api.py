@@ -103,8 +103,9 @@ def convert(
 
     `flag_below` lists the pages whose confidence is below it in the report; with `fail_below`,
     such pages count as failed (hpdparse/store/confidence_report.py). `render_options.text_layer`
-    ("verify", the default, or "off") checks text blocks against the PDF's own text
-    (hpdparse/markdown/text_layer.py).
+    "verify" (the default) checks text blocks against the PDF's own text
+    (hpdparse/markdown/text_layer.py), "prefer" also takes trusted ones from the file instead of
+    decoding them (vllm and torch in fork mode; hpdparse/engines/text_layer.py), "off" neither.
 
     Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.

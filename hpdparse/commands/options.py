@@ -14,7 +14,7 @@ import click
 
 from hpdparse.engines import registry
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS
-from hpdparse.markdown.text_layer import DEFAULT_TEXT_LAYER
+from hpdparse.markdown.text_layer import DEFAULT_TEXT_LAYER, TEXT_LAYER_MODES
 from hpdparse.remote import (
     StorageOpenError,
     StorageUsageError,
@@ -85,12 +85,14 @@ def decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
 
 text_layer_option = click.option(
     "--text-layer",
-    type=click.Choice(["off", "verify"]),
+    type=click.Choice(TEXT_LAYER_MODES),
     default=DEFAULT_TEXT_LAYER,
     show_default=True,
-    help="verify: check each text block against the PDF's own text inside its box, record the "
-    "agreement in <stem>.json and lower the confidence of blocks that disagree (the Markdown is "
-    "unchanged); off: no check.",
+    help="Use the PDF's own text. verify: check each text block against the PDF's text in its "
+    "box and record the agreement in <stem>.json (disagreeing blocks get a lower confidence; "
+    "the Markdown is unchanged); prefer: also take text blocks whose PDF text is trustworthy "
+    "from the file instead of decoding them (vllm and torch in fork mode; convert only); "
+    "off: neither.",
 )
 
 

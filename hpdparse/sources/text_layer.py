@@ -47,6 +47,9 @@ TOLERANCE = 0.003  # a box grows by this share of the page's size (a line is ~0.
 MIN_DENSITY = 0.08  # the words' area over the box's below it: the box holds more than this text
 
 INVISIBLE, BAD_GLYPH, MATH = 1, 2, 4  # Word.flags
+# Inline math the model writes as LaTeX (x², ±, ÷): the file's characters would differ from it.
+_MATH_CHARS = frozenset("²³¹±×÷√∞≤≥≠≈")
+_MATH_RANGES = ((0x2070, 0x209F), (0x2200, 0x22FF), (0x27C0, 0x27EF), (0x1D400, 0x1D7FF))
 _MATH_FONT = re.compile(r"math|symbol|^cm(mi|sy|ex|bsy)|^msam|^msbm|^eufm|^rsfs|^stix", re.I)
 _FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
 
@@ -124,7 +127,7 @@ def _char_flags(text: str) -> int:
         code = ord(char)
         if char == "\ufffd" or 0xE000 <= code <= 0xF8FF or code >= 0xF0000 or code < 0x20:
             flags |= BAD_GLYPH
-        elif 0x2200 <= code <= 0x22FF or 0x1D400 <= code <= 0x1D7FF or 0x27C0 <= code <= 0x27EF:
+        elif char in _MATH_CHARS or any(a <= code <= b for a, b in _MATH_RANGES):
             flags |= MATH
     return flags
 
