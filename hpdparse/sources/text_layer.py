@@ -227,6 +227,6 @@ def similarity(a: str, b: str) -> float:
     """How alike two texts are, 0-1 after `normalized`: difflib's ratio (2 x matched characters
     over both lengths), an edit similarity with no dependency."""
     x, y = normalized(a), normalized(b)
-    if not x and not y:
+    if x == y:  # the common case, and difflib's cost grows with the texts' lengths squared
         return 1.0
     return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio()

@@ -46,11 +46,15 @@ def test_the_samples_ground_truth_agrees_with_their_text_layer() -> None:
         data = rendered(sample(stem)).json
         for page in data["pages"]:
             counts = page["text_layer"]
-            assert counts["checked"] > 0 and counts["trusted"] == counts["checked"], stem
-            assert counts["disagree"] == 0 and counts["disagree_share"] == 0.0
+            assert counts["checked"] > 0 and counts["disagree"] == 0, stem
+            assert counts["disagree_share"] == 0.0
             for block in page["blocks"]:
                 if block["role"] in ("table", "formula"):
                     assert "text_layer" not in block
+                elif "text_layer" in block and not block["text_layer"]["trusted"]:
+                    # inline math (x²): the model writes LaTeX, so the file is not trusted
+                    assert block["text_layer"]["reason"] == "math or symbol font", block
+                    assert "\\(" in block["text"]
                 elif "text_layer" in block:
                     assert block["text_layer"]["agrees"], (stem, block)
                     assert block["text_layer"]["similarity"] >= AGREE
