@@ -21,6 +21,7 @@ from hpdparse.export.files import check_export_options
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.markdown.render import RenderOptions
+from hpdparse.markdown.text_layer import TEXT_LAYER_MODES
 from hpdparse.remote import is_url, output_location, set_storage_options
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.runner.progress import Progress
@@ -107,7 +108,10 @@ def convert(
     systems (credentials, endpoint_url...) and are never written anywhere.
 
     `flag_below` lists the pages whose confidence is below it in the report; with `fail_below`,
-    such pages count as failed (hpdparse/store/confidence_report.py).
+    such pages count as failed (hpdparse/store/confidence_report.py). `render_options.text_layer`
+    "verify" (the default) checks text blocks against the PDF's own text
+    (hpdparse/markdown/text_layer.py), "prefer" also takes trusted ones from the file instead of
+    decoding them (vllm and torch in fork mode; hpdparse/engines/text_layer.py), "off" neither.
 
     Pages are rasterized in worker processes started with forkserver (or spawn), which import the
     calling script again: in a script, call this under `if __name__ == "__main__":`.
@@ -183,6 +187,9 @@ def _convert_settings(
         raise ValueError(f"batch size must be at least 1, not {batch_size}")
     render_options = render_options or RenderOptions()
     check_export_options(render_options)
+    if render_options.text_layer not in TEXT_LAYER_MODES:
+        modes = ", ".join(TEXT_LAYER_MODES)
+        raise ValueError(f"text_layer must be one of {modes}, not {render_options.text_layer!r}")
     return ConvertSettings(
         output_dir=output_location(output_dir),
         pages=parse_page_ranges(pages),

@@ -19,6 +19,7 @@ from hpdparse.commands.options import (
     decode_options,
     fail,
     storage_options_option,
+    text_layer_option,
     use_storage,
 )
 from hpdparse.commands.review import review_command
@@ -79,6 +80,7 @@ def _render_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--no-merge-tables", is_flag=True, help="Do not join tables split across pages."
         ),
+        text_layer_option,
         *export_options(),
     ]
     for option in reversed(options):
@@ -135,6 +137,7 @@ def _make_render_options(kw: dict[str, Any]) -> RenderOptions:
         page_markers=kw.pop("page_markers"),
         merge_paragraphs=not kw.pop("no_merge_paragraphs"),
         merge_tables=not kw.pop("no_merge_tables"),
+        text_layer=kw.pop("text_layer"),
         **export_settings(kw),
     )
 

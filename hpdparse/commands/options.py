@@ -14,6 +14,7 @@ import click
 
 from hpdparse.engines import registry
 from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS
+from hpdparse.markdown.text_layer import DEFAULT_TEXT_LAYER, TEXT_LAYER_MODES
 from hpdparse.remote import (
     StorageOpenError,
     StorageUsageError,
@@ -98,6 +99,19 @@ def conversion_options(f: Callable[..., Any]) -> Callable[..., Any]:
         metavar="SECONDS",
         help="Office and HTML inputs: seconds LibreOffice may take to convert one to PDF.",
     )(f)
+
+
+text_layer_option = click.option(
+    "--text-layer",
+    type=click.Choice(TEXT_LAYER_MODES),
+    default=DEFAULT_TEXT_LAYER,
+    show_default=True,
+    help="Use the PDF's own text. verify: check each text block against the PDF's text in its "
+    "box and record the agreement in <stem>.json (disagreeing blocks get a lower confidence; "
+    "the Markdown is unchanged); prefer: also take text blocks whose PDF text is trustworthy "
+    "from the file instead of decoding them (vllm and torch in fork mode; convert only); "
+    "off: neither.",
+)
 
 
 def fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:

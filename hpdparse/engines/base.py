@@ -22,6 +22,7 @@ from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEF
 from hpdparse.hpd.protocol import FINISH_ERROR as FINISH_ERROR  # re-exported: PageResult's values
 from hpdparse.hpd.protocol import FINISH_LENGTH as FINISH_LENGTH
 from hpdparse.hpd.protocol import FINISH_STOP as FINISH_STOP
+from hpdparse.sources.text_layer import PageText
 
 CANCELLED = "cancelled"  # the error of a page dropped because its PageRequest.cancel was set
 
@@ -51,6 +52,8 @@ class EngineInfo:
     revision: str | None
     prompt: str
     max_tokens: int
+    # "prefer" when children were answered from the PDF's text layer (--text-layer prefer)
+    text_layer: str | None = None
 
     def reuse_key_at(self, requested_dpi: int) -> ReuseKey:
         """What a saved raw page must match to be reused in a run at `requested_dpi` (--dpi)."""
@@ -58,13 +61,18 @@ class EngineInfo:
 
     def reuse_key(self) -> dict[str, Any]:
         """Fields that must match for a saved raw page to be reused (engine is not one:
-        every engine gives the same text for the same model and prompt)."""
-        return {
+        every engine gives the same text for the same model and prompt). Pages made with
+        ``--text-layer prefer`` carry "text_layer": their text is partly the file's, so they are
+        reused only by a prefer run, and a prefer run decodes the pages of other runs again."""
+        key = {
             "model": self.model,
             "revision": self.revision,
             "prompt": self.prompt,
             "max_tokens": self.max_tokens,
         }
+        if self.text_layer is not None:
+            key["text_layer"] = self.text_layer
+        return key
 
 
 @dataclass(frozen=True)
@@ -92,6 +100,10 @@ class PageRequest:
     `on_logprobs`, when set too, is called just before each `on_tokens` call with those tokens'
     log-probabilities (when the engine has them: vllm and torch do).
 
+    `text_layer`: the page's words from the PDF (``--text-layer prefer``): the vllm and torch
+    engines in fork mode then take the content of text-like blocks whose text is trusted from it
+    instead of decoding their children (engines/text_layer.py); the openai engine ignores it.
+
     `max_tokens` lowers the engine's token limit for this page (never raises it). `cancel`, once
     set (from any thread), makes the vllm and torch engines drop the page between steps: its
     requests are freed and its result has finish_reason FINISH_ERROR and error CANCELLED.
@@ -103,6 +115,7 @@ class PageRequest:
     max_tokens: int | None = None
     cancel: threading.Event | None = None
     on_logprobs: Callable[[list[float]], None] | None = None
+    text_layer: PageText | None = None
 
 
 @dataclass
@@ -178,6 +191,8 @@ class Engine(ABC):
 
     name: str = "base"
     options_class: ClassVar[type[EngineOptions]] = EngineOptions
+    # Honours PageRequest.text_layer in fork mode (--text-layer prefer): vllm and torch.
+    answers_from_text_layer: ClassVar[bool] = False
 
     def __init__(
         self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None

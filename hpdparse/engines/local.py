@@ -19,6 +19,8 @@ from hpdparse.hpd.protocol import instruction
 class LocalEngine(Engine):
     """An engine with a local checkpoint; subclasses load it in start()."""
 
+    answers_from_text_layer = True
+
     def __init__(
         self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
     ) -> None:

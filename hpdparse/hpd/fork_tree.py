@@ -17,6 +17,11 @@ finish reason, its spliced tokens, and the part of them that can no longer chang
 A child whose prompt would fill the model's context (the parent's last allowed token was a
 ``<FORK>``) is born finished with ``FINISH_LENGTH`` and stays empty: there is no room to decode
 it (vLLM refuses a request whose prompt fills ``max_model_len``).
+
+A tree given an `answer` (``--text-layer prefer``: engines/text_layer.py) asks it, for each new
+child, for the child's tokens from the parent's tokens before the ``<FORK>``; a child it answers
+is born finished with ``FINISH_STOP`` and those tokens (log-probability 0: they are not the
+model's), and is never decoded.
 """
 
 from __future__ import annotations
@@ -54,6 +59,7 @@ class Branch:
     finish_reason: str | None = None  # None while decoding
     # The log-probability of each of `tokens` when the engine reports them (same length then).
     logprobs: list[float] = field(default_factory=list)
+    answered: bool = False  # a child whose tokens came from the tree's `answer`, not the model
 
     @property
     def is_child(self) -> bool:
@@ -73,9 +79,16 @@ class ForkTree:
     """
 
     def __init__(
-        self, ids: ForkTokenIds, *, forks: bool, prompt_len: int, max_model_len: int
+        self,
+        ids: ForkTokenIds,
+        *,
+        forks: bool,
+        prompt_len: int,
+        max_model_len: int,
+        answer: Callable[[Sequence[int]], list[int] | None] | None = None,
     ) -> None:
         self._fork_id, self._child_id, self._stop_ids = ids.fork, ids.child, frozenset(ids.stop)
+        self._answer = answer
         self.forks = forks
         self.prompt_len = prompt_len
         self.max_model_len = max_model_len
@@ -130,6 +143,12 @@ class ForkTree:
         self._open += 1
         if self.child_prompt_len(child) >= self.max_model_len:
             self.finish(child, FINISH_LENGTH)
+        elif self._answer is not None:
+            tokens = self._answer(self.parent.tokens[:at])
+            if tokens is not None:
+                child.tokens, child.logprobs = list(tokens), [0.0] * len(tokens)
+                child.answered = True
+                self.finish(child, FINISH_STOP)
         return child
 
     def finish(self, branch: Branch, reason: str) -> None:
@@ -152,6 +171,19 @@ class ForkTree:
         if any(b.finish_reason == FINISH_LENGTH for b in self.branches):
             return FINISH_LENGTH
         return FINISH_STOP
+
+    @property
+    def answered(self) -> list[Branch]:
+        """The children whose tokens came from `answer`."""
+        return [c for c in self.children if c.answered]
+
+    def answer_stats(self) -> dict[str, int]:
+        """``file_children`` and ``file_tokens`` (children answered and their tokens), for the
+        page's statistics; empty when the tree has no `answer`."""
+        if self._answer is None:
+            return {}
+        answered = self.answered
+        return {"file_children": len(answered), "file_tokens": sum(len(c.tokens) for c in answered)}
 
     @property
     def truncated(self) -> list[Branch]:

@@ -149,6 +149,15 @@ def _parse_block(part: str, index: int) -> Block:
     return Block(index, label, role_of(label), bbox, content, flags)
 
 
+def parse_header(text: str) -> tuple[str, tuple[int, int, int, int] | None]:
+    """A block header's text (``label [x1, y1, x2, y2]``, what follows ``<BLOCK>``) -> its
+    normalised label ("" when none) and box (None when missing or unusable)."""
+    match = _HEADER.match(text)
+    label = normalize_label(match.group(1)) if match.group(1) else ""
+    box = parse_box(match.group(2), []) if match.group(2) is not None else None
+    return label, box
+
+
 def parse_box(text: str, flags: list[str]) -> tuple[int, int, int, int] | None:
     """`[x1, y1, x2, y2]` -> ints on the 0-1000 grid, clamped and ordered; None when unusable."""
     plain = _PLAIN_BOX.fullmatch(text)

@@ -15,7 +15,10 @@ def page_json(
     flags: list[str],
     blocks: list[dict[str, Any]],
     confidence: float | None = None,
+    text_layer: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
+    """A page's JSON object; `text_layer`: the counts of its text layer check (None: not
+    checked)."""
     geometry, decode = page.geometry, page.decode
     return {
         "number": page.number,
@@ -34,6 +37,7 @@ def page_json(
         "stats": dict(decode.stats),
         "flags": list(flags),
         "confidence": round(confidence, 4) if confidence is not None else None,
+        "text_layer": text_layer,
         "blocks": blocks,
     }
 

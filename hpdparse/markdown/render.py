@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import gc
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from hpdparse.hpd.confidence import BlockScore, page_confidence
 from hpdparse.hpd.labels import ROLE_TITLE
 from hpdparse.hpd.stream import parse_page, valid_text
 from hpdparse.markdown.build import PageBuilder
@@ -21,6 +22,7 @@ from hpdparse.markdown.merge import merge_across_pages
 from hpdparse.markdown.records import PAGE_FAILED, DocumentRecord, PageRecord
 from hpdparse.markdown.tables import render_table
 from hpdparse.markdown.text import escape_block_start, render_inline
+from hpdparse.markdown.text_layer import DEFAULT_TEXT_LAYER, disagree_share, verify_page
 from hpdparse.markdown.units import (
     BARRIER,
     CODE,
@@ -34,6 +36,7 @@ from hpdparse.markdown.units import (
     TABLE,
     Unit,
 )
+from hpdparse.sources.text_layer import PageText
 
 FLAG_RENDER_ERROR = "render_error"  # a bug in the renderer: the page is only in the JSON
 
@@ -51,6 +54,7 @@ class RenderOptions:
     chunks: bool = False  # also write <stem>.chunks.jsonl (hpdparse.export.chunks)
     chunk_tokens: int = 512  # the most tokens in a chunk (one larger block stays whole)
     chunk_tokenizer: str | None = None  # Hugging Face id or folder; None: the offline default
+    text_layer: str = DEFAULT_TEXT_LAYER  # off | verify | prefer (markdown/text_layer.py)
 
 
 @dataclass
@@ -70,10 +74,18 @@ class RenderedDocument:
     units: list[Unit] = field(default_factory=list)  # what the Markdown was built from (export/)
 
 
-def render_document(doc: DocumentRecord, options: RenderOptions | None = None) -> RenderedDocument:
-    """Render every page of `doc`. Never raises on model output, however malformed."""
+def render_document(
+    doc: DocumentRecord,
+    options: RenderOptions | None = None,
+    text_layers: Mapping[int, PageText] | None = None,
+) -> RenderedDocument:
+    """Render every page of `doc`. Never raises on model output, however malformed.
+
+    `text_layers`: the PDF's text of pages by number (sources/text_layer.py); unless
+    `options.text_layer` is "off", those pages' text-like blocks are checked against it
+    (markdown/text_layer.py: JSON and confidence only, the Markdown is the same)."""
     with gc_paused():
-        return _render(doc, options or RenderOptions())
+        return _render(doc, options or RenderOptions(), text_layers or {})
 
 
 @contextmanager
@@ -89,7 +101,9 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
+def _render(
+    doc: DocumentRecord, options: RenderOptions, text_layers: Mapping[int, PageText]
+) -> RenderedDocument:
     dollar = options.math != "latex"
     units: list[Unit] = []
     crops: list[ImageCrop] = []
@@ -124,8 +138,12 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
         for note in builder.notes():
             units.append(Unit(COMMENT, page.number, None, text=note))
         crops.extend(ImageCrop(name, page.number, box) for name, box in builder.crops)
+        checked = None
+        if options.text_layer != "off" and page.number in text_layers:
+            checked = _verify(builder.blocks_json, text_layers[page.number], scores)
+            confidence = page_confidence(scores)
         add_to_blocks(builder.blocks_json, scores)
-        pages_json.append(page_json(page, parsed.flags, builder.blocks_json, confidence))
+        pages_json.append(page_json(page, parsed.flags, builder.blocks_json, confidence, checked))
         for block in builder.blocks_json:
             blocks_by_ref[(page.number, block["index"])] = block
 
@@ -149,6 +167,15 @@ def _render(doc: DocumentRecord, options: RenderOptions) -> RenderedDocument:
     return RenderedDocument(markdown=markdown, json=data, images=images, units=units)
 
 
+def _verify(
+    blocks_json: list[dict[str, Any]], text: PageText, scores: list[BlockScore | None]
+) -> dict[str, Any]:
+    """A page's text layer check (blocks' records and lowered scores) and its JSON counts."""
+    counts: dict[str, Any] = verify_page(blocks_json, text, scores)
+    counts["disagree_share"] = disagree_share(counts)
+    return counts
+
+
 def options_dict(options: RenderOptions) -> dict[str, Any]:
     return {
         "keep_headers": options.keep_headers,
@@ -158,6 +185,7 @@ def options_dict(options: RenderOptions) -> dict[str, Any]:
         "page_markers": options.page_markers,
         "merge_paragraphs": options.merge_paragraphs,
         "merge_tables": options.merge_tables,
+        "text_layer": options.text_layer,
     }
 
 

@@ -22,11 +22,13 @@ from pathlib import Path
 
 from hpdparse.export.files import Exports, build_exports
 from hpdparse.markdown.assemble import assemble_record, failed_numbers
+from hpdparse.markdown.records import PAGE_OK
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
 from hpdparse.runner.images import ImageCutter, group_crops
 from hpdparse.runner.overlay import OverlayWriter
+from hpdparse.sources.text_layer import read_page_texts
 from hpdparse.store.document_folder import DocumentFolder
-from hpdparse.store.report import DocumentReport
+from hpdparse.store.report import TEXT_LAYER_KEYS, DocumentReport
 from hpdparse.store.state import DocumentState
 from hpdparse.store.statuses import STATUS_CONVERTED, STATUS_FAILED, STATUS_PARTIAL
 
@@ -88,11 +90,17 @@ def start_finish(
     if report.pages_done == 0:
         first = failed[min(failed)] if failed else f"{state.source.path}: no page converted"
         return lambda: FinishedDocument(written=False, status=STATUS_FAILED, error=first)
-    rendered = render_document(record, options)
+    texts = None
+    if options.text_layer != "off":  # --text-layer verify/prefer: the PDF's text, to compare
+        numbers = [p.number for p in record.pages if p.status == PAGE_OK]
+        texts = read_page_texts(record.source, numbers)
+    rendered = render_document(record, options, texts)
     exports = build_exports(rendered, options)
     report.page_confidence = {
         p["number"]: p["confidence"] for p in rendered.json["pages"] if p["confidence"] is not None
     }
+    checked = [p["text_layer"] for p in rendered.json["pages"] if p.get("text_layer")]
+    report.text_layer = {k: sum(c[k] for c in checked) for k in TEXT_LAYER_KEYS}
     crops = None
     if rendered.images and options.images:
         crops = cut_images(folder, state, group_crops(rendered.images))

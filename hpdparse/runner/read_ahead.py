@@ -55,8 +55,10 @@ class ReadAhead:
         window: int,
         timeout: float,
         attempts: int = RASTERIZE_ATTEMPTS,
+        text_layer: bool = False,
     ) -> None:
         self.pool = pool
+        self.text_layer = text_layer  # read each page's words too (--text-layer prefer)
         self.dpi = dpi
         self.password = password
         self.window = max(1, window)
@@ -93,7 +95,9 @@ class ReadAhead:
             yield head.job, prepared
 
     def _submit(self, job: PageJob[Owner]) -> Future:
-        return self.pool.submit(prepare_page, job.source, job.number, self.dpi, self.password)
+        return self.pool.submit(
+            prepare_page, job.source, job.number, self.dpi, self.password, self.text_layer
+        )
 
     def _recover(
         self, window: deque[_Slot[Owner]], timed_out: bool

@@ -47,7 +47,7 @@ from hpdparse.runner.plan import finished_earlier
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import PageJob, ReadAhead
 from hpdparse.runner.save_page import raw_page_of
-from hpdparse.runner.settings import ConvertSettings
+from hpdparse.runner.settings import TEXT_LAYER_PREFER, ConvertSettings, text_layer_info
 from hpdparse.runner.workers import PreparedPage, WorkerPool
 from hpdparse.sources.office import use_conversion_folder
 from hpdparse.store.concurrent_writes import ConcurrentWrites
@@ -107,7 +107,7 @@ class Converter:
             overlay = None
             if self.settings.layout:
                 overlay = PoolOverlay(self._pool, self.settings.password)
-            self._info = self.engine.info
+            self._info = text_layer_info(self.engine, self.settings, self.progress.warning)
             book.engine_opened(self._info, PoolCutter(self._pool, self.settings.password), overlay)
             self._run_pages()
         except KeyboardInterrupt:
@@ -167,8 +167,14 @@ class Converter:
     def _requests(self) -> Iterator[PageRequest]:
         assert self._pool is not None
         s = self.settings
+        assert self._info is not None
         read_ahead = ReadAhead(
-            self._pool, s.dpi, s.password, s.read_ahead_count(), s.rasterize_timeout
+            self._pool,
+            s.dpi,
+            s.password,
+            s.read_ahead_count(),
+            s.rasterize_timeout,
+            text_layer=self._info.text_layer == TEXT_LAYER_PREFER,
         )
         for job, prepared in read_ahead.pages(self._page_jobs()):
             doc = job.owner
@@ -179,8 +185,8 @@ class Converter:
                 continue
             key = (id(doc), job.number)
             self._inflight[key] = (doc, prepared)
-            yield PageRequest(key=key, payload=prepared.payload)
-            prepared.payload = None  # the engine holds it now; do not keep a second reference
+            yield PageRequest(key=key, payload=prepared.payload, text_layer=prepared.text)
+            prepared.payload = prepared.text = None  # the engine holds them now
 
     def _page_jobs(self) -> Iterator[PageJob[DocumentRun]]:
         """Every page to decode, planning documents lazily, one after the other (Office and HTML

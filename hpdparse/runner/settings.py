@@ -3,10 +3,13 @@ command line and the Python API share."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hpdparse.engines.base import Engine, EngineInfo
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.sources.office import DEFAULT_CONVERT_TIMEOUT
 from hpdparse.sources.page_ranges import PageRanges
@@ -27,6 +30,8 @@ READ_AHEAD_PER_WORKER = 4
 
 DEFAULT_RASTERIZE_TIMEOUT = 300.0
 """Seconds one page may take to be rasterized and prepared before it fails."""
+
+TEXT_LAYER_PREFER = "prefer"
 
 
 @dataclass
@@ -56,3 +61,19 @@ class ConvertSettings:
         return (
             self.read_ahead if self.read_ahead > 0 else READ_AHEAD_PER_WORKER * self.worker_count()
         )
+
+
+def text_layer_info(
+    engine: Engine, settings: ConvertSettings, notice: Callable[[str], None]
+) -> EngineInfo:
+    """What produces this run's raw pages: the engine's info, marked "prefer" when children
+    are answered from the text layer (--text-layer prefer, in fork mode on vllm or torch: part
+    of the reuse key). Elsewhere prefer falls back to verify, with a one-line `notice`."""
+    info = engine.info
+    if settings.render_options.text_layer != TEXT_LAYER_PREFER:
+        return info
+    if not (engine.answers_from_text_layer and engine.config.fork):
+        how = f"the {engine.name} engine" + ("" if engine.config.fork else " with --no-fork")
+        notice(f"--text-layer prefer needs fork mode on vllm or torch; {how} verifies instead")
+        return info
+    return dataclasses.replace(info, text_layer=TEXT_LAYER_PREFER)

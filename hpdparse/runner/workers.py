@@ -35,7 +35,8 @@ from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.location import input_filesystem_modules, source_location
 from hpdparse.sources.office import DEFAULT_CONVERT_TIMEOUT, use_conversion_folder
 from hpdparse.sources.open import open_source
-from hpdparse.sources.rasterize import rasterize_page
+from hpdparse.sources.rasterize import page_text_of, rasterize_page
+from hpdparse.sources.text_layer import PageText
 
 _preparer: Callable[[Image.Image], Any] | None = None
 
@@ -80,14 +81,22 @@ def _exit_when_orphaned(main_pid: int) -> None:
 @dataclass
 class PreparedPage:
     """A page ready for the engine (`payload`, dropped once the engine holds it) and its
-    geometry, recorded where it was rasterized."""
+    geometry, recorded where it was rasterized; with `text_layer`, the page's words."""
 
     payload: Any
     geometry: PageGeometry
+    text: PageText | None = None
 
 
-def prepare_page(path: str, number: int, dpi: int, password: str | None) -> PreparedPage | str:
-    """Rasterize + prepare one page; an error comes back as its one-line message."""
+def prepare_page(
+    path: str, number: int, dpi: int, password: str | None, text_layer: bool = False
+) -> PreparedPage | str:
+    """Rasterize + prepare one page (and read its text layer, for --text-layer prefer); an
+    error comes back as its one-line message (a text layer that cannot be read is none)."""
+    text = None
+    if text_layer:
+        with contextlib.suppress(Exception):
+            text = page_text_of(path, number, password)
     try:
         page = rasterize_page(path, number, dpi, password)
     except InputError as exc:
@@ -99,7 +108,7 @@ def prepare_page(path: str, number: int, dpi: int, password: str | None) -> Prep
         payload = _preparer(page.image)
     except Exception as exc:
         return f"{path}: page {number} cannot be prepared: {type(exc).__name__}: {exc}"
-    return PreparedPage(payload, page.geometry)
+    return PreparedPage(payload, page.geometry, text)
 
 
 def convert_document(path: str) -> str | None:

@@ -11,6 +11,8 @@ from pathlib import Path
 from hpdparse.sources.document import RasterizedPage, SourceDocument
 from hpdparse.sources.location import source_location
 from hpdparse.sources.open import open_source
+from hpdparse.sources.pdf import PdfDocument
+from hpdparse.sources.text_layer import PageText, page_text
 
 _CACHE_SIZE = 4
 
@@ -28,22 +30,37 @@ def rasterize_page(path: str, number: int, dpi: int, password: str | None = None
     Threads of one process rasterize one at a time: PyMuPDF is not thread-safe, use processes for
     parallel rasterizing. Raises InputError like `open_source` and `rasterize`.
     """
+    with _cache_lock:
+        return _cached_document(path, password).rasterize(number, dpi)
+
+
+def page_text_of(path: str, number: int, password: str | None = None) -> PageText | None:
+    """The text layer of page `number` of a file, from the documents `rasterize_page` keeps
+    open (read where the page is rasterized: --text-layer prefer); None for an image."""
+    with _cache_lock:
+        document = _cached_document(path, password)
+        if not isinstance(document, PdfDocument):
+            return None
+        return page_text(document.pymupdf_document.load_page(number - 1))
+
+
+def _cached_document(path: str, password: str | None) -> SourceDocument:
+    """The open document at `path` (opened now when not among the last few); under the lock."""
     source = source_location(path)
     key = (str(path), password, -1, -1)
     if isinstance(source, Path):
         with contextlib.suppress(OSError):
             stat = os.stat(path)
             key = (str(path), password, stat.st_mtime_ns, stat.st_size)
-    with _cache_lock:
-        document = _cache.get(key)
-        if document is None:
-            document = open_source(source, password)
-            _cache[key] = document
-            while len(_cache) > _CACHE_SIZE:
-                _cache.popitem(last=False)[1].close()
-        else:
-            _cache.move_to_end(key)
-        return document.rasterize(number, dpi)
+    document = _cache.get(key)
+    if document is None:
+        document = open_source(source, password)
+        _cache[key] = document
+        while len(_cache) > _CACHE_SIZE:
+            _cache.popitem(last=False)[1].close()
+    else:
+        _cache.move_to_end(key)
+    return document
 
 
 def close_cached_documents() -> None:

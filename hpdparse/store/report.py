@@ -25,6 +25,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 
 REPORT_FORMAT = 1
+TEXT_LAYER_KEYS = ("checked", "trusted", "disagree")
 
 # Engine statistics summed over the pages decoded in this run, in this order when present.
 STAT_KEYS = (
@@ -57,10 +58,13 @@ class DocumentReport:
     output_tokens: int = 0
     # page -> confidence (hpd/confidence.py), for the pages that have one
     page_confidence: dict[int, float] = field(default_factory=dict)
+    # --text-layer: text-like blocks checked, with a trusted text layer, disagreeing with it
+    text_layer: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         del data["page_confidence"]
+        data["text_layer"] = text_layer_json([self])
         data["lowest_confidence_pages"] = lowest_pages(self)
         data["failed_pages"] = {str(k): v for k, v in sorted(self.failed_pages.items())}
         data["seconds"] = round(self.seconds, 3)
@@ -193,6 +197,7 @@ class RunReport:
             "flag_below": self.flag_below,
             "fail_below": self.fail_below,
             "flagged_pages": flagged_pages(self),
+            "text_layer": text_layer_json(self.documents),
             "documents": [d.to_json() for d in self.documents],
             **({"ray": self.cluster.to_json()} if self.cluster is not None else {}),
         }
@@ -208,6 +213,17 @@ class RunReport:
         if path.parent and not path.parent.exists():
             path.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_json(path, self.to_json())
+
+
+def text_layer_json(documents: list[DocumentReport]) -> dict[str, Any] | None:
+    """The documents' text layer counts summed, with the share of blocks that disagree with a
+    trusted text layer; None when no block was checked (--text-layer off, no text layer)."""
+    totals = {k: sum(d.text_layer.get(k, 0) for d in documents) for k in TEXT_LAYER_KEYS}
+    if not totals["checked"]:
+        return None
+    trusted = totals["trusted"]
+    totals["disagree_share"] = round(totals["disagree"] / trusted, 4) if trusted else None
+    return totals
 
 
 # --- the end-of-run summary --------------------------------------------------------------------
@@ -261,6 +277,17 @@ def _doc_line(doc: DocumentReport) -> str:
     return f"{doc.status:<11} {doc.source}{pages}{where}{error}"
 
 
+def _extra_lines(report: RunReport) -> list[str | None]:
+    totals = text_layer_json(report.documents)
+    layer = None
+    if totals and totals["trusted"]:
+        layer = (
+            f"text layer: {totals['disagree']} of {totals['trusted']} text blocks with a "
+            f"trusted PDF text disagree with it ({100 * totals['disagree_share']:.1f}%)"
+        )
+    return [_stats_line(report), _cluster_line(report), layer]
+
+
 def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = False) -> None:
     """A one-screen summary: the documents that need attention (all of them when few), then the
     totals. `rich` draws a table (for a terminal)."""
@@ -299,7 +326,7 @@ def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = 
         if hidden:
             console.print(f"... and {hidden} more that need attention (see --report)")
         console.print(_totals_line(report), highlight=False)
-        for line in (_stats_line(report), _cluster_line(report), summary_line(report)):
+        for line in (*_extra_lines(report), summary_line(report)):
             if line:
                 console.print(line, highlight=False)
         return
@@ -308,6 +335,6 @@ def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = 
     if hidden:
         print(f"... and {hidden} more that need attention (see --report)", file=stream)
     print(_totals_line(report), file=stream)
-    for line in (_stats_line(report), _cluster_line(report), summary_line(report)):
+    for line in (*_extra_lines(report), summary_line(report)):
         if line:
             print(line, file=stream)

@@ -29,7 +29,7 @@ the passes the page took part in.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,6 +66,8 @@ class PageJob:
     prompt_ids: list[int]
     image_embeds: torch.Tensor  # (number of <IMG_CONTEXT> tokens, hidden)
     max_tokens: int | None = None  # per branch; None: DecodeOptions.max_tokens
+    # children answered without decoding (--text-layer prefer: engines/text_layer.py)
+    answer: Callable[[Sequence[int]], list[int] | None] | None = None
 
 
 @dataclass
@@ -124,6 +126,7 @@ class _Page:
             forks=options.fork,
             prompt_len=len(job.prompt_ids),
             max_model_len=options.max_model_len,
+            answer=job.answer,
         )
         self.parent = _Branch(self, self.tree.parent, [])
         self.children: list[_Branch] = []  # in fork order; children born finished have none
@@ -203,6 +206,7 @@ class HpdDecoder:
                 "decoding_steps": page.steps,
                 "drafted_tokens": page.drafted,
                 "accepted_tokens": page.accepted,
+                **tree.answer_stats(),
             },
         )
 

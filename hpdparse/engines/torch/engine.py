@@ -26,6 +26,7 @@ from hpdparse.engines.base import (
 )
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions
+from hpdparse.engines.text_layer import file_answers
 from hpdparse.engines.torch.options import TorchOptions
 from hpdparse.errors import EngineError
 from hpdparse.hpd.logprobs import PageLogprobs
@@ -172,7 +173,9 @@ class TorchEngine(LocalEngine):
             features = features.reshape(-1, features.shape[-1])
         prompt = self._prompts.build(features.shape[0], self.config.fork)
         max_tokens = page_token_limit(request, self.config.max_tokens)
-        page = self._decoder.new_page(PageJob(request.key, prompt, features, max_tokens))
+        answer = file_answers(request.text_layer, self._tokenizer, self._ids, self.config.fork)
+        job = PageJob(request.key, prompt, features, max_tokens, answer)
+        page = self._decoder.new_page(job)
         return _Live(request, page, time.monotonic())
 
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:

@@ -272,6 +272,7 @@ class VllmEngine(LocalEngine):
             forks=self.config.fork,
             max_tokens=self.config.max_tokens,
             logprobs=self.options.logprobs,
+            tokenizer=self._tokenizer,
         )
         scheduler = PageScheduler(
             self.llm_engine,

@@ -34,7 +34,8 @@ from hpdparse.hpd.logprobs import PageLogprobs
 class PagePrompt:
     """What every page of a run starts from: the prompt's token ids (one ``<IMG_CONTEXT>``,
     widened by vLLM to the page's image tokens), the protocol's token ids and the stop ids; how
-    many forks a page may make (`EngineConfig.fork`) and its default token limit per branch."""
+    many forks a page may make (`EngineConfig.fork`) and its default token limit per branch;
+    `tokenizer` (the checkpoint's) tokenizes the children answered from a page's text layer."""
 
     prompt_ids: list[int]
     token_ids: ForkTokenIds
@@ -42,6 +43,7 @@ class PagePrompt:
     forks: bool
     max_tokens: int
     logprobs: bool = True  # ask vLLM for the chosen tokens' log-probabilities
+    tokenizer: Any = None
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,7 @@ class PageInFlight:
             "truncated_branches": len(tree.truncated),
             "drafted_tokens": sum(r.drafted_tokens for r in self.requests),
             "accepted_tokens": sum(r.accepted_tokens for r in self.requests),
+            **tree.answer_stats(),
         }
         return PageResult(
             key=self.key,

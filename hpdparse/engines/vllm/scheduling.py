@@ -34,6 +34,7 @@ from hpdparse.engines.base import (
     cancelled_result,
     page_token_limit,
 )
+from hpdparse.engines.text_layer import file_answers
 from hpdparse.engines.vllm.pages import (
     Admission,
     BranchRequest,
@@ -161,6 +162,7 @@ class PageScheduler:
             forks=self._prompt.forks,
             prompt_len=len(prompt_ids),
             max_model_len=self._max_model_len,
+            answer=self._answers(request),
         )
         started = time.perf_counter()
         page = PageInFlight(
@@ -185,6 +187,11 @@ class PageScheduler:
         if page.cancel is not None:
             self._cancellable[number] = page
         return None
+
+    def _answers(self, request: PageRequest) -> Any:
+        """The page's children answered from its text layer (--text-layer prefer), or None."""
+        prompt = self._prompt
+        return file_answers(request.text_layer, prompt.tokenizer, prompt.token_ids, prompt.forks)
 
     def _params(self, max_tokens: int, budget: int, every_step: bool) -> Any:
         """Greedy sampling of at most `max_tokens`, and no more than `budget` (the room left in

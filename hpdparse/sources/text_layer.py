@@ -1,0 +1,232 @@
+"""The PDF's own text layer: a page's words (PyMuPDF), the text inside a block's box, and whether
+that text can be trusted.
+
+Born-digital PDFs carry their text; comparing it with the model's text of a block tells whether
+the model read the block right (`--text-layer verify`). The text inside a box is the page's words
+whose centre lies in the box (grown by `TOLERANCE` of the page size, as the model's boxes are a
+little loose), in MuPDF's reading order, ligatures expanded (MuPDF does it when asked not to keep
+them) and line-end hyphens removed. The text is *trusted* only when nothing says it differs from
+what the page shows: no words, invisible words (render mode 3: an OCR layer under a scan), glyphs
+with no Unicode (U+FFFD, private-use), math or symbol fonts and math characters, words cut by
+the box's edge, or too little text for the box's size all make it untrusted, with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import logging
+import re
+import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hpdparse.hpd.labels import (
+    ROLE_CAPTION,
+    ROLE_FOOTER,
+    ROLE_FOOTNOTE,
+    ROLE_HEADER,
+    ROLE_HEADING,
+    ROLE_TEXT,
+    ROLE_TITLE,
+)
+from hpdparse.sources.location import source_location
+from hpdparse.sources.mupdf import pymupdf
+from hpdparse.sources.open import open_source
+from hpdparse.sources.pdf import PdfDocument
+
+log = logging.getLogger(__name__)
+
+# The blocks whose content is plain text, checked against the text layer (list items are text).
+TEXT_ROLES = frozenset(
+    {ROLE_TEXT, ROLE_TITLE, ROLE_HEADING, ROLE_CAPTION, ROLE_FOOTNOTE, ROLE_HEADER, ROLE_FOOTER}
+)
+GRID = 1000  # HPD boxes are on a 0-1000 grid of the page image
+TOLERANCE = 0.003  # a box grows by this share of the page's size (a line is ~0.012 of a page)
+MIN_DENSITY = 0.08  # the words' area over the box's below it: the box holds more than this text
+
+INVISIBLE, BAD_GLYPH, MATH = 1, 2, 4  # Word.flags
+# Inline math the model writes as LaTeX (x², ±, ÷): the file's characters would differ from it.
+_MATH_CHARS = frozenset("²³¹±×÷√∞≤≥≠≈")
+_MATH_RANGES = ((0x2070, 0x209F), (0x2200, 0x22FF), (0x27C0, 0x27EF), (0x1D400, 0x1D7FF))
+_MATH_FONT = re.compile(r"math|symbol|^cm(mi|sy|ex|bsy)|^msam|^msbm|^eufm|^rsfs|^stix", re.I)
+_FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
+
+
+@dataclass(frozen=True)
+class Word:
+    """A word of the page: its text, its box in points of the page as displayed (rotation and
+    CropBox applied, origin at the top left), its line in reading order, and `flags`."""
+
+    text: str
+    bbox: tuple[float, float, float, float]
+    line: int
+    flags: int = 0
+
+
+@dataclass(frozen=True)
+class PageText:
+    """The words of one page and the page's size in points (as displayed)."""
+
+    width: float
+    height: float
+    words: tuple[Word, ...]
+
+
+@dataclass(frozen=True)
+class BoxText:
+    """The text layer inside one block's box: `text` ("" when there is none), whether it can
+    stand for the block's content (`trusted`) and, when not, why (`reason`)."""
+
+    text: str
+    trusted: bool
+    reason: str | None
+    words: int
+
+
+def page_text(page: pymupdf.Page) -> PageText:
+    """The words of a PyMuPDF page (one text extraction: ~15 ms for a dense page)."""
+    matrix = page.rotation_matrix
+    words: list[Word] = []
+    line_no = 0
+    for block in page.get_text("dict", flags=_FLAGS)["blocks"]:
+        for line in block.get("lines", ()):
+            for span in line["spans"]:
+                words.extend(_span_words(span, line_no, matrix))
+            line_no += 1
+    return PageText(float(page.rect.width), float(page.rect.height), tuple(words))
+
+
+def _span_words(span: dict, line: int, matrix: pymupdf.Matrix) -> Iterable[Word]:
+    """A span's words, each given its share of the span's box by its characters' positions."""
+    text = span["text"]
+    if not text.strip():
+        return
+    x0, y0, x1, y1 = pymupdf.Rect(span["bbox"]) * matrix
+    flags = INVISIBLE if span.get("alpha", 255) == 0 else 0
+    if _MATH_FONT.search(_base_font(span.get("font", ""))):
+        flags |= MATH
+    wide = (x1 - x0) >= (y1 - y0) or len(text) == 1  # horizontal text (rotated pages: vertical)
+    for match in re.finditer(r"\S+", text):
+        a, b = match.start() / len(text), match.end() / len(text)
+        if wide:
+            box = (x0 + a * (x1 - x0), y0, x0 + b * (x1 - x0), y1)
+        else:
+            box = (x0, y0 + a * (y1 - y0), x1, y0 + b * (y1 - y0))
+        yield Word(match.group(), box, line, flags | _char_flags(match.group()))
+
+
+def _base_font(name: str) -> str:
+    return name.split("+", 1)[-1]  # a subset prefix: ABCDEF+CMMI10
+
+
+def _char_flags(text: str) -> int:
+    flags = 0
+    for char in text:
+        code = ord(char)
+        if char == "\ufffd" or 0xE000 <= code <= 0xF8FF or code >= 0xF0000 or code < 0x20:
+            flags |= BAD_GLYPH
+        elif char in _MATH_CHARS or any(a <= code <= b for a, b in _MATH_RANGES):
+            flags |= MATH
+    return flags
+
+
+def read_page_texts(path: str | Path, numbers: Iterable[int]) -> dict[int, PageText]:
+    """The text layer of pages `numbers` (1-based) of the PDF at `path` (a file or URL). Best
+    effort: a file that is not a PDF, cannot be opened (or needs a password) or a page that
+    cannot be read gives no entry, so its blocks are recorded as not checked."""
+    out: dict[int, PageText] = {}
+    try:
+        with open_source(source_location(str(path))) as document:
+            if not isinstance(document, PdfDocument):
+                return out
+            doc = document.pymupdf_document
+            for number in numbers:
+                with contextlib.suppress(Exception):
+                    out[number] = page_text(doc.load_page(number - 1))
+    except Exception as exc:  # no text layer is not an error: the blocks stay unchecked
+        log.debug("%s: no text layer read: %s", path, exc)
+    return out
+
+
+def box_text(page: PageText, bbox: tuple[int, int, int, int]) -> BoxText:
+    """The text layer inside `bbox` (0-1000 grid of the page image) and whether it is trusted."""
+    sx, sy = page.width / GRID, page.height / GRID
+    box = (bbox[0] * sx, bbox[1] * sy, bbox[2] * sx, bbox[3] * sy)
+    dx, dy = TOLERANCE * page.width, TOLERANCE * page.height
+    grown = (box[0] - dx, box[1] - dy, box[2] + dx, box[3] + dy)
+    inside, outside = [], []
+    for word in page.words:
+        cx, cy = (word.bbox[0] + word.bbox[2]) / 2, (word.bbox[1] + word.bbox[3]) / 2
+        if grown[0] <= cx <= grown[2] and grown[1] <= cy <= grown[3]:
+            inside.append(word)
+        else:
+            outside.append(word)
+    # Cut: a word outside with a quarter of it in the box, or on a line the box holds.
+    lines = {word.line for word in inside}
+    cut = any(w.line in lines or _overlap(w.bbox, grown) > 0.25 for w in outside)
+    text = join_words(inside)
+    return BoxText(text, *_trust(inside, cut, box), len(inside))
+
+
+def _trust(words: list[Word], cut: bool, box: tuple[float, ...]) -> tuple[bool, str | None]:
+    if not words:
+        return False, "text crosses the box edge" if cut else "no text"
+    flags = 0
+    for word in words:
+        flags |= word.flags
+    if flags & INVISIBLE:
+        return False, "invisible text (an OCR layer)"
+    if flags & BAD_GLYPH:
+        return False, "glyphs without Unicode"
+    if flags & MATH:
+        return False, "math or symbol font"
+    if cut:
+        return False, "text crosses the box edge"
+    area = max((box[2] - box[0]) * (box[3] - box[1]), 1e-6)
+    covered = sum((w.bbox[2] - w.bbox[0]) * (w.bbox[3] - w.bbox[1]) for w in words)
+    if covered / area < MIN_DENSITY:
+        return False, "too little text for the box"
+    return True, None
+
+
+def _overlap(a: tuple[float, ...], b: tuple[float, ...]) -> float:
+    """The share of box `a`'s area that lies in box `b`."""
+    w = min(a[2], b[2]) - max(a[0], b[0])
+    h = min(a[3], b[3]) - max(a[1], b[1])
+    area = (a[2] - a[0]) * (a[3] - a[1])
+    return w * h / area if w > 0 and h > 0 and area > 0 else 0.0
+
+
+def join_words(words: list[Word]) -> str:
+    """Words in reading order joined by spaces; a word that ends its line with a hyphen joins
+    the next line's first word when that one starts in lower case ("exam-" "ple": "example")."""
+    parts: list[str] = []
+    for i, word in enumerate(words):
+        text = word.text
+        after = words[i + 1] if i + 1 < len(words) else None
+        line_end = after is not None and after.line != word.line
+        if line_end and text[-1:] in "-\u00ad" and len(text) > 1 and after.text[:1].islower():
+            parts.append(text[:-1])
+        else:
+            parts.append(text + (" " if after is not None else ""))
+    return "".join(parts)
+
+
+_SAME = str.maketrans({"‘": "'", "’": "'", "“": '"', "”": '"', "–": "-", "—": "-", "\u00ad": ""})
+
+
+def normalized(text: str) -> str:
+    """Text as compared: NFKC (ligatures, full-width forms), quotes and dashes plain, soft
+    hyphens gone, whitespace collapsed."""
+    return " ".join(unicodedata.normalize("NFKC", text).translate(_SAME).split())
+
+
+def similarity(a: str, b: str) -> float:
+    """How alike two texts are, 0-1 after `normalized`: difflib's ratio (2 x matched characters
+    over both lengths), an edit similarity with no dependency."""
+    x, y = normalized(a), normalized(b)
+    if x == y:  # the common case, and difflib's cost grows with the texts' lengths squared
+        return 1.0
+    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio()
