@@ -12,16 +12,15 @@ from typing import Any
 import click
 
 from hpdparse import __version__, api
-from hpdparse.commands.export_options import export_options, export_settings
 from hpdparse.commands.options import (
     LOCATION,
     conversion_options,
     decode_options,
     fail,
     storage_options_option,
-    text_layer_option,
     use_storage,
 )
+from hpdparse.commands.render_options import layout_option, make_render_options, render_options
 from hpdparse.commands.review import review_command
 from hpdparse.commands.serve import serve_command
 from hpdparse.engines import registry
@@ -29,7 +28,6 @@ from hpdparse.engines.openai.options import DEFAULT_SERVER
 from hpdparse.errors import HpdparseError
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.protocol import DEFAULT_MODEL
-from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.progress import logged_warnings_shown, make_progress
 from hpdparse.runner.settings import (
     AUTO_WORKERS,
@@ -44,57 +42,6 @@ EXIT_CODES_HELP = (
     "Exit codes: 0 every document converted (or skipped as already done); 1 at least one "
     "document or page failed (the others are still converted); 2 usage error; 130 interrupted."
 )
-
-
-def _render_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    options = [
-        click.option(
-            "--keep-headers",
-            is_flag=True,
-            help="Keep page headers, footers, page numbers and side notes in the Markdown "
-            "(they are always in the JSON).",
-        ),
-        click.option(
-            "--no-images", is_flag=True, help="Do not crop figures into images/ nor link them."
-        ),
-        click.option(
-            "--table-format",
-            type=click.Choice(["auto", "gfm", "html"]),
-            default="auto",
-            show_default=True,
-            help="Tables as GFM pipe tables, HTML, or auto (GFM unless cells span).",
-        ),
-        click.option(
-            "--math",
-            type=click.Choice(["dollar", "latex"]),
-            default="dollar",
-            show_default=True,
-            help="Math delimiters: $...$ and $$...$$, or \\(...\\) and \\[...\\].",
-        ),
-        click.option("--page-markers", is_flag=True, help="Mark page starts with an HTML comment."),
-        click.option(
-            "--no-merge-paragraphs",
-            is_flag=True,
-            help="Do not join paragraphs split across pages.",
-        ),
-        click.option(
-            "--no-merge-tables", is_flag=True, help="Do not join tables split across pages."
-        ),
-        text_layer_option,
-        *export_options(),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
-def _layout_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option(
-        "--layout",
-        is_flag=True,
-        help="Also write <stem>.layout.pdf: every page with each block's box in its role's "
-        "colour, its reading-order number and label; failed and truncated pages marked.",
-    )(f)
 
 
 def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -126,20 +73,6 @@ def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..
         )(f)
 
     return decorate
-
-
-def _make_render_options(kw: dict[str, Any]) -> RenderOptions:
-    return RenderOptions(
-        keep_headers=kw.pop("keep_headers"),
-        images=not kw.pop("no_images"),
-        table_format=kw.pop("table_format"),
-        math=kw.pop("math"),
-        page_markers=kw.pop("page_markers"),
-        merge_paragraphs=not kw.pop("no_merge_paragraphs"),
-        merge_tables=not kw.pop("no_merge_tables"),
-        text_layer=kw.pop("text_layer"),
-        **export_settings(kw),
-    )
 
 
 def _check_pages(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -230,8 +163,8 @@ def main() -> None:
     help="Skip documents already converted with the same settings and resume unfinished ones "
     "(reusing saved pages), or redo everything.",
 )
-@_render_options
-@_layout_option
+@render_options
+@layout_option
 @conversion_options
 @click.option(
     "--ray",
@@ -269,7 +202,7 @@ def convert(**kw: Any) -> None:
     as the page is done). A rerun skips finished documents and resumes unfinished ones: only
     pages without saved output are decoded again.
     """
-    options = _make_render_options(kw)
+    options = make_render_options(kw)
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose exclude each other")
@@ -337,14 +270,14 @@ def convert(**kw: Any) -> None:
     type=LOCATION,
 )
 @click.option("--password", help="Password of encrypted sources (to cut figure images).")
-@_render_options
-@_layout_option
+@render_options
+@layout_option
 @storage_options_option
 @_run_options("Write a JSON report of this run.")
 def render(**kw: Any) -> None:
     """Rebuild .md, .json and images/ of converted documents from their raw/ pages, without a
     model (the source file, recorded in raw/document.json, is needed for images)."""
-    options = _make_render_options(kw)
+    options = make_render_options(kw)
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     use_storage(kw["storage_options"], [*kw["doc_dirs"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
