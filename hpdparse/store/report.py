@@ -35,8 +35,12 @@ STAT_KEYS = (
     "cached_tokens",
     "drafted_tokens",
     "accepted_tokens",
+    "file_children",
+    "file_tokens",
     "retries",
 )
+# Summary wording of the engine statistics whose key does not read well with spaces.
+STAT_NAMES = {"file_children": "children from the file", "file_tokens": "tokens from the file"}
 
 
 @dataclass
@@ -263,7 +267,9 @@ def _cluster_line(report: RunReport) -> str | None:
 
 def _stats_line(report: RunReport) -> str | None:
     shown = [
-        f"{k.replace('_', ' ')} {int(report.stats[k])}" for k in STAT_KEYS if k in report.stats
+        f"{STAT_NAMES.get(k, k.replace('_', ' '))} {int(report.stats[k])}"
+        for k in STAT_KEYS
+        if k in report.stats
     ]
     return "engine: " + ", ".join(shown) if shown else None
 

@@ -114,7 +114,7 @@ def test_prefer_on_vllm_gives_the_same_markdown_with_answered_children(tmp_path:
     pytest.importorskip("vllm")
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "hpdparse", "convert", str(SAMPLES / "memo.pdf"), "-o", str(out)]
-    cmd += ["--engine", "vllm", "--model", str(TINY), "--text-layer", "prefer", "--quiet"]
+    cmd += ["--engine", "vllm", "--model", str(TINY), "--text-layer", "prefer"]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900, env=env, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -123,6 +123,10 @@ def test_prefer_on_vllm_gives_the_same_markdown_with_answered_children(tmp_path:
     (meta,) = raw_meta(out, "memo")
     assert meta["reuse_key"]["text_layer"] == "prefer"
     assert meta["stats"]["file_children"] == 7  # every block of the memo is text
+    summary = proc.stdout + proc.stderr
+    assert (
+        f"children from the file 7, tokens from the file {meta['stats']['file_tokens']}" in summary
+    )
 
 
 @pytest.mark.parametrize(
