@@ -11,6 +11,7 @@ box extraction is. Prints figures; asserts nothing.
   matches the block's text (similarity >= 0.9), and how often a moved box is trusted yet wrong.
 
     .venv/bin/python benchmarks/bench_text_layer.py [--engine vllm] [--sections prefer,jitter]
+        [--repeats 3]
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import statistics
 import sys
 import tempfile
 import time
@@ -54,15 +56,18 @@ def convert(engine: str, mode: str, out: Path):
     )
 
 
-def prefer_section(engine: str) -> None:
+def prefer_section(engine: str, repeats: int) -> None:
     print(f"== prefer vs off: {len(SAMPLES)} sample PDFs, {engine} engine, tiny checkpoint")
     with tempfile.TemporaryDirectory() as tmp:
         runs = {}
+        speeds: dict[str, list[float]] = {"off": [], "prefer": []}
         convert(engine, "off", Path(tmp) / "warm-up")  # the first run in a process warms up
-        for mode in ("off", "prefer"):
-            started = time.perf_counter()
-            report = convert(engine, mode, Path(tmp) / mode)
-            runs[mode] = (report, time.perf_counter() - started)
+        for attempt in range(repeats):  # alternating, so that other work slows both alike
+            for mode in ("off", "prefer"):
+                started = time.perf_counter()
+                report = convert(engine, mode, Path(tmp) / f"{mode}-{attempt}")
+                runs[mode] = (report, time.perf_counter() - started, attempt)
+                speeds[mode].append(report.pages_per_second)
         off, prefer = runs["off"][0], runs["prefer"][0]
         decoded_off = off.stats.get("child_tokens", 0)
         from_file = prefer.stats.get("file_tokens", 0)
@@ -81,13 +86,20 @@ def prefer_section(engine: str) -> None:
             f"  decoding steps: off {off.stats.get('decoding_steps', 0):.0f}, "
             f"prefer {prefer.stats.get('decoding_steps', 0):.0f}"
         )
-        for mode, (report, wall) in runs.items():
+        for mode, (report, wall, _) in runs.items():
             print(
                 f"{mode}: {report.pages_per_second:.2f} pages/s (engine time "
                 f"{report.engine_seconds:.2f} s for {report.pages_decoded} pages), {wall:.1f} s"
             )
+        print(
+            f"pages/s, median of {repeats}: off {statistics.median(speeds['off']):.2f}, "
+            f"prefer {statistics.median(speeds['prefer']):.2f}"
+        )
         for sample in SAMPLES:
-            md = [(Path(tmp) / m / sample.stem / f"{sample.stem}.md").read_bytes() for m in runs]
+            md = [
+                (Path(tmp) / f"{m}-{a}" / sample.stem / f"{sample.stem}.md").read_bytes()
+                for m, (_, _, a) in runs.items()
+            ]
             print(f"  {sample.name}: Markdown {'same' if md[0] == md[1] else 'DIFFERS'}")
 
 
@@ -182,13 +194,14 @@ def main() -> None:
     parser.add_argument("--sections", default="prefer,verify,jitter")
     parser.add_argument("--pages", type=int, default=3, help="corpus pages per PDF")
     parser.add_argument("--seed", type=int, default=36)
+    parser.add_argument("--repeats", type=int, default=3, help="alternating off/prefer runs")
     args = parser.parse_args()
     sections = args.sections.split(",")
     pages = corpus_pages(args.pages) if {"verify", "jitter"} & set(sections) else []
     if not pages and {"verify", "jitter"} & set(sections):
         print(f"(the shared corpus is absent: {CORPUS})", file=sys.stderr)
     if "prefer" in sections:
-        prefer_section(args.engine)
+        prefer_section(args.engine, args.repeats)
     if "verify" in sections and pages:
         verify_section(pages, args.engine)
     if "jitter" in sections and pages:

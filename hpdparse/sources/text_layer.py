@@ -14,13 +14,16 @@ the box's edge, or too little text for the box's size all make it untrusted, wit
 from __future__ import annotations
 
 import contextlib
-import difflib
 import logging
 import re
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
+
+from rapidfuzz.distance import Indel
 
 from hpdparse.hpd.labels import (
     ROLE_CAPTION,
@@ -47,9 +50,12 @@ TOLERANCE = 0.003  # a box grows by this share of the page's size (a line is ~0.
 MIN_DENSITY = 0.08  # the words' area over the box's below it: the box holds more than this text
 
 INVISIBLE, BAD_GLYPH, MATH = 1, 2, 4  # Word.flags
+# Characters with no usable Unicode: U+FFFD, private use, control characters.
+_BAD_GLYPHS = re.compile("[\ufffd\ue000-\uf8ff\U000f0000-\U0010ffff\x00-\x1f]")
 # Inline math the model writes as LaTeX (x², ±, ÷): the file's characters would differ from it.
-_MATH_CHARS = frozenset("²³¹±×÷√∞≤≥≠≈")
-_MATH_RANGES = ((0x2070, 0x209F), (0x2200, 0x22FF), (0x27C0, 0x27EF), (0x1D400, 0x1D7FF))
+_MATH_CHARS = re.compile(
+    "[²³¹±×÷√∞≤≥≠≈\u2070-\u209f\u2200-\u22ff\u27c0-\u27ef\U0001d400-\U0001d7ff]"
+)
 _MATH_FONT = re.compile(r"math|symbol|^cm(mi|sy|ex|bsy)|^msam|^msbm|^eufm|^rsfs|^stix", re.I)
 _FLAGS = pymupdf.TEXTFLAGS_DICT & ~pymupdf.TEXT_PRESERVE_LIGATURES & ~pymupdf.TEXT_PRESERVE_IMAGES
 
@@ -72,6 +78,11 @@ class PageText:
     width: float
     height: float
     words: tuple[Word, ...]
+
+    @cached_property
+    def line_lengths(self) -> Counter[int]:
+        """The number of words on each line."""
+        return Counter(word.line for word in self.words)
 
 
 @dataclass(frozen=True)
@@ -122,14 +133,8 @@ def _base_font(name: str) -> str:
 
 
 def _char_flags(text: str) -> int:
-    flags = 0
-    for char in text:
-        code = ord(char)
-        if char == "\ufffd" or 0xE000 <= code <= 0xF8FF or code >= 0xF0000 or code < 0x20:
-            flags |= BAD_GLYPH
-        elif char in _MATH_CHARS or any(a <= code <= b for a, b in _MATH_RANGES):
-            flags |= MATH
-    return flags
+    flags = BAD_GLYPH if _BAD_GLYPHS.search(text) else 0
+    return flags | MATH if _MATH_CHARS.search(text) else flags
 
 
 def read_page_texts(path: str | Path, numbers: Iterable[int]) -> dict[int, PageText]:
@@ -156,16 +161,19 @@ def box_text(page: PageText, bbox: tuple[int, int, int, int]) -> BoxText:
     box = (bbox[0] * sx, bbox[1] * sy, bbox[2] * sx, bbox[3] * sy)
     dx, dy = TOLERANCE * page.width, TOLERANCE * page.height
     grown = (box[0] - dx, box[1] - dy, box[2] + dx, box[3] + dy)
-    inside, outside = [], []
+    gx0, gy0, gx1, gy1 = grown
+    inside, near = [], []
     for word in page.words:
-        cx, cy = (word.bbox[0] + word.bbox[2]) / 2, (word.bbox[1] + word.bbox[3]) / 2
-        if grown[0] <= cx <= grown[2] and grown[1] <= cy <= grown[3]:
+        x0, y0, x1, y1 = word.bbox
+        if gx0 <= (x0 + x1) / 2 <= gx1 and gy0 <= (y0 + y1) / 2 <= gy1:
             inside.append(word)
-        else:
-            outside.append(word)
-    # Cut: a word outside with a quarter of it in the box, or on a line the box holds.
-    lines = {word.line for word in inside}
-    cut = any(w.line in lines or _overlap(w.bbox, grown) > 0.25 for w in outside)
+        elif x1 > gx0 and x0 < gx1 and y1 > gy0 and y0 < gy1:
+            near.append(word)  # outside, but touching the box
+    # Cut: a word outside on a line the box holds, or with a quarter of it in the box.
+    in_box = Counter(word.line for word in inside)
+    cut = any(page.line_lengths[line] > count for line, count in in_box.items()) or any(
+        _overlap(w.bbox, grown) > 0.25 for w in near
+    )
     text = join_words(inside)
     return BoxText(text, *_trust(inside, cut, box), len(inside))
 
@@ -224,9 +232,6 @@ def normalized(text: str) -> str:
 
 
 def similarity(a: str, b: str) -> float:
-    """How alike two texts are, 0-1 after `normalized`: difflib's ratio (2 x matched characters
-    over both lengths), an edit similarity with no dependency."""
-    x, y = normalized(a), normalized(b)
-    if x == y:  # the common case, and difflib's cost grows with the texts' lengths squared
-        return 1.0
-    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio()
+    """How alike two texts are, 0-1 after `normalized`: the normalized Indel similarity (2 x
+    the longest common subsequence over both lengths)."""
+    return Indel.normalized_similarity(normalized(a), normalized(b))
