@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hpdparse import api
+from hpdparse.markdown.render import RenderOptions
 from tests.helpers.fakeserver import FakeHPDServer
 from tests.helpers.output_trees import tree_snapshot
 from tests.helpers.paths import REPO
@@ -31,7 +32,11 @@ def test_a_request_this_machine_cannot_hold_is_fitted_at_once_and_the_run_prints
 ) -> None:
     pytest.importorskip("ray.data")
     inputs = [make_pdf(tmp_path / "in" / f"doc{n}.pdf", 2, f"cli{n}") for n in (1, 2)]
-    reference = api.convert(inputs, tmp_path / "single", engine="openai", server=srv.url, dpi=72)
+    # --text-layer prefer: the openai engine verifies instead, and so does --ray (with a notice).
+    prefer = RenderOptions(text_layer="prefer")
+    reference = api.convert(
+        inputs, tmp_path / "single", engine="openai", server=srv.url, dpi=72, render_options=prefer
+    )
     assert reference.exit_code == 0
     env = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
@@ -41,6 +46,7 @@ def test_a_request_this_machine_cannot_hold_is_fitted_at_once_and_the_run_prints
             sys.executable, "-m", "hpdparse", "convert", *map(str, inputs),
             "-o", str(tmp_path / "ray"), "--engine", "openai", "--server", srv.url,
             "--dpi", "72", "--ray", "local", "--ray-actors", "2", "--ray-cpus-per-actor", "1000",
+            "--text-layer", "prefer",
         ],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900,
     )  # fmt: skip
@@ -51,6 +57,9 @@ def test_a_request_this_machine_cannot_hold_is_fitted_at_once_and_the_run_prints
     cpus, share = float(fitted["cpus"]), float(fitted["share"])
     assert 0 < share * 2 <= cpus, fitted.group(0)
     assert re.search(r"ray: 2/2 actors alive", run.stderr), run.stderr[-3000:]
+    assert "--text-layer prefer is not supported with --ray yet; the run verifies instead" in (
+        run.stderr
+    ), run.stderr[-3000:]
     # A clean run prints no traceback (not Ray's, not the actors' resource trackers') and not
     # Ray's notice that it turned token authentication on for the cluster hpdparse started.
     for noise in ("Traceback", "KeyError", "resource_tracker", "Token authentication"):
