@@ -329,19 +329,22 @@ def test_malformed_engine_option_is_a_usage_error(option: str, words: str) -> No
     assert result.exit_code == 2 and words in result.output
 
 
-def test_engine_option_of_the_wrong_type_is_one_line(srv: FakeHPDServer, tmp_path: Path) -> None:
-    result = run(srv, SAMPLES / "scan.png", "-o", tmp_path, "--engine-option", "extra_body=x")
+@pytest.mark.parametrize(
+    ("option", "error"),
+    [
+        ("extra_body=x", "error: openai engine: extra_body must be a JSON object, got 'x'"),
+        (
+            "retries_backoff=1",
+            "error: openai engine: unknown engine option retries_backoff; it takes api_key, "
+            "extra_body, logprobs, retry_backoff, retry_backoff_max",
+        ),
+    ],
+    ids=["wrong_type", "misspelt"],
+)
+def test_a_bad_engine_option_is_one_line(
+    srv: FakeHPDServer, tmp_path: Path, option: str, error: str
+) -> None:
+    result = run(srv, SAMPLES / "scan.png", "-o", tmp_path, "--engine-option", option)
     assert result.exit_code == 1
-    assert result.stderr.strip().splitlines() == [
-        "error: openai engine: extra_body must be a JSON object, got 'x'"
-    ]
-
-
-def test_misspelt_engine_option_is_one_line(srv: FakeHPDServer, tmp_path: Path) -> None:
-    result = run(srv, SAMPLES / "scan.png", "-o", tmp_path, "--engine-option", "retries_backoff=1")
-    assert result.exit_code == 1
-    assert result.stderr.strip().splitlines() == [
-        "error: openai engine: unknown engine option retries_backoff; it takes api_key, "
-        "extra_body, logprobs, retry_backoff, retry_backoff_max"
-    ]
+    assert result.stderr.strip().splitlines() == [error]
     assert srv.chat_count == 0

@@ -94,9 +94,16 @@ def test_fixture_grids(size, grid):
 
 
 @pytest.mark.parametrize(
-    ("size", "grid", "tokens"), [(A4_150_DPI, (2, 3), 1792), (A4_200_DPI, (4, 6), 6400)]
+    ("size", "grid", "tokens"),
+    [
+        (A4_150_DPI, (2, 3), 1792),
+        (A4_200_DPI, (4, 6), 6400),
+        # The reading taken (max_tiles + 1 candidates, as the port says); stock InternVL caps at 24.
+        ((2240, 2240), (5, 5), 26 * 256),
+    ],
+    ids=["a4_150_dpi", "a4_200_dpi", "plus_one_allows_a_5x5_grid"],
 )
-def test_a4_pages(size, grid, tokens):
+def test_grid_and_image_tokens(size, grid, tokens):
     assert select_grid(*size) == grid
     assert num_image_tokens(*size) == tokens
 
@@ -117,12 +124,6 @@ def test_candidate_grids_bounds_and_order():
     assert keys == sorted(keys)
     assert len(grids) == len(set(grids)) == sum(25 // c for c in range(1, 26))
     assert all(c * r >= 4 for c, r in candidate_grids(4, 24))
-
-
-def test_plus_one_allows_a_5x5_grid():
-    # The reading taken (max_tiles + 1 candidates, as the port says); stock InternVL caps at 24.
-    assert select_grid(2240, 2240) == (5, 5)
-    assert num_image_tokens(2240, 2240) == 26 * 256
 
 
 def test_min_tiles_forces_tiling():

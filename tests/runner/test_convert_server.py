@@ -11,7 +11,6 @@ import pymupdf
 import pytest
 
 from hpdparse import api
-from hpdparse.errors import EngineError
 from hpdparse.runner.progress import Progress
 from hpdparse.sources.rasterize import rasterize_page
 from tests.helpers.fakeserver import FakeHPDServer
@@ -152,12 +151,6 @@ def test_page_ranges_select_one_based_pages(srv: FakeHPDServer, tmp_path: Path) 
     assert "no page in --pages 20-" in report.documents[0].error
     with pytest.raises(ValueError):
         convert(srv, [pdf], out, pages="3-1")
-
-
-def test_unknown_engine_is_one_line_error(tmp_path: Path) -> None:
-    with pytest.raises(EngineError) as info:
-        api.convert([SAMPLES / "memo.pdf"], tmp_path, engine="nope")
-    assert "unknown engine" in str(info.value)
 
 
 def test_api_works_from_a_script_read_on_stdin(srv: FakeHPDServer, tmp_path: Path) -> None:

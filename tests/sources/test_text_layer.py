@@ -154,19 +154,23 @@ def corpus_file(name: str) -> Path:
     return path
 
 
-def test_a_broken_font_encoding_is_not_trusted() -> None:
-    # TAMReview's body font has no ToUnicode: its words come out as control characters.
-    text = read_page_texts(corpus_file("pdfjs__TAMReview.pdf"), [2])[2]
+@pytest.mark.parametrize(
+    ("name", "page", "reason"),
+    [
+        # TAMReview's body font has no ToUnicode: its words come out as control characters.
+        ("pdfjs__TAMReview.pdf", 2, "glyphs without Unicode"),
+        ("pypdf__Seige_of_Vicksburg_Sample_OCR.pdf", 1, "invisible text (an OCR layer)"),
+    ],
+    ids=["broken_font_encoding", "real_ocr_layer"],
+)
+def test_a_text_layer_that_is_not_the_page_is_not_trusted(
+    name: str, page: int, reason: str
+) -> None:
+    text = read_page_texts(corpus_file(name), [page])[page]
     assert len(text.words) > 100
     found = box_text(text, (0, 0, 1000, 1000))
     assert found.text and not found.trusted
-    assert found.reason == "glyphs without Unicode"
-
-
-def test_a_real_ocr_layer_is_not_trusted() -> None:
-    text = read_page_texts(corpus_file("pypdf__Seige_of_Vicksburg_Sample_OCR.pdf"), [1])[1]
-    assert len(text.words) > 100
-    assert box_text(text, (0, 0, 1000, 1000)).reason == "invisible text (an OCR layer)"
+    assert found.reason == reason
 
 
 def test_born_digital_blocks_are_found_where_pymupdf_puts_them() -> None:
