@@ -152,6 +152,7 @@ def verify_section(pages: list[pymupdf.Page], engine: str) -> None:
         "text blocks a page)"
     )
     with tempfile.TemporaryDirectory() as tmp:
+        convert(engine, "off", Path(tmp) / "warm-up")  # the first run in a process warms up
         for run, mode in enumerate(("off", "verify", "off", "verify")):
             started = time.perf_counter()
             report = convert(engine, mode, Path(tmp) / f"{mode}-{run}")
