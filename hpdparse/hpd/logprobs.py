@@ -45,10 +45,6 @@ class PageLogprobs:
 
     segments: tuple[Segment, ...]
 
-    @property
-    def token_count(self) -> int:
-        return sum(len(s.header) + len(s.content) for s in self.segments)
-
     @classmethod
     def split(
         cls,

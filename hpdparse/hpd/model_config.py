@@ -79,12 +79,6 @@ class HpdModelConfig:
         return int(self.llm["hidden_size"])
 
     @property
-    def num_image_token(self) -> int:
-        """Image tokens per tile: (tile / patch)^2 patches, pixel-shuffled by downsample_ratio."""
-        patches = (self.image_size // self.vision.patch_size) ** 2
-        return int(patches * self.downsample_ratio**2)
-
-    @property
     def vision_layers_used(self) -> int:
         """InternVL takes the features of layer `select_layer` (negative: from the end)."""
         n = self.vision.num_hidden_layers
