@@ -1,5 +1,5 @@
 """One declaration per option. `setting()` makes a dataclass field that carries everything about
-an option besides its value: the help text, the command-line flag, the bounds, the choices. The
+an option besides its value: the help text, the command-line flag, the bounds. The
 settings classes (`RenderOptions`, `EngineConfig` and the engines' options, `ConvertSettings`,
 `ReportSettings`) declare their fields with it; the command line's options are made from those
 fields (hpdparse/commands/flags.py), the Python API takes them by their field names, and
@@ -11,9 +11,14 @@ Also the ``--text-layer`` mode, one type wherever the mode travels.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+import functools
+import typing
+from collections.abc import Callable, Mapping
 from enum import StrEnum
 from typing import Any
+
+Keywords = dict[str, Any]
+"""Values by setting name: a function's keyword arguments, a command's option values."""
 
 
 class TextLayerMode(StrEnum):
@@ -34,7 +39,6 @@ def setting(
     low: float | None = None,
     high: float | None = None,
     low_open: bool = False,
-    choices: Sequence[str] = (),
     metavar: str | None = None,
     parse: Callable[[str | None], Any] | None = None,
     show_default: bool = True,
@@ -43,11 +47,12 @@ def setting(
 ) -> Any:
     """A dataclass field declared with its help text.
 
-    `flag` is its command-line option (``--dpi``; ``--a/--b`` for a pair); `negate`: the flag
-    says the opposite of the field (``--no-fork`` sets ``fork=False``). `low`/`high` bound a
-    number (`low_open`: strictly above `low`), `choices` a text. `parse` turns the option's text
-    into the field's value (ValueError: a bad value). `example` and `settable` are for engine
-    options: the example ``--help`` shows, and whether ``--engine-option`` may set the field."""
+        `flag` is its command-line option (``--dpi``; ``--a/--b`` for a pair); `negate`: the flag
+        says the opposite of the field (``--no-fork`` sets ``fork=False``). `low`/`high` bound a
+        number (`low_open`: strictly above `low`); a field typed with a `Literal` or an enum takes
+    one of its values. `parse` turns the option's text
+        into the field's value (ValueError: a bad value). `example` and `settable` are for engine
+        options: the example ``--help`` shows, and whether ``--engine-option`` may set the field."""
     metadata = {
         "help": help,
         "flag": flag,
@@ -55,7 +60,6 @@ def setting(
         "low": low,
         "high": high,
         "low_open": low_open,
-        "choices": tuple(choices),
         "metavar": metavar,
         "parse": parse,
         "show_default": show_default,
@@ -75,10 +79,16 @@ def within(value: float, metadata: Mapping[str, Any]) -> bool:
     return high is None or value <= high
 
 
-def share_out(values: Mapping[str, Any], *classes: type) -> list[dict[str, Any]]:
+@functools.cache
+def field_types(settings: type) -> Keywords:
+    """The type of each field of a dataclass, by name (its annotations evaluated)."""
+    return typing.get_type_hints(settings)
+
+
+def share_out(values: Mapping[str, Any], *classes: type) -> list[Keywords]:
     """`values` (keyword arguments) shared out among the dataclasses that declare them: one
     dict per class, in order. A name no class declares is a TypeError, as for any function."""
-    shares: list[dict[str, Any]] = [{} for _ in classes]
+    shares: list[Keywords] = [{} for _ in classes]
     for name, value in values.items():
         for share, cls in zip(shares, classes, strict=True):
             if name in {f.name for f in dataclasses.fields(cls)}:

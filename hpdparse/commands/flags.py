@@ -5,12 +5,15 @@ the field's own name, so `values` hands the command's keywords back as field val
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import click
+
+from hpdparse.settings import Keywords, field_types
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -27,7 +30,7 @@ def flags(settings: type, *names: str, **help: str) -> Decorator:
     return decorate
 
 
-def values(settings: type, kw: dict[str, Any]) -> dict[str, Any]:
+def values(settings: type, kw: Keywords) -> Keywords:
     """Take the fields of `settings` out of a command's keywords, as field values (a negated
     flag such as ``--no-fork`` turned back into ``fork``)."""
     taken = {}
@@ -42,19 +45,18 @@ def _option(settings: type, name: str, help: str | None) -> Decorator:
     field = {f.name: f for f in dataclasses.fields(settings)}[name]
     meta = field.metadata
     default = field.default
-    kwargs: dict[str, Any] = {
+    kwargs: Keywords = {
         "help": help or meta["help"],
         "show_default": meta["show_default"],
         "metavar": meta["metavar"],
     }
-    kind = _kind(_hints(settings)[name])
+    kind = _kind(field_types(settings)[name])
     if kind is bool:
-        return click.option(
-            meta["flag"], name, is_flag=True, default=not default if meta["negate"] else default,
-            **kwargs,
-        )  # fmt: skip
-    if meta["choices"]:
-        kwargs["type"] = click.Choice([str(c) for c in meta["choices"]])
+        default = not default if meta["negate"] else default
+        return click.option(meta["flag"], name, is_flag=True, default=default, **kwargs)
+    choices = _choices(kind)
+    if choices:
+        kwargs["type"] = click.Choice(choices)
         default = str(default)
     elif kind in (int, float) and (meta["low"] is not None or meta["high"] is not None):
         number_range = click.IntRange if kind is int else click.FloatRange
@@ -74,9 +76,13 @@ def _parse(
         raise click.BadParameter(str(exc)) from None
 
 
-@functools.cache
-def _hints(settings: type) -> dict[str, Any]:
-    return typing.get_type_hints(settings)
+def _choices(kind: Any) -> list[str]:
+    """The values a `Literal` or an enum allows, as the command line writes them."""
+    if typing.get_origin(kind) is Literal:
+        return [str(c) for c in typing.get_args(kind)]
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return [str(member.value) for member in kind]
+    return []
 
 
 def _kind(hint: Any) -> Any:

@@ -31,6 +31,7 @@ from hpdparse.errors import HpdparseError
 from hpdparse.runner.progress import logged_warnings_shown, make_progress
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.settings import ConvertSettings, ReportSettings
+from hpdparse.settings import Keywords
 from hpdparse.store.report import EXIT_INTERRUPTED, RunReport, print_summary
 
 EXIT_CODES_HELP = (
@@ -198,7 +199,7 @@ def render(**kw: Any) -> None:
     _finish(report, quiet)
 
 
-def _ray_settings(kw: dict[str, Any]) -> RaySettings | None:
+def _ray_settings(kw: Keywords) -> RaySettings | None:
     """--ray and its --ray-* options, taken out of the keywords (None: not on Ray)."""
     address, given = kw.pop("ray_address"), values(RaySettings, kw)
     if address is not None:

@@ -23,13 +23,14 @@ from hpdparse.remote import (
     parse_storage_options,
     set_storage_options,
 )
+from hpdparse.settings import Keywords
 from hpdparse.store.report import EXIT_FAILED, EXIT_USAGE
 
 
 def parse_engine_options(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+) -> Keywords:
+    options: Keywords = {}
     for item in values:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 
 from hpdparse.commands.flags import flags, values
 from hpdparse.errors import HpdparseError
 from hpdparse.export.files import check_export_options
 from hpdparse.markdown.render import RenderOptions
+from hpdparse.settings import Keywords
 
 render_options = flags(
     RenderOptions,
@@ -29,7 +28,7 @@ render_options = flags(
 )
 
 
-def make_render_options(kw: dict[str, Any]) -> RenderOptions:
+def make_render_options(kw: Keywords) -> RenderOptions:
     """Take the options out of click's keywords, checked (a missing extra or a tokenizer that
     cannot load is a usage error)."""
     options = RenderOptions(**values(RenderOptions, kw))

@@ -16,6 +16,7 @@ from hpdparse.errors import HpdparseError
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.serve import settings as serve_settings
 from hpdparse.serve.settings import ServeSettings, api_keys_from
+from hpdparse.settings import Keywords
 
 
 @click.command()
@@ -136,7 +137,7 @@ def serve_command(**kw: Any) -> None:
     sys.exit(code)
 
 
-def _serve_settings(kw: dict[str, Any]) -> ServeSettings:
+def _serve_settings(kw: Keywords) -> ServeSettings:
     return ServeSettings(
         host=kw["host"],
         port=kw["port"],

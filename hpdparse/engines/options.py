@@ -16,7 +16,6 @@ them in ``PASSTHROUGH``.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import types
 import typing
 from collections.abc import Iterable, Mapping
@@ -24,7 +23,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-from hpdparse.settings import setting, within
+from hpdparse.settings import field_types, setting, within
 
 _MISSING = dataclasses.MISSING
 Options = TypeVar("Options", bound="EngineOptions")
@@ -74,7 +73,7 @@ class EngineOptions:
     PASSTHROUGH_HELP: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        hints = _hints(type(self))
+        hints = field_types(type(self))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             setattr(self, f.name, _convert(self.engine, f, hints[f.name], value))
@@ -155,11 +154,6 @@ def check_engine_options(
 def _and(items: list[str]) -> str:
     items = [i for i in items if i]
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
 
 
 def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:

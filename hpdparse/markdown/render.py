@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from hpdparse.hpd.confidence import BlockScore, page_confidence
 from hpdparse.hpd.labels import ROLE_TITLE
@@ -57,17 +57,15 @@ class RenderOptions:
     images: bool = setting(
         True, "Do not crop figures into images/ nor link them.", flag="--no-images", negate=True
     )
-    table_format: str = setting(
+    table_format: Literal["auto", "gfm", "html"] = setting(
         "auto",
         "Tables as GFM pipe tables, HTML, or auto (GFM unless cells span).",
         flag="--table-format",
-        choices=("auto", "gfm", "html"),
     )
-    math: str = setting(
+    math: Literal["dollar", "latex"] = setting(
         "dollar",
         "Math delimiters: $...$ and $$...$$, or \\(...\\) and \\[...\\].",
         flag="--math",
-        choices=("dollar", "latex"),
     )
     page_markers: bool = setting(
         False, "Mark page starts with an HTML comment.", flag="--page-markers"
@@ -114,7 +112,6 @@ class RenderOptions:
         "is trustworthy from the file instead of decoding them (vllm and torch in fork mode; "
         "convert only); off: neither.",
         flag="--text-layer",
-        choices=tuple(TextLayerMode),
     )
 
     def __post_init__(self) -> None:
