@@ -1,9 +1,10 @@
 """One declaration per option. `setting()` makes a dataclass field that carries everything about
-an option besides its value: the help text, the command-line flag, the bounds. The
-settings classes (`RenderOptions`, `EngineConfig` and the engines' options, `ConvertSettings`,
-`ReportSettings`) declare their fields with it; the command line's options are made from those
-fields (hpdparse/commands/flags.py), the Python API takes them by their field names, and
-``--engine-option`` values are checked against them (hpdparse/engines/options.py).
+an option besides its value: the help text, the command-line flag, the bounds (choices come
+from the field's type). The settings classes (`RenderOptions`, `EngineConfig` and the engines'
+options, `ConvertSettings`, `ReportSettings`, `RaySettings`) declare their fields with it; the
+command line's options are made from those fields (hpdparse/commands/flags.py), the Python API
+takes them by their field names, and ``--engine-option`` values are checked against them
+(hpdparse/engines/options.py).
 
 Also the ``--text-layer`` mode, one type wherever the mode travels.
 """
