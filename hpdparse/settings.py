@@ -15,16 +15,19 @@ import dataclasses
 import functools
 import typing
 from collections.abc import Callable, Mapping
-from enum import StrEnum
+from enum import Enum
 from typing import Any
 
 Keywords = dict[str, Any]
 """Values by setting name: a function's keyword arguments, a command's option values."""
 
 
-class TextLayerMode(StrEnum):
+class TextLayerMode(str, Enum):
     """``--text-layer``: what a run does with a PDF's own text. A str, so that JSON, the state
-    files and the command line read and write the bare word."""
+    files and the command line read and write the bare word (enum.StrEnum is Python 3.11+)."""
+
+    __str__ = str.__str__
+    __format__ = str.__format__
 
     OFF = "off"  # nothing
     VERIFY = "verify"  # check text blocks against the PDF's text (markdown/text_layer.py)
