@@ -4,9 +4,10 @@ The packages and top-level modules form layers, lowest first. A module imports o
 own layer or the layers below it, never from one above (tests/test_layers.py checks every import,
 those inside functions included, and that no modules import each other in a cycle):
 
-    1. errors, wire, remote, malloc  one-line errors; the OpenAI chat-completions JSON
-                           (standard library); URLs and object storage through fsspec; glibc's
-                           malloc parameters
+    1. errors, wire, remote, malloc, settings  one-line errors; the OpenAI chat-completions
+                           JSON (standard library); URLs and object storage through fsspec;
+                           glibc's malloc parameters; how an option is declared (once: flag,
+                           help, bounds) and the --text-layer mode
     2. hpd, sources        the model's protocol and stream; input documents, their pages and
                            each page's geometry
     3. engines             run the model on page images (vllm, torch, openai), the registry; a

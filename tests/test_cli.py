@@ -59,6 +59,9 @@ def test_help_documents_options_and_exit_codes() -> None:
         ["convert", "x.pdf", "--no-such-option"],
         ["convert", "x.pdf", "--batch-size", "0"],
         ["convert", "x.pdf", "--quiet", "--verbose"],
+        ["convert", "x.pdf", "--ray-actors", "2"],
+        ["convert", "x.pdf", "--ray-cpus-per-actor", "2"],
+        ["convert", "x.pdf", "--text-layer", "sometimes"],
     ],
 )
 def test_usage_errors_exit_2(args: list[str]) -> None:

@@ -1,2 +1,3 @@
-"""The command line: `hpdparse convert|render|review|serve` (`main`), the options they share
-(`options`), the serve and review commands. The top layer: it may import any other."""
+"""The command line: `hpdparse convert|render|review|serve` (`main`), the click options made from
+the settings' declarations (`flags`), the options they share (`options`, `render_options`), the
+serve and review commands. The top layer: it may import any other."""

@@ -10,32 +10,28 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from hpdparse import __version__, api
+from hpdparse.commands.flags import flags, values
 from hpdparse.commands.options import (
     LOCATION,
-    conversion_options,
     decode_options,
     fail,
     storage_options_option,
     use_storage,
 )
-from hpdparse.commands.render_options import layout_option, make_render_options, render_options
+from hpdparse.commands.render_options import make_render_options, render_options
 from hpdparse.commands.review import review_command
 from hpdparse.commands.serve import serve_command
 from hpdparse.engines import registry
-from hpdparse.engines.openai.options import DEFAULT_SERVER
+from hpdparse.engines.openai.options import OpenAIOptions
+from hpdparse.engines.options import EngineConfig
 from hpdparse.errors import HpdparseError
-from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
-from hpdparse.hpd.protocol import DEFAULT_MODEL
 from hpdparse.runner.progress import logged_warnings_shown, make_progress
-from hpdparse.runner.settings import (
-    AUTO_WORKERS,
-    DEFAULT_BATCH_SIZE,
-    DEFAULT_DPI,
-    MAX_AUTO_WORKERS,
-)
-from hpdparse.sources.page_ranges import parse_page_ranges
+from hpdparse.runner.ray.settings import RaySettings
+from hpdparse.runner.settings import ConvertSettings, ReportSettings
+from hpdparse.settings import Keywords
 from hpdparse.store.report import EXIT_INTERRUPTED, RunReport, print_summary
 
 EXIT_CODES_HELP = (
@@ -45,42 +41,18 @@ EXIT_CODES_HELP = (
 
 
 def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """--report, --quiet and --verbose, shared by convert and render."""
+    """--report, --fail-below, --flag-below, --quiet and --verbose, shared by convert and
+    render."""
 
     def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
         f = click.option(
             "-v", "--verbose", is_flag=True, help="Print more (and tracebacks of bugs)."
         )(f)
         f = click.option("-q", "--quiet", is_flag=True, help="Print nothing but errors.")(f)
-        f = click.option(
-            "--flag-below",
-            type=click.FloatRange(0, 1),
-            default=DEFAULT_FLAG_BELOW,
-            show_default=True,
-            help="List the pages whose confidence is below this in the summary and the report.",
-        )(f)
-        f = click.option(
-            "--fail-below",
-            type=click.FloatRange(0, 1),
-            default=None,
-            help="Pages whose confidence is below this count as failed (exit code 1).",
-        )(f)
-        return click.option(
-            "--report",
-            "report_path",
-            type=LOCATION,
-            help=report_help,
-        )(f)
+        f = flags(ReportSettings, "fail_below", "flag_below")(f)
+        return click.option("--report", "report_path", type=LOCATION, help=report_help)(f)
 
     return decorate
-
-
-def _check_pages(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
-    try:
-        parse_page_ranges(value)
-    except ValueError as exc:
-        raise click.BadParameter(str(exc)) from None
-    return value
 
 
 def _check_ray_address(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
@@ -108,20 +80,7 @@ def main() -> None:
     "OUTPUT/<stem>/<stem>.md (a second file with the same stem gets <stem>-<hash of its path>).",
 )
 @click.option("-r", "--recursive", is_flag=True, help="Look for inputs in subfolders too.")
-@click.option(
-    "--pages",
-    callback=_check_pages,
-    metavar="RANGES",
-    help="Pages to convert, 1-based: 1-3,7,10- (10 to the end). Default: all.",
-)
-@click.option(
-    "--dpi",
-    type=click.IntRange(10, 1200),
-    default=DEFAULT_DPI,
-    show_default=True,
-    help="Resolution pages are rasterized at (very large pages are rasterized at less).",
-)
-@click.option("--password", help="Password for encrypted PDFs (ignored for the others).")
+@flags(ConvertSettings, "pages", "dpi", "password")
 @click.option(
     "--engine",
     type=click.Choice(registry.ENGINE_NAMES),
@@ -129,43 +88,13 @@ def main() -> None:
     show_default=True,
     help=registry.engines_help(),
 )
-@click.option(
-    "--model",
-    default=DEFAULT_MODEL,
-    show_default=True,
-    help="Model: a hub id or a local folder (for openai: the served model name).",
-)
-@click.option(
-    "--server",
-    default=DEFAULT_SERVER,
-    show_default=True,
-    help="Base URL of the HPD server for --engine openai.",
-)
-@click.option(
-    "--batch-size",
-    type=click.IntRange(1, None),
-    default=DEFAULT_BATCH_SIZE,
-    show_default=True,
-    help="Pages decoded at once (in flight), across documents.",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(0, None),
-    default=AUTO_WORKERS,
-    help="Processes rasterizing pages ahead of the engine. Default: one per CPU core (max "
-    f"{MAX_AUTO_WORKERS}).",
-)
+@flags(EngineConfig, "model")
+@flags(OpenAIOptions, "server")
+@flags(ConvertSettings, "batch_size", "workers")
 @decode_options
-@click.option(
-    "--skip-existing/--overwrite",
-    default=True,
-    show_default=True,
-    help="Skip documents already converted with the same settings and resume unfinished ones "
-    "(reusing saved pages), or redo everything.",
-)
+@flags(ConvertSettings, "overwrite")
 @render_options
-@layout_option
-@conversion_options
+@flags(ConvertSettings, "layout", "convert_timeout", "keep_converted_pdf")
 @click.option(
     "--ray",
     "ray_address",
@@ -176,20 +105,7 @@ def main() -> None:
     "RAY_ADDRESS or `ray start`), or an address (ray://head:10001). Inputs and -o must be "
     "URLs (s3://...) or on a file system every node sees. Needs pip install 'hpdparse[ray]'.",
 )
-@click.option(
-    "--ray-actors",
-    type=click.IntRange(0, None),
-    default=0,
-    help="With --ray: engine actors (each holds --batch-size pages in flight). Default: one per "
-    "GPU of the cluster, or one per --ray-cpus-per-actor CPUs on a cluster without GPUs.",
-)
-@click.option(
-    "--ray-cpus-per-actor",
-    type=click.FloatRange(0.01, None),
-    default=None,
-    help="With --ray: CPUs each engine actor reserves, for its engine and its rasterizer "
-    "processes. Default: 2.",
-)
+@flags(RaySettings, "actors", "cpus_per_actor")
 @storage_options_option
 @_run_options("Write a JSON report: status, pages and errors per input file, totals, throughput.")
 def convert(**kw: Any) -> None:
@@ -206,44 +122,25 @@ def convert(**kw: Any) -> None:
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose exclude each other")
-    if kw["ray_address"] is None and (kw["ray_actors"] or kw["ray_cpus_per_actor"] is not None):
-        raise click.UsageError("--ray-actors and --ray-cpus-per-actor need --ray")
-    use_storage(kw["storage_options"], [*kw["inputs"], kw["output"], kw["report_path"]])
+    ray = _ray_settings(kw)
+    use_storage(kw.pop("storage_options"), [*kw["inputs"], kw["output"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
     previous = _stop_cleanly_on_sigterm()
     try:
         with logged_warnings_shown(progress, quiet):
             report = api.convert(
-                kw["inputs"],
-                kw["output"],
-                engine=kw["engine"],
-                model=kw["model"],
-                server=kw["server"],
-                recursive=kw["recursive"],
-                pages=kw["pages"],
-                dpi=kw["dpi"],
-                password=kw["password"],
-                batch_size=kw["batch_size"],
-                workers=kw["workers"],
-                overwrite=not kw["skip_existing"],
-                fork=not kw["no_fork"],
-                mtp=not kw["no_mtp"],
-                speculative_tokens=kw["speculative_tokens"],
-                max_tokens=kw["max_tokens"],
-                device=kw["device"],
-                dtype=kw["dtype"],
-                engine_options=kw["engine_options"],
+                kw.pop("inputs"),
+                kw.pop("output"),
+                engine=kw.pop("engine"),
+                engine_options=kw.pop("engine_options"),
                 render_options=options,
-                layout=kw["layout"],
-                report_path=kw["report_path"],
+                recursive=kw.pop("recursive"),
                 progress=progress,
-                ray=kw["ray_address"],
-                convert_timeout=kw["convert_timeout"],
-                keep_converted_pdf=kw["keep_converted_pdf"],
-                ray_actors=kw["ray_actors"],
-                ray_cpus_per_actor=kw["ray_cpus_per_actor"],
-                flag_below=kw["flag_below"],
-                fail_below=kw["fail_below"],
+                ray=ray,
+                **values(ConvertSettings, kw),
+                **values(EngineConfig, kw),
+                **values(ReportSettings, kw),
+                server=kw.pop("server"),
             )
     except KeyboardInterrupt:
         progress.close()
@@ -269,9 +166,11 @@ def convert(**kw: Any) -> None:
     metavar="DOC_OUTPUT_DIR...",
     type=LOCATION,
 )
-@click.option("--password", help="Password of encrypted sources (to cut figure images).")
+@flags(
+    ConvertSettings, "password", password="Password of encrypted sources (to cut figure images)."
+)
 @render_options
-@layout_option
+@flags(ConvertSettings, "layout")
 @storage_options_option
 @_run_options("Write a JSON report of this run.")
 def render(**kw: Any) -> None:
@@ -287,10 +186,8 @@ def render(**kw: Any) -> None:
             password=kw["password"],
             render_options=options,
             layout=kw["layout"],
-            report_path=kw["report_path"],
             progress=progress,
-            flag_below=kw["flag_below"],
-            fail_below=kw["fail_below"],
+            **values(ReportSettings, kw),
         )
     except (HpdparseError, ValueError, OSError) as exc:
         progress.close()
@@ -300,6 +197,17 @@ def render(**kw: Any) -> None:
         fail(exc, verbose, internal=True)
     progress.close()
     _finish(report, quiet)
+
+
+def _ray_settings(kw: Keywords) -> RaySettings | None:
+    """--ray and its --ray-* options, taken out of the keywords (None: not on Ray)."""
+    address, given = kw.pop("ray_address"), values(RaySettings, kw)
+    if address is not None:
+        return RaySettings(address=address, **given)
+    ctx = click.get_current_context()
+    if any(ctx.get_parameter_source(name) != ParameterSource.DEFAULT for name in given):
+        raise click.UsageError("--ray-actors and --ray-cpus-per-actor need --ray")
+    return None
 
 
 def _stop_cleanly_on_sigterm() -> Any:

@@ -1,5 +1,5 @@
-"""What the commands share: the decoding options (convert, serve), `--engine-option` parsing and
-the one-line error exit."""
+"""What the commands share: the decoding options (convert, serve), `--engine-option` parsing,
+URLs and their `--storage-option`s, and the one-line error exit."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import click
 
+from hpdparse.commands.flags import flags
 from hpdparse.engines import registry
-from hpdparse.hpd.protocol import DEFAULT_MAX_TOKENS
-from hpdparse.markdown.text_layer import DEFAULT_TEXT_LAYER, TEXT_LAYER_MODES
+from hpdparse.engines.options import EngineConfig
 from hpdparse.remote import (
     StorageOpenError,
     StorageUsageError,
@@ -23,14 +23,14 @@ from hpdparse.remote import (
     parse_storage_options,
     set_storage_options,
 )
-from hpdparse.sources.office import DEFAULT_CONVERT_TIMEOUT
+from hpdparse.settings import Keywords
 from hpdparse.store.report import EXIT_FAILED, EXIT_USAGE
 
 
 def parse_engine_options(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
-) -> dict[str, Any]:
-    options: dict[str, Any] = {}
+) -> Keywords:
+    options: Keywords = {}
     for item in values:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
@@ -43,75 +43,22 @@ def parse_engine_options(
     return options
 
 
-def decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--no-fork, --no-mtp, --speculative-tokens, --max-tokens, --device, --dtype and
-    --engine-option, shared by convert and serve."""
-    options = [
-        click.option("--no-fork", is_flag=True, help="Plain decoding, without hierarchical forks."),
-        click.option("--no-mtp", is_flag=True, help="No P-MTP speculative decoding (vllm, torch)."),
-        click.option(
-            "--speculative-tokens",
-            type=click.IntRange(1, 32),
-            default=6,
-            show_default=True,
-            help="Draft tokens per P-MTP step.",
-        ),
-        click.option(
-            "--max-tokens",
-            type=click.IntRange(1, None),
-            default=DEFAULT_MAX_TOKENS,
-            show_default=True,
-            help="Most tokens decoded for one page.",
-        ),
-        click.option(
-            "--device", help="torch device (cpu, cuda, cuda:1, mps); default: the best one."
-        ),
-        click.option(
-            "--dtype", help="Model dtype (bfloat16, float16, float32); default: per device."
-        ),
-        click.option(
-            "--engine-option",
-            "engine_options",
-            multiple=True,
-            metavar="KEY=VALUE",
-            callback=parse_engine_options,
-            help="Engine setting, repeatable; VALUE is read as JSON when it parses, else as text. "
-            f"{registry.options_help()} Unknown options are an error.",
-        ),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
-
-
-def conversion_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """`convert`'s options for Office and HTML inputs (converted to PDF by LibreOffice)."""
-    f = click.option(
-        "--keep-converted-pdf",
-        is_flag=True,
-        help="Office and HTML inputs: keep the PDF LibreOffice made as <stem>.converted.pdf.",
-    )(f)
-    return click.option(
-        "--convert-timeout",
-        type=click.FloatRange(min=0, min_open=True),
-        default=DEFAULT_CONVERT_TIMEOUT,
-        show_default=True,
-        metavar="SECONDS",
-        help="Office and HTML inputs: seconds LibreOffice may take to convert one to PDF.",
-    )(f)
-
-
-text_layer_option = click.option(
-    "--text-layer",
-    type=click.Choice(TEXT_LAYER_MODES),
-    default=DEFAULT_TEXT_LAYER,
-    show_default=True,
-    help="Use the PDF's own text. verify: check each text block against the PDF's text in its "
-    "box and record the agreement in <stem>.json (disagreeing blocks get a lower confidence; "
-    "the Markdown is unchanged); prefer: also take text blocks whose PDF text is trustworthy "
-    "from the file instead of decoding them (vllm and torch in fork mode; convert only); "
-    "off: neither.",
+engine_option = click.option(
+    "--engine-option",
+    "engine_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=parse_engine_options,
+    help="Engine setting, repeatable; VALUE is read as JSON when it parses, else as text. "
+    f"{registry.options_help()} Unknown options are an error.",
 )
+
+
+def decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """--no-fork, --no-mtp, --speculative-tokens, --max-tokens, --device, --dtype (the fields
+    of `EngineConfig`) and --engine-option, shared by convert and serve."""
+    names = ("fork", "mtp", "speculative_tokens", "max_tokens", "device", "dtype")
+    return flags(EngineConfig, *names)(engine_option(f))
 
 
 def fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:

@@ -9,9 +9,11 @@ from typing import Any
 import click
 
 from hpdparse import api
+from hpdparse.commands.flags import flags
 from hpdparse.commands.options import LOCATION, storage_options_option, use_storage
 from hpdparse.errors import HpdparseError
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE
+from hpdparse.runner.settings import ConvertSettings
 
 
 @click.command(epilog="Exit codes: 0 all pages written; 1 some problem (each one is printed).")
@@ -24,7 +26,7 @@ from hpdparse.review.page_images import DEFAULT_MAX_SIDE
     "are copied into and the review pages written to.",
 )
 @storage_options_option
-@click.option("--password", help="Password of encrypted sources (for the page images).")
+@flags(ConvertSettings, "password", password="Password of encrypted sources (for the page images).")
 @click.option(
     "--image-size",
     type=click.IntRange(200, 5000),

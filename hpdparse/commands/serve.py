@@ -8,23 +8,19 @@ from typing import Any
 
 import click
 
+from hpdparse.commands.flags import flags, values
 from hpdparse.commands.options import decode_options, fail
 from hpdparse.engines import registry
-from hpdparse.engines.base import EngineConfig
+from hpdparse.engines.options import EngineConfig
 from hpdparse.errors import HpdparseError
-from hpdparse.hpd.protocol import DEFAULT_MODEL
-from hpdparse.runner.settings import DEFAULT_BATCH_SIZE
+from hpdparse.runner.settings import ConvertSettings
 from hpdparse.serve import settings as serve_settings
 from hpdparse.serve.settings import ServeSettings, api_keys_from
+from hpdparse.settings import Keywords
 
 
 @click.command()
-@click.option(
-    "--model",
-    default=DEFAULT_MODEL,
-    show_default=True,
-    help="Model to serve: a hub id or a local folder.",
-)
+@flags(EngineConfig, "model", model="Model to serve: a hub id or a local folder.")
 @click.option(
     "--engine",
     type=click.Choice(registry.LIVE_ENGINE_NAMES),
@@ -62,12 +58,8 @@ from hpdparse.serve.settings import ServeSettings, api_keys_from
     "--served-model-name",
     help="Model name clients send and GET /v1/models lists. Default: --model as given.",
 )
-@click.option(
-    "--batch-size",
-    type=click.IntRange(1, None),
-    default=DEFAULT_BATCH_SIZE,
-    show_default=True,
-    help="Pages decoded at once (in flight), across requests.",
+@flags(
+    ConvertSettings, "batch_size", batch_size="Pages decoded at once (in flight), across requests."
 )
 @click.option(
     "--max-queued",
@@ -133,9 +125,9 @@ def serve_command(**kw: Any) -> None:
     )
     if kw["verbose"]:
         logging.getLogger("hpdparse.serve").setLevel(logging.DEBUG)
-    server = HpdServer(
-        kw["engine"], _engine_config(kw), _serve_settings(kw), options=kw["engine_options"]
-    )
+    settings = _serve_settings(kw)
+    config = EngineConfig(**values(EngineConfig, kw))
+    server = HpdServer(kw["engine"], config, settings, options=kw["engine_options"])
     try:
         code = run_server(server, lambda line: click.echo(line))
     except (HpdparseError, ValueError, OSError) as exc:
@@ -145,19 +137,7 @@ def serve_command(**kw: Any) -> None:
     sys.exit(code)
 
 
-def _engine_config(kw: dict[str, Any]) -> EngineConfig:
-    return EngineConfig(
-        model=kw["model"],
-        fork=not kw["no_fork"],
-        mtp=not kw["no_mtp"],
-        speculative_tokens=kw["speculative_tokens"],
-        max_tokens=kw["max_tokens"],
-        device=kw["device"],
-        dtype=kw["dtype"],
-    )
-
-
-def _serve_settings(kw: dict[str, Any]) -> ServeSettings:
+def _serve_settings(kw: Keywords) -> ServeSettings:
     return ServeSettings(
         host=kw["host"],
         port=kw["port"],

@@ -16,31 +16,14 @@ from typing import Any, ClassVar
 
 from PIL import Image
 
-from hpdparse.engines.options import EngineOptions
+from hpdparse.engines.options import EngineConfig, EngineOptions
 from hpdparse.hpd.logprobs import PageLogprobs
-from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
 from hpdparse.hpd.protocol import FINISH_ERROR as FINISH_ERROR  # re-exported: PageResult's values
 from hpdparse.hpd.protocol import FINISH_LENGTH as FINISH_LENGTH
 from hpdparse.hpd.protocol import FINISH_STOP as FINISH_STOP
 from hpdparse.sources.text_layer import PageText
 
 CANCELLED = "cancelled"  # the error of a page dropped because its PageRequest.cancel was set
-
-
-@dataclass
-class EngineConfig:
-    """The settings every engine shares; each engine's own are its options class
-    (`Engine.options_class`, set with ``--engine-option``)."""
-
-    model: str = DEFAULT_MODEL
-    revision: str | None = None
-    fork: bool = True
-    mtp: bool = True
-    speculative_tokens: int = 6
-    max_tokens: int = DEFAULT_MAX_TOKENS
-    max_model_len: int = DEFAULT_MAX_MODEL_LEN
-    device: str | None = None
-    dtype: str | None = None
 
 
 @dataclass(frozen=True)

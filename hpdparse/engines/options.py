@@ -1,44 +1,64 @@
-"""Typed engine options: what ``--engine-option KEY=VALUE`` (or ``engine_options=`` in the
-Python API) may set, one dataclass per engine (``engines/<name>/options.py``).
+"""What configures an engine: `EngineConfig`, the settings every engine shares (``--model``,
+``--no-fork``, ``--max-tokens``...), and the typed engine options, what ``--engine-option
+KEY=VALUE`` (or ``engine_options=`` in the Python API) may set, one dataclass per engine
+(``engines/<name>/options.py``).
 
-A field made with `option()` carries a one-line help and an example for ``--help``. Values are
-checked when the dataclass is made and converted only where nothing is lost (an int where a
-number is wanted becomes a float; an int where text is wanted becomes its digits, since JSON
-reads ``api_key=123`` as a number), so a wrong type is a one-line EngineError naming the engine
-and the option, before any model is loaded. `EngineOptions.from_mapping` also rejects the keys
-an engine does not know; an engine that passes unknown keys on to a library (vllm's
-``EngineArgs``) names the field that collects them in ``PASSTHROUGH``.
+Fields are declared with `hpdparse.settings.setting()`: a one-line help, for engine options an
+example for ``--help``, and bounds. Engine options' values are checked when the dataclass is
+made and converted only where nothing is lost (an int where a number is wanted becomes a float;
+an int where text is wanted becomes its digits, since JSON reads ``api_key=123`` as a number),
+so a wrong type is a one-line EngineError naming the engine and the option, before any model is
+loaded. `EngineOptions.from_mapping` also rejects the keys an engine does not know; an engine
+that passes unknown keys on to a library (vllm's ``EngineArgs``) names the field that collects
+them in ``PASSTHROUGH``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import types
 import typing
 from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Literal, TypeVar
 
 from hpdparse.errors import EngineError
+from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
+from hpdparse.settings import field_types, setting, within
 
 _MISSING = dataclasses.MISSING
 Options = TypeVar("Options", bound="EngineOptions")
 
 
-def option(
-    default: Any,
-    help: str,
-    *,
-    example: str | None = None,
-    bound: Literal["positive", "non-negative"] | None = None,
-    settable: bool = True,
-) -> Any:
-    """A dataclass field with its help text. `bound` limits a number; `settable=False` makes a
-    field that ``--engine-option`` does not take (set by its own flag or from Python)."""
-    metadata = {"help": help, "example": example, "bound": bound, "settable": settable}
-    if isinstance(default, (dict, list)):
-        return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
-    return dataclasses.field(default=default, metadata=metadata)
+@dataclasses.dataclass
+class EngineConfig:
+    """The settings every engine shares; each engine's own are its options class
+    (`Engine.options_class`, set with ``--engine-option``)."""
+
+    model: str = setting(
+        DEFAULT_MODEL,
+        "Model: a hub id or a local folder (for openai: the served model name).",
+        flag="--model",
+    )
+    revision: str | None = None
+    fork: bool = setting(
+        True, "Plain decoding, without hierarchical forks.", flag="--no-fork", negate=True
+    )
+    mtp: bool = setting(
+        True, "No P-MTP speculative decoding (vllm, torch).", flag="--no-mtp", negate=True
+    )
+    speculative_tokens: int = setting(
+        6, "Draft tokens per P-MTP step.", flag="--speculative-tokens", low=1, high=32
+    )
+    max_tokens: int = setting(
+        DEFAULT_MAX_TOKENS, "Most tokens decoded for one page.", flag="--max-tokens", low=1
+    )
+    max_model_len: int = DEFAULT_MAX_MODEL_LEN
+    device: str | None = setting(
+        None, "torch device (cpu, cuda, cuda:1, mps); default: the best one.", flag="--device"
+    )
+    dtype: str | None = setting(
+        None, "Model dtype (bfloat16, float16, float32); default: per device.", flag="--dtype"
+    )
 
 
 @dataclasses.dataclass
@@ -53,7 +73,7 @@ class EngineOptions:
     PASSTHROUGH_HELP: ClassVar[str] = ""
 
     def __post_init__(self) -> None:
-        hints = _hints(type(self))
+        hints = field_types(type(self))
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             setattr(self, f.name, _convert(self.engine, f, hints[f.name], value))
@@ -136,11 +156,6 @@ def _and(items: list[str]) -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
 
 
-@functools.cache
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
-
-
 def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
     """`value` checked against the field's type (and bound), converted where that loses
     nothing; a one-line EngineError otherwise."""
@@ -149,11 +164,10 @@ def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
         return None
     for kind in allowed:
         converted = _as(kind, value)
-        if converted is not _MISSING and _within(converted, f.metadata.get("bound")):
+        if converted is not _MISSING and _within(converted, f.metadata):
             return converted
     raise EngineError(
-        f"{engine} engine: {f.name} must be {_describe(allowed, f.metadata.get('bound'))}, "
-        f"got {value!r:.80}"
+        f"{engine} engine: {f.name} must be {_describe(allowed, f.metadata)}, got {value!r:.80}"
     )
 
 
@@ -187,13 +201,11 @@ def _as(kind: Any, value: Any) -> Any:
     return _MISSING
 
 
-def _within(value: Any, bound: str | None) -> bool:
-    if bound is None or not isinstance(value, (int, float)):
-        return True
-    return value > 0 if bound == "positive" else value >= 0
+def _within(value: Any, metadata: Mapping[str, Any]) -> bool:
+    return not isinstance(value, (int, float)) or within(value, metadata)
 
 
-def _describe(allowed: list[Any], bound: str | None) -> str:
+def _describe(allowed: list[Any], metadata: Mapping[str, Any]) -> str:
     words = []
     for kind in allowed:
         if kind is type(None):
@@ -202,7 +214,9 @@ def _describe(allowed: list[Any], bound: str | None) -> str:
             words.append("one of " + ", ".join(str(c) for c in typing.get_args(kind)))
         elif kind is int or kind is float:
             noun = "integer" if kind is int else "number"
-            adjective = {"positive": "positive ", "non-negative": "non-negative "}.get(bound, "")
+            adjective = ""
+            if metadata.get("low") == 0:
+                adjective = "positive " if metadata.get("low_open") else "non-negative "
             words.append(f"{'an' if not adjective and kind is int else 'a'} {adjective}{noun}")
         else:
             words.append(

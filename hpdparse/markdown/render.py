@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from hpdparse.hpd.confidence import BlockScore, page_confidence
 from hpdparse.hpd.labels import ROLE_TITLE
@@ -22,7 +23,7 @@ from hpdparse.markdown.merge import merge_across_pages
 from hpdparse.markdown.records import PAGE_FAILED, DocumentRecord, PageRecord
 from hpdparse.markdown.tables import render_table
 from hpdparse.markdown.text import escape_block_start, render_inline
-from hpdparse.markdown.text_layer import DEFAULT_TEXT_LAYER, disagree_share, verify_page
+from hpdparse.markdown.text_layer import disagree_share, verify_page
 from hpdparse.markdown.units import (
     BARRIER,
     CODE,
@@ -36,6 +37,7 @@ from hpdparse.markdown.units import (
     TABLE,
     Unit,
 )
+from hpdparse.settings import TextLayerMode, setting
 from hpdparse.sources.text_layer import PageText
 
 FLAG_RENDER_ERROR = "render_error"  # a bug in the renderer: the page is only in the JSON
@@ -43,18 +45,77 @@ FLAG_RENDER_ERROR = "render_error"  # a bug in the renderer: the page is only in
 
 @dataclass
 class RenderOptions:
-    keep_headers: bool = False  # headers, footers, page numbers, side notes in the Markdown
-    images: bool = True  # crop figures/charts/seals and link them
-    table_format: str = "auto"  # gfm | html | auto (GFM unless the table has spans)
-    math: str = "dollar"  # dollar ($ $$) | latex (\( \) \[ \])
-    page_markers: bool = False  # <!-- page 3 --> before each page
-    merge_paragraphs: bool = True  # join a paragraph cut by a page break
-    merge_tables: bool = True  # join a table continued on the next page
-    docling: bool = False  # also write <stem>.docling.json (hpdparse.export.docling)
-    chunks: bool = False  # also write <stem>.chunks.jsonl (hpdparse.export.chunks)
-    chunk_tokens: int = 512  # the most tokens in a chunk (one larger block stays whole)
-    chunk_tokenizer: str | None = None  # Hugging Face id or folder; None: the offline default
-    text_layer: str = DEFAULT_TEXT_LAYER  # off | verify | prefer (markdown/text_layer.py)
+    """How a document is written: the Markdown options, the exports and the text layer check
+    (``convert`` and ``render`` take them). The fields' order is that of the saved state."""
+
+    keep_headers: bool = setting(
+        False,
+        "Keep page headers, footers, page numbers and side notes in the Markdown (they are "
+        "always in the JSON).",
+        flag="--keep-headers",
+    )
+    images: bool = setting(
+        True, "Do not crop figures into images/ nor link them.", flag="--no-images", negate=True
+    )
+    table_format: Literal["auto", "gfm", "html"] = setting(
+        "auto",
+        "Tables as GFM pipe tables, HTML, or auto (GFM unless cells span).",
+        flag="--table-format",
+    )
+    math: Literal["dollar", "latex"] = setting(
+        "dollar",
+        "Math delimiters: $...$ and $$...$$, or \\(...\\) and \\[...\\].",
+        flag="--math",
+    )
+    page_markers: bool = setting(
+        False, "Mark page starts with an HTML comment.", flag="--page-markers"
+    )
+    merge_paragraphs: bool = setting(
+        True,
+        "Do not join paragraphs split across pages.",
+        flag="--no-merge-paragraphs",
+        negate=True,
+    )
+    merge_tables: bool = setting(
+        True, "Do not join tables split across pages.", flag="--no-merge-tables", negate=True
+    )
+    docling: bool = setting(
+        False,
+        "Also write <stem>.docling.json: the document as a DoclingDocument (LangChain, "
+        "LlamaIndex, Haystack read it). Needs hpdparse[docling].",
+        flag="--docling",
+    )
+    chunks: bool = setting(
+        False,
+        "Also write <stem>.chunks.jsonl: chunks for retrieval with their headings, pages and "
+        "boxes. Needs hpdparse[docling].",
+        flag="--chunks",
+    )
+    chunk_tokens: int = setting(
+        512,
+        "Most tokens in a chunk (a single larger block is a chunk of its own).",
+        flag="--chunk-tokens",
+        low=1,
+    )
+    chunk_tokenizer: str | None = setting(
+        None,
+        "Count chunk tokens with this Hugging Face tokenizer (id or local folder); default: the "
+        "Tekken tokenizer mistral-common ships (works offline).",
+        flag="--chunk-tokenizer",
+        metavar="ID|DIR",
+    )
+    text_layer: TextLayerMode = setting(
+        TextLayerMode.VERIFY,
+        "Use the PDF's own text. verify: check each text block against the PDF's text in its "
+        "box and record the agreement in <stem>.json (disagreeing blocks get a lower "
+        "confidence; the Markdown is unchanged); prefer: also take text blocks whose PDF text "
+        "is trustworthy from the file instead of decoding them (vllm and torch in fork mode; "
+        "convert only); off: neither.",
+        flag="--text-layer",
+    )
+
+    def __post_init__(self) -> None:
+        self.text_layer = TextLayerMode(self.text_layer)  # ValueError: not a mode
 
 
 @dataclass
@@ -176,17 +237,12 @@ def _verify(
     return counts
 
 
+# The options the document JSON records (its "render_options"): the exports' are not there.
+_EXPORTS = ("docling", "chunks", "chunk_tokens", "chunk_tokenizer")
+
+
 def options_dict(options: RenderOptions) -> dict[str, Any]:
-    return {
-        "keep_headers": options.keep_headers,
-        "images": options.images,
-        "table_format": options.table_format,
-        "math": options.math,
-        "page_markers": options.page_markers,
-        "merge_paragraphs": options.merge_paragraphs,
-        "merge_tables": options.merge_tables,
-        "text_layer": options.text_layer,
-    }
+    return {k: v for k, v in dataclasses.asdict(options).items() if k not in _EXPORTS}
 
 
 def _assign_heading_levels(

@@ -12,8 +12,6 @@ from typing import Any
 from hpdparse.hpd.confidence import BlockScore
 from hpdparse.sources.text_layer import TEXT_ROLES, PageText, box_text, similarity
 
-TEXT_LAYER_MODES = ("off", "verify", "prefer")
-DEFAULT_TEXT_LAYER = "verify"
 AGREE = 0.9  # a block agrees with its trusted text layer at this similarity or above
 
 

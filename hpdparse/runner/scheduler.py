@@ -47,8 +47,9 @@ from hpdparse.runner.plan import finished_earlier
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import PageJob, ReadAhead
 from hpdparse.runner.save_page import raw_page_of
-from hpdparse.runner.settings import TEXT_LAYER_PREFER, ConvertSettings, text_layer_info
+from hpdparse.runner.settings import ConvertSettings, text_layer_info
 from hpdparse.runner.workers import PreparedPage, WorkerPool
+from hpdparse.settings import TextLayerMode
 from hpdparse.sources.office import use_conversion_folder
 from hpdparse.store.concurrent_writes import ConcurrentWrites
 from hpdparse.store.document_folder import raw_page_files
@@ -174,7 +175,7 @@ class Converter:
             s.password,
             s.read_ahead_count(),
             s.rasterize_timeout,
-            text_layer=self._info.text_layer == TEXT_LAYER_PREFER,
+            text_layer=self._info.text_layer == TextLayerMode.PREFER,
         )
         for job, prepared in read_ahead.pages(self._page_jobs()):
             doc = job.owner

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar, Literal
 
-from hpdparse.engines.options import EngineOptions, option
+from hpdparse.engines.options import EngineOptions
+from hpdparse.settings import setting
 
 
 @dataclass
@@ -14,7 +15,7 @@ class TorchOptions(EngineOptions):
 
     engine: ClassVar[str] = "torch"
 
-    schedule: Literal["concurrent", "serial"] = option(
+    schedule: Literal["concurrent", "serial"] = setting(
         "concurrent",
         "one branch per page at a time; the same text",
         example="schedule=serial",

@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, ClassVar, Literal
 
-from hpdparse.engines.options import EngineOptions, option
+from hpdparse.engines.options import EngineOptions
+from hpdparse.settings import setting
 
 DEFAULT_CPU_KV_CACHE_GIB = 2.0
 # Admission control: pull a new page only while the requests waiting in vLLM's scheduler hold
@@ -38,36 +39,39 @@ class VllmOptions(EngineOptions):
         "any vLLM EngineArgs field (max_num_seqs=256, gpu_memory_utilization=0.8)"
     )
 
-    max_waiting: int | None = option(
+    max_waiting: int | None = setting(
         DEFAULT_MAX_WAITING,
         "requests waiting in vLLM before no new page enters; null (default): no count limit",
         example="max_waiting=8",
-        bound="positive",
+        low=0,
+        low_open=True,
     )
-    max_waiting_tokens: int | None = option(
+    max_waiting_tokens: int | None = setting(
         None,
         "prompt tokens waiting in vLLM before no new page enters; null (default): twice "
         "max_num_batched_tokens",
         example="max_waiting_tokens=32768",
-        bound="positive",
+        low=0,
+        low_open=True,
     )
-    engine_core: Literal["inline", "process"] = option(
+    engine_core: Literal["inline", "process"] = setting(
         DEFAULT_ENGINE_CORE,
         "where vLLM's engine core runs: inline (in this process, one thread) or process (its own "
         "process, vLLM's default: scheduling and the model overlap hpdparse's own work)",
         example="engine_core=process",
     )
-    kv_cache_gib: float = option(
+    kv_cache_gib: float = setting(
         DEFAULT_CPU_KV_CACHE_GIB,
         "GiB of KV cache on CPU",
         example="kv_cache_gib=8",
-        bound="positive",
+        low=0,
+        low_open=True,
     )
-    logprobs: bool = option(
+    logprobs: bool = setting(
         True,
         "keep each chosen token's log-probability (the confidence scores); false: confidence null",
         example="logprobs=false",
     )
-    engine_args: dict[str, Any] = option(
+    engine_args: dict[str, Any] = setting(
         {}, "vLLM EngineArgs fields, passed through unchanged", settable=False
     )

@@ -45,8 +45,9 @@ from hpdparse.runner.ray.units import (
     cut_units,
 )
 from hpdparse.runner.ray.watch import ActorWatch, StallWatch
-from hpdparse.runner.settings import TEXT_LAYER_PREFER, ConvertSettings
+from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
+from hpdparse.settings import TextLayerMode
 from hpdparse.store.output_store import open_output_store
 from hpdparse.store.report import ActorReport, ClusterReport, RunReport
 
@@ -106,7 +107,7 @@ class RayConverter:
         try:
             self._engine.open()
             self._info = self._engine.info
-            if self.settings.render_options.text_layer == TEXT_LAYER_PREFER:
+            if self.settings.render_options.text_layer == TextLayerMode.PREFER:
                 self.progress.warning(
                     "--text-layer prefer is not supported with --ray yet; the run verifies instead"
                 )

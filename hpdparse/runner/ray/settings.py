@@ -1,5 +1,5 @@
 """The settings of a `--ray` run (on top of `ConvertSettings`): where the cluster is and how the
-work is cut and spread. No Ray import here."""
+work is cut and spread, with the flags of those the command line sets. No Ray import here."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from hpdparse.errors import EngineError
+from hpdparse.settings import setting
 
 RAY_LOCAL = "local"
 """Start a Ray cluster on this machine for the run (every GPU of this machine)."""
@@ -39,8 +40,22 @@ class RaySettings:
     """How a `--ray` run uses the cluster."""
 
     address: str = RAY_LOCAL  # RAY_LOCAL, RAY_AUTO, ray://host:port or host:port
-    actors: int = 0  # engine actors; 0: one per GPU, or one per cpus_per_actor CPUs
-    cpus_per_actor: float = DEFAULT_CPUS_PER_ACTOR
+    actors: int = setting(
+        0,
+        "With --ray: engine actors (each holds --batch-size pages in flight). Default: one per "
+        "GPU of the cluster, or one per --ray-cpus-per-actor CPUs on a cluster without GPUs.",
+        flag="--ray-actors",
+        low=0,
+        show_default=False,
+    )
+    cpus_per_actor: float = setting(
+        DEFAULT_CPUS_PER_ACTOR,
+        "With --ray: CPUs each engine actor reserves, for its engine and its rasterizer "
+        "processes. Default: 2.",
+        flag="--ray-cpus-per-actor",
+        low=0.01,
+        show_default=False,
+    )
     unit_pages: int = DEFAULT_UNIT_PAGES
     unit_attempts: int = DEFAULT_UNIT_ATTEMPTS
     hang_seconds: float = DEFAULT_HANG_SECONDS

@@ -1,0 +1,91 @@
+"""Click options made from the settings' declarations (`hpdparse.settings.setting`): a field
+declared with a flag becomes one option with its help, type, bounds, choices and default, under
+the field's own name, so `values` hands the command's keywords back as field values."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import functools
+import typing
+from collections.abc import Callable
+from typing import Any, Literal
+
+import click
+
+from hpdparse.settings import Keywords, field_types
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def flags(settings: type, *names: str, **help: str) -> Decorator:
+    """The options of fields `names` of the dataclass `settings`, in that order in ``--help``;
+    `help` replaces a field's help text for this command (by field name)."""
+
+    def decorate(f: Callable[..., Any]) -> Callable[..., Any]:
+        for name in reversed(names):
+            f = _option(settings, name, help.get(name))(f)
+        return f
+
+    return decorate
+
+
+def values(settings: type, kw: Keywords) -> Keywords:
+    """Take the fields of `settings` out of a command's keywords, as field values (a negated
+    flag such as ``--no-fork`` turned back into ``fork``)."""
+    taken = {}
+    for f in dataclasses.fields(settings):
+        if f.name in kw:
+            value = kw.pop(f.name)
+            taken[f.name] = not value if f.metadata.get("negate") else value
+    return taken
+
+
+def _option(settings: type, name: str, help: str | None) -> Decorator:
+    field = {f.name: f for f in dataclasses.fields(settings)}[name]
+    meta = field.metadata
+    default = field.default
+    kwargs: Keywords = {
+        "help": help or meta["help"],
+        "show_default": meta["show_default"],
+        "metavar": meta["metavar"],
+    }
+    kind = _kind(field_types(settings)[name])
+    if kind is bool:
+        default = not default if meta["negate"] else default
+        return click.option(meta["flag"], name, is_flag=True, default=default, **kwargs)
+    choices = _choices(kind)
+    if choices:
+        kwargs["type"] = click.Choice(choices)
+        default = str(default)
+    elif kind in (int, float) and (meta["low"] is not None or meta["high"] is not None):
+        number_range = click.IntRange if kind is int else click.FloatRange
+        kwargs["type"] = number_range(meta["low"], meta["high"], min_open=meta["low_open"])
+    if meta["parse"] is not None:
+        kwargs["callback"] = functools.partial(_parse, meta["parse"])
+        default = None
+    return click.option(meta["flag"], name, default=default, **kwargs)
+
+
+def _parse(
+    parse: Callable[[Any], Any], ctx: click.Context, param: click.Parameter, text: Any
+) -> Any:
+    try:
+        return parse(text)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc)) from None
+
+
+def _choices(kind: Any) -> list[str]:
+    """The values a `Literal` or an enum allows, as the command line writes them."""
+    if typing.get_origin(kind) is Literal:
+        return [str(c) for c in typing.get_args(kind)]
+    if isinstance(kind, type) and issubclass(kind, enum.Enum):
+        return [str(member.value) for member in kind]
+    return []
+
+
+def _kind(hint: Any) -> Any:
+    """The type of a field, `X | None` read as X."""
+    members = [a for a in typing.get_args(hint) if a is not type(None)]
+    return members[0] if typing.get_origin(hint) is not None and len(members) == 1 else hint
