@@ -12,13 +12,13 @@ from docling_core.types.doc import DocItem, DocItemLabel
 
 from hpdparse.export.chunker import Chunk, FastChunker, Unsupported
 from hpdparse.export.docling import DoclingExport
-from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
+from hpdparse.export.pages import Frame
 from hpdparse.export.tokenizers import joined_counter, load_tokenizer, token_counter
+from hpdparse.hpd.stream import Block, BlockRef
 
 
 def chunk_records(
     export: DoclingExport,
-    document_json: dict[str, Any],
     max_tokens: int,
     tokenizer: str | None = None,
     *,
@@ -35,9 +35,7 @@ def chunk_records(
         from hpdparse.export.docling_chunker import hybrid_chunks
 
         chunks = hybrid_chunks(export.document, max_tokens, tokenizer)
-    stem = document_json["stem"]
-    pages = page_geometries(document_json) if export.pages is None else export.pages
-    blocks = blocks_by_ref(document_json) if export.blocks is None else export.blocks
+    stem, pages, blocks = export.document.name, export.pages, export.blocks
     records = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
@@ -79,10 +77,10 @@ def _fast_chunks(
 
 
 def _block_entry(
-    ref: BlockRef, blocks: dict[BlockRef, dict[str, Any]], pages: dict[int, PageGeometry]
+    ref: BlockRef, blocks: dict[BlockRef, Block], pages: dict[int, Frame]
 ) -> dict[str, Any]:
-    block = blocks.get(ref, {})
-    grid = block.get("bbox")
+    block = blocks.get(ref)
+    grid = list(block.bbox) if block is not None and block.bbox else None
     page = pages.get(ref.page)
     box = page.box(grid) if grid and page is not None else None
     return {
@@ -91,7 +89,8 @@ def _block_entry(
         "bbox": grid,
         "box": [round(v, 2) for v in box] if box else None,
         "unit": None if page is None else ("pt" if page.in_points else "px"),
-        "confidence": block.get("confidence"),  # null in a run without log-probabilities
+        # null in a run without log-probabilities
+        "confidence": block.confidence if block is not None else None,
     }
 
 
