@@ -121,10 +121,9 @@ class Block:
 @dataclass
 class ParsedPage:
     """A page's blocks and flags as `parse_page` reads them; the renderer adds the page's facts
-    from its record, its confidence and text layer check: what <stem>.json says of the page."""
+    from its record, its confidence and text layer check: what <stem>.json says of the page, field
+    by field in the JSON's order."""
 
-    blocks: list[Block]
-    flags: list[str] = field(default_factory=list)
     number: int = 0  # 1-based
     label: str | None = None  # the PDF's page label
     status: str = "ok"  # ok | failed
@@ -139,8 +138,10 @@ class ParsedPage:
     output_tokens: int = 0
     seconds: float = 0.0
     stats: dict[str, int | float] = field(default_factory=dict)
+    flags: list[str] = field(default_factory=list)
     confidence: float | None = None  # 4 places; None when not scored
     text_layer: TextLayerCounts | None = None  # None: not checked
+    blocks: list[Block] = field(default_factory=list)
 
 
 def parse_page(raw: str, finish_reason: str | None = None) -> ParsedPage:
@@ -151,7 +152,8 @@ def parse_page(raw: str, finish_reason: str | None = None) -> ParsedPage:
     except Exception:
         text = valid_text(str(raw)).strip()
         blocks = [Block(0, "", "text", None, text, [FLAG_NO_HEADER])] if text else []
-        return ParsedPage(blocks, [FLAG_PARSE_ERROR] + ([] if blocks else [FLAG_EMPTY]))
+        flags = [FLAG_PARSE_ERROR] + ([] if blocks else [FLAG_EMPTY])
+        return ParsedPage(flags=flags, blocks=blocks)
 
 
 def valid_text(text: str) -> str:
@@ -201,7 +203,7 @@ def _parse(raw: str, finish_reason: str | None) -> ParsedPage:
     for flag in (FLAG_REPETITION, FLAG_LEAKED_TOKENS, FLAG_BAD_BOX):
         if any(flag in b.flags for b in blocks):
             page_flags.append(flag)
-    return ParsedPage(blocks, page_flags)
+    return ParsedPage(flags=page_flags, blocks=blocks)
 
 
 def _parse_block(part: str, index: int) -> Block:

@@ -48,33 +48,17 @@ def document_json(
         "render_options": render_options,
         "pages": [page_json(page) for page in pages],
         "merges": [
-            {"kind": m.kind, "first": _ref(m.first), "second": _ref(m.second)} for m in merges
+            {"kind": m.kind, "first": m.first._asdict(), "second": m.second._asdict()}
+            for m in merges
         ],
     }
 
 
 def page_json(page: ParsedPage) -> dict[str, Any]:
-    text_layer = page.text_layer
-    return {
-        "number": page.number,
-        "label": page.label,
-        "status": page.status,
-        "error": page.error,
-        "finish_reason": page.finish_reason,
-        "width_px": page.width_px,
-        "height_px": page.height_px,
-        "width_pt": page.width_pt,
-        "height_pt": page.height_pt,
-        "dpi": page.dpi,
-        "prompt_tokens": page.prompt_tokens,
-        "output_tokens": page.output_tokens,
-        "seconds": page.seconds,
-        "stats": dict(page.stats),
-        "flags": list(page.flags),
-        "confidence": page.confidence,
-        "text_layer": dataclasses.asdict(text_layer) if text_layer is not None else None,
-        "blocks": [block_json(block) for block in page.blocks],
-    }
+    data = {f.name: getattr(page, f.name) for f in dataclasses.fields(page)}
+    data["text_layer"] = dataclasses.asdict(page.text_layer) if page.text_layer else None
+    data["blocks"] = [block_json(block) for block in page.blocks]
+    return data
 
 
 def block_json(block: Block) -> dict[str, Any]:
@@ -87,74 +71,50 @@ def block_json(block: Block) -> dict[str, Any]:
         "text": block.text,
         "flags": block.flags,
     }
-    for key, name in _TIES:
-        value = getattr(block, name)
-        if value is not None:
-            data[key] = value
+    data.update((key, v) for key, name in _TIES if (v := getattr(block, name)) is not None)
     if block.text_check is not None:
         data["text_layer"] = dataclasses.asdict(block.text_check)
     figures = block.score.to_json() if block.score is not None else None
     data["confidence"] = figures.pop("confidence") if figures else None
     data["confidence_figures"] = figures
     if block.continues is not None:
-        data["continues"] = _ref(block.continues)
+        data["continues"] = block.continues._asdict()
     if block.continued_by:
-        data["continued_by"] = [_ref(ref) for ref in block.continued_by]
+        data["continued_by"] = [ref._asdict() for ref in block.continued_by]
     if block.level is not None:
         data["level"] = block.level
     return data
 
 
-def _ref(ref: BlockRef) -> dict[str, int]:
-    return {"page": ref.page, "block": ref.block}
-
-
 def page_from_json(data: Mapping[str, Any]) -> ParsedPage:
-    """A page of a <stem>.json read back (what `page_json` wrote; keys missing from an older file
-    take their defaults)."""
-    text_layer = data.get("text_layer")
-    return ParsedPage(
-        blocks=[_block_from_json(block) for block in data.get("blocks") or []],
-        flags=[str(flag) for flag in data.get("flags") or []],
-        number=int(data["number"]),
-        label=data.get("label"),
-        status=data.get("status") or "ok",
-        error=data.get("error"),
-        finish_reason=data.get("finish_reason"),
-        width_px=data.get("width_px") or 0,
-        height_px=data.get("height_px") or 0,
-        width_pt=data.get("width_pt"),
-        height_pt=data.get("height_pt"),
-        dpi=data.get("dpi"),
-        prompt_tokens=data.get("prompt_tokens") or 0,
-        output_tokens=data.get("output_tokens") or 0,
-        seconds=data.get("seconds") or 0.0,
-        stats=dict(data.get("stats") or {}),
-        confidence=data.get("confidence"),
-        text_layer=TextLayerCounts(**text_layer) if text_layer else None,
-    )
+    """A page of a <stem>.json read back (what `page_json` wrote; what an older file lacks takes
+    its default)."""
+    names = {f.name for f in dataclasses.fields(ParsedPage)}
+    page = ParsedPage(**{key: value for key, value in data.items() if key in names})
+    page.blocks = [_block_from_json(block) for block in page.blocks]  # type: ignore[arg-type]
+    page.text_layer = TextLayerCounts(**page.text_layer) if page.text_layer else None  # type: ignore[arg-type]
+    return page
 
 
 def _block_from_json(data: Mapping[str, Any]) -> Block:
     bbox, bbox_px = data.get("bbox"), data.get("bbox_px")
-    # a table's text is its `html`: the model's own is not written
     block = Block(
-        index=int(data["index"]),
-        label=str(data.get("label") or ""),
-        role=str(data.get("role") or "text"),
-        bbox=tuple(bbox) if bbox and len(bbox) == 4 else None,  # type: ignore[arg-type]
-        content=data.get("text"),
-        flags=[str(flag) for flag in data.get("flags") or []],
-        bbox_px=tuple(bbox_px) if bbox_px and len(bbox_px) == 4 else None,  # type: ignore[arg-type]
+        index=data["index"],
+        label=data.get("label") or "",
+        role=data.get("role") or "text",
+        bbox=tuple(bbox) if bbox else None,  # type: ignore[arg-type]
+        content=data.get("text"),  # a table's is in `html`
+        flags=data.get("flags") or [],
+        bbox_px=tuple(bbox_px) if bbox_px else None,  # type: ignore[arg-type]
+        level=data.get("level"),
     )
     for key, name in _TIES:
         setattr(block, name, data.get(key))
     if data.get("text_layer"):
         block.text_check = TextCheck(**data["text_layer"])
-    if data.get("confidence") is not None and data.get("confidence_figures"):
+    if data.get("confidence_figures"):
         block.score = BlockScore(confidence=data["confidence"], **data["confidence_figures"])
     if data.get("continues"):
         block.continues = BlockRef(**data["continues"])
     block.continued_by = [BlockRef(**ref) for ref in data.get("continued_by") or []]
-    block.level = data.get("level")
     return block

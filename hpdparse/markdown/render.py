@@ -130,7 +130,7 @@ def _render(
             units.append(
                 Unit(BARRIER, page.number, None, text=f"page {page.number} failed: {reason}")
             )
-            pages.append(_with_facts(ParsedPage([]), page))
+            pages.append(_with_facts(ParsedPage(), page))
             continue
         geometry = page.geometry
         for block in parsed.blocks:

@@ -29,20 +29,6 @@ PLACEHOLDER_SIZE = (1000, 1414)  # a page whose size is unknown (failed, no sour
 
 
 @dataclass
-class BoxView:
-    ref: str
-    role: str  # css class
-    x: int
-    y: int
-    width: int
-    height: int
-    index: int
-    container: bool
-    confidence: str = "conf-none"  # css class: conf-low, conf-mid, conf-high, conf-none
-    confidence_text: str = ""
-
-
-@dataclass
 class BlockView:
     ref: str
     role: str  # css class
@@ -53,9 +39,10 @@ class BlockView:
     notes: list[Markup]
     flags: list[str]
     furniture: bool
-    boxed: bool
-    confidence: str = "conf-none"
+    container: bool
+    confidence: str = "conf-none"  # css class: conf-low, conf-mid, conf-high, conf-none
     confidence_text: str = ""
+    box: tuple[int, int, int, int] | None = None  # x, y, width, height on the page image
 
 
 @dataclass
@@ -69,7 +56,6 @@ class PageView:
     width: int
     height: int
     image: str | None
-    boxes: list[BoxView] = field(default_factory=list)
     blocks: list[BlockView] = field(default_factory=list)
     raw: str | None = None
 
@@ -166,35 +152,20 @@ def _block_views(doc_dir: Path, page: ParsedPage, keep_headers: bool) -> list[Bl
                 notes=_notes(block, keep_headers),
                 flags=block.flags,
                 furniture=role in PAGE_FURNITURE,
-                boxed=block.bbox_px is not None,
+                container=is_container(block),
                 confidence=confidence_class(block.confidence),
                 confidence_text=confidence_text(block.confidence),
+                box=_box(block.bbox_px),
             )
         )
     return views
 
 
-def _box_views(page: ParsedPage) -> list[BoxView]:
-    boxes = []
-    for block in page.blocks:
-        if block.bbox_px is None:
-            continue
-        x1, y1, x2, y2 = (int(v) for v in block.bbox_px)
-        boxes.append(
-            BoxView(
-                f"p{page.number}-{block.index}",
-                css_class(block.role),
-                x1,
-                y1,
-                max(x2 - x1, 1),
-                max(y2 - y1, 1),
-                block.index,
-                is_container(block),
-                confidence_class(block.confidence),
-                confidence_text(block.confidence),
-            )
-        )
-    return boxes
+def _box(bbox_px: tuple[int, int, int, int] | None) -> tuple[int, int, int, int] | None:
+    if bbox_px is None:
+        return None
+    x1, y1, x2, y2 = bbox_px
+    return x1, y1, max(x2 - x1, 1), max(y2 - y1, 1)
 
 
 def _facts(page: ParsedPage) -> str:
@@ -255,7 +226,6 @@ def page_views(
                 width,
                 height,
                 image.data_url if image else None,
-                _box_views(page),
                 _block_views(doc.doc_dir, page, shown.keep_headers),
                 _raw_text(doc.folder, number),
             )
