@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 from docling_core.types.doc import DocItem, DocItemLabel
 
@@ -17,13 +17,37 @@ from hpdparse.export.tokenizers import joined_counter, load_tokenizer, token_cou
 from hpdparse.hpd.stream import Block, BlockRef
 
 
+class ChunkBlock(TypedDict):
+    """A block a chunk's text comes from, where it is on its page."""
+
+    page: int
+    block: int
+    bbox: list[int] | None  # 0-1000 grid
+    box: list[float] | None  # in `unit`s, origin top left
+    unit: str | None  # "pt" or "px"
+    confidence: float | None  # null in a run without log-probabilities
+
+
+class ChunkRecord(TypedDict):
+    """A line of `<stem>.chunks.jsonl`."""
+
+    id: str
+    text: str
+    headings: list[str]
+    tokens: int
+    oversize: bool
+    pages: list[int]
+    blocks: list[ChunkBlock]
+    docling_refs: list[str]
+
+
 def chunk_records(
     export: DoclingExport,
     max_tokens: int,
     tokenizer: str | None = None,
     *,
     docling_chunker: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[ChunkRecord]:
     """The chunks of one document, as the JSON objects of `<stem>.chunks.jsonl`. Made by our
     chunker (`chunker.py`), identical to docling-core's HybridChunker and much faster; by
     HybridChunker itself with `docling_chunker` or where ours does not apply."""
@@ -36,7 +60,7 @@ def chunk_records(
 
         chunks = hybrid_chunks(export.document, max_tokens, tokenizer)
     stem, pages, blocks = export.document.name, export.pages, export.blocks
-    records = []
+    records: list[ChunkRecord] = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
         # each block once, in order
@@ -78,7 +102,7 @@ def _fast_chunks(
 
 def _block_entry(
     ref: BlockRef, blocks: dict[BlockRef, Block], pages: dict[int, Frame]
-) -> dict[str, Any]:
+) -> ChunkBlock:
     block = blocks.get(ref)
     grid = list(block.bbox) if block is not None and block.bbox else None
     page = pages.get(ref.page)
@@ -89,7 +113,6 @@ def _block_entry(
         "bbox": grid,
         "box": [round(v, 2) for v in box] if box else None,
         "unit": None if page is None else ("pt" if page.in_points else "px"),
-        # null in a run without log-probabilities
         "confidence": block.confidence if block is not None else None,
     }
 
@@ -112,5 +135,5 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
     return owned
 
 
-def chunks_jsonl(records: list[dict[str, Any]]) -> str:
+def chunks_jsonl(records: list[ChunkRecord]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

@@ -131,7 +131,7 @@ class _Builder:
         elif kind == FIGURE:
             self._figure(unit)
         elif kind == CODE:
-            language = _LANGUAGES.get(str(unit.extra.get("language", "")).lower())
+            language = _LANGUAGES.get(unit.language.lower())
             fields = {"code_language": language} if language else {}
             prov = self._provenance(unit, unit.text)
             item = append_text(self.doc, CodeItem, unit.text, prov, **fields)
@@ -173,7 +173,7 @@ class _Builder:
 
     def _list(self, unit: Unit) -> None:
         group = append_list_group(self.doc)
-        item_blocks = unit.extra.get("item_blocks") or [unit.block] * len(unit.items)
+        item_blocks = unit.item_blocks or [unit.block] * len(unit.items)
         for text, block in zip(unit.items, item_blocks, strict=False):
             marker, body = item_parts(text, unit.ordered)
             body = plain(body)

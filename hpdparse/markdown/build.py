@@ -81,8 +81,7 @@ class PageBuilder:
                 continue
             if i in bullet_runs:
                 texts = [join_lines(blocks[j].content or "") for j in bullet_runs[i]]
-                unit = self._add(LIST, block, items=texts, role=ROLE_LIST)
-                unit.extra["item_blocks"] = bullet_runs[i]
+                self._add(LIST, block, items=texts, role=ROLE_LIST, item_blocks=bullet_runs[i])
             elif block.role == ROLE_LIST:
                 self._list(block, [blocks[j] for j in list_items.get(i, [])])
             elif block.role == ROLE_FIGURE:
@@ -103,8 +102,7 @@ class PageBuilder:
                     self._add(HEADING, block, text=text, level=0 if block.role == ROLE_TITLE else 1)
             elif block.role == ROLE_CODE:
                 language, code = _unfence(block.content)
-                unit = self._add(CODE, block, text=code)
-                unit.extra["language"] = language
+                self._add(CODE, block, text=code, language=language)
             else:
                 self._paragraph(block)
 
@@ -212,8 +210,8 @@ class PageBuilder:
         pairs = [(t, i) for t, i in pairs if t and not is_sentinel(t)]
         if pairs:
             texts = [t for t, _ in pairs]
-            unit = self._add(LIST, block, items=texts, ordered=is_ordered(texts))
-            unit.extra["item_blocks"] = [i for _, i in pairs]  # the block of each item
+            item_blocks = [i for _, i in pairs]
+            self._add(LIST, block, items=texts, ordered=is_ordered(texts), item_blocks=item_blocks)
 
     def _figure(self, block: Block, caption: Block | None) -> None:
         caption_text = join_lines(caption.content or "") if caption is not None else ""

@@ -255,7 +255,7 @@ def _unit_markdown(unit: Unit, options: RenderOptions, dollar: bool) -> str:
         link = f"![]({unit.image})"
         return f"{link}\n\n{caption}" if caption else link
     if kind == CODE:
-        return _code_fence(unit.text, unit.extra.get("language", ""))
+        return _code_fence(unit.text, unit.language)
     if kind == FURNITURE:
         return escape_block_start(render_inline(unit.text, dollar)) if options.keep_headers else ""
     if kind in (COMMENT, BARRIER):

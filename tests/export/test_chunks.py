@@ -135,7 +135,7 @@ def test_heading_paths_are_the_markdown_headings_above(name: str) -> None:
             stack = {level: text for level, text in stack.items() if level < unit.level}
             stack[unit.level] = unit.text
         elif unit.kind in BODY_KINDS:
-            for block in [unit.block, *unit.extra.get("item_blocks", [])]:
+            for block in [unit.block, *unit.item_blocks]:
                 path_at.setdefault(BlockRef(unit.page, block), [stack[k] for k in sorted(stack)])
     for record in records(name, 64):
         first = chunk_refs(record)[0]
