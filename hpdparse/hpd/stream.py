@@ -91,7 +91,8 @@ class Block:
     content: str | None  # None: no <CHILD> (image, list container...) or a "no text" sentence
     flags: list[str] = field(default_factory=list)
     bbox_px: tuple[int, int, int, int] | None = None  # the box in pixels of the page image
-    # How the renderer tied it to other blocks (block indices on the same page); None: not tied
+    # What the renderer tied to it (indices of blocks on the same page), in <stem>.json's order;
+    # None: not tied
     container_of: int | None = None  # a figure around the figure block `container_of`
     in_list: int | None = None  # an item of this list container block
     items: list[int] | None = None  # a list container: its item blocks

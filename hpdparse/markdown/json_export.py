@@ -15,19 +15,11 @@ from hpdparse.markdown.records import DocumentRecord
 
 SCHEMA_VERSION = 1
 
-# Block keys written only when set: (JSON key, Block attribute), in the order of the JSON
-_TIES = (
-    ("container_of", "container_of"),
-    ("list", "in_list"),
-    ("items", "items"),
-    ("image", "image"),
-    ("caption", "caption"),
-    ("caption_of", "caption_of"),
-    ("html", "html"),
-    ("number", "number"),
-    ("latex", "latex"),
-    ("tag", "tag"),
-)
+# Block's ties to other blocks, written only when set, in the record's order (the JSON's); each
+# under its own name but one
+_NAMES = [f.name for f in dataclasses.fields(Block)]
+_TIES = _NAMES[_NAMES.index("container_of") : _NAMES.index("tag") + 1]
+_KEYS = {"in_list": "list"}
 
 
 def document_json(
@@ -71,7 +63,9 @@ def block_json(block: Block) -> dict[str, Any]:
         "text": block.text,
         "flags": block.flags,
     }
-    data.update((key, v) for key, name in _TIES if (v := getattr(block, name)) is not None)
+    data.update(
+        (_KEYS.get(name, name), v) for name in _TIES if (v := getattr(block, name)) is not None
+    )
     if block.text_check is not None:
         data["text_layer"] = dataclasses.asdict(block.text_check)
     figures = block.score.to_json() if block.score is not None else None
@@ -108,8 +102,8 @@ def _block_from_json(data: Mapping[str, Any]) -> Block:
         bbox_px=tuple(bbox_px) if bbox_px else None,  # type: ignore[arg-type]
         level=data.get("level"),
     )
-    for key, name in _TIES:
-        setattr(block, name, data.get(key))
+    for name in _TIES:
+        setattr(block, name, data.get(_KEYS.get(name, name)))
     if data.get("text_layer"):
         block.text_check = TextCheck(**data["text_layer"])
     if data.get("confidence_figures"):

@@ -183,20 +183,13 @@ def _as_parsed(block: Block) -> Block:
 def _with_facts(parsed: ParsedPage, page: PageRecord) -> ParsedPage:
     """`parsed` given the facts of its page's record: number, status, geometry, decoding."""
     geometry, decode = page.geometry, page.decode
-    parsed.number, parsed.label = page.number, geometry.label
-    parsed.status, parsed.error, parsed.finish_reason = (
-        page.status,
-        page.error,
-        decode.finish_reason,
-    )
+    parsed.number, parsed.status, parsed.error = page.number, page.status, page.error
+    parsed.label, parsed.dpi = geometry.label, geometry.dpi
     parsed.width_px, parsed.height_px = geometry.width_px, geometry.height_px
-    parsed.width_pt, parsed.height_pt, parsed.dpi = (
-        geometry.width_pt,
-        geometry.height_pt,
-        geometry.dpi,
-    )
+    parsed.width_pt, parsed.height_pt = geometry.width_pt, geometry.height_pt
+    parsed.finish_reason, parsed.seconds = decode.finish_reason, decode.seconds
     parsed.prompt_tokens, parsed.output_tokens = decode.prompt_tokens, decode.output_tokens
-    parsed.seconds, parsed.stats = decode.seconds, decode.stats
+    parsed.stats = decode.stats
     return parsed
 
 
