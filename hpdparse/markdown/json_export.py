@@ -83,11 +83,13 @@ def block_json(block: Block) -> dict[str, Any]:
 def page_from_json(data: Mapping[str, Any]) -> ParsedPage:
     """A page of a <stem>.json read back (what `page_json` wrote; what an older file lacks takes
     its default)."""
-    names = {f.name for f in dataclasses.fields(ParsedPage)}
-    page = ParsedPage(**{key: value for key, value in data.items() if key in names})
-    page.blocks = [_block_from_json(block) for block in page.blocks]  # type: ignore[arg-type]
-    page.text_layer = TextLayerCounts(**page.text_layer) if page.text_layer else None  # type: ignore[arg-type]
-    return page
+    names = {f.name for f in dataclasses.fields(ParsedPage)} - {"text_layer", "blocks"}
+    text_layer = data.get("text_layer")
+    return ParsedPage(
+        **{key: value for key, value in data.items() if key in names},
+        text_layer=TextLayerCounts(**text_layer) if text_layer else None,
+        blocks=[_block_from_json(block) for block in data.get("blocks") or []],
+    )
 
 
 def _block_from_json(data: Mapping[str, Any]) -> Block:
