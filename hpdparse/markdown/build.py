@@ -1,5 +1,5 @@
-"""One parsed page -> Markdown units and image crops; its blocks get their pixel boxes and the
-ties between them (captions, list items, formula numbers...)."""
+"""One parsed page -> Markdown units; its blocks get their crops' names and the ties between them
+(captions, list items, formula numbers...)."""
 
 from __future__ import annotations
 
@@ -57,7 +57,6 @@ class PageBuilder:
         self.images = images
         self.dollar = dollar
         self.units: list[Unit] = []
-        self.crops: list[tuple[str, tuple[int, int, int, int]]] = []
         self._image_numbers: dict[str, int] = {}
 
     def build(self) -> None:
@@ -216,13 +215,11 @@ class PageBuilder:
     def _figure(self, block: Block, caption: Block | None) -> None:
         caption_text = join_lines(caption.content or "") if caption is not None else ""
         image = None
-        bbox_px = block.bbox_px
-        if self.images and bbox_px is not None:
+        if self.images and block.bbox_px is not None:
             kind = figure_kind(block.label)
             number = self._image_numbers.get(kind, 0) + 1
             self._image_numbers[kind] = number
             image = f"images/page-{self.page.number:04d}-{kind}-{number:02d}.png"
-            self.crops.append((image, bbox_px))
             block.image = image
         if caption is not None:
             block.caption = caption.index

@@ -150,7 +150,11 @@ def _render(
         units.extend(builder.units)
         for note in builder.notes():
             units.append(Unit(COMMENT, page.number, None, text=note))
-        crops.extend(ImageCrop(name, page.number, box) for name, box in builder.crops)
+        crops.extend(
+            ImageCrop(b.image, page.number, b.bbox_px)
+            for b in parsed.blocks
+            if b.image and b.bbox_px
+        )
         if options.text_layer != "off" and page.number in text_layers:
             parsed.text_layer = verify_page(parsed.blocks, text_layers[page.number], scores)
             confidence = page_confidence(scores)
