@@ -1,9 +1,9 @@
-"""The confidence of a rendered page's blocks and of the page (hpd/confidence.py computes them
+"""The confidence of a rendered page's blocks (hpd/confidence.py computes it and the page's
 from the raw page's token log-probabilities; this module matches them to the parsed blocks)."""
 
 from __future__ import annotations
 
-from hpdparse.hpd.confidence import BlockScore, page_confidence, score_segment, segment_of_blocks
+from hpdparse.hpd.confidence import BlockScore, score_segment, segment_of_blocks
 from hpdparse.hpd.stream import FLAG_NO_HEADER, FLAG_PARSE_ERROR, ParsedPage
 from hpdparse.markdown.records import PageRecord
 
@@ -22,11 +22,3 @@ def block_scores(page: PageRecord, parsed: ParsedPage) -> list[BlockScore | None
         return none
     scores = [score_segment(logprobs.segments[s]) for s in segments]
     return (scores + none)[: len(blocks)]
-
-
-def scored_page(
-    page: PageRecord, parsed: ParsedPage
-) -> tuple[list[BlockScore | None], float | None]:
-    """The blocks' scores and the page's confidence (None when not scored)."""
-    scores = block_scores(page, parsed)
-    return scores, page_confidence(scores)

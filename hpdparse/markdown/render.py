@@ -13,7 +13,7 @@ from hpdparse.hpd.confidence import page_confidence
 from hpdparse.hpd.labels import ROLE_TITLE
 from hpdparse.hpd.stream import Block, BlockRef, ParsedPage, bbox_to_pixels, parse_page, valid_text
 from hpdparse.markdown.build import PageBuilder
-from hpdparse.markdown.confidence import scored_page
+from hpdparse.markdown.confidence import block_scores
 from hpdparse.markdown.formulas import display_math, with_tag
 from hpdparse.markdown.headings import assign_levels, heading_markdown, numbering
 from hpdparse.markdown.json_export import document_json
@@ -122,7 +122,8 @@ def _render(
 
     for page in doc.pages:
         parsed = parse_page(page.raw or "", page.decode.finish_reason)
-        scores, confidence = scored_page(page, parsed)
+        scores = block_scores(page, parsed)
+        confidence = page_confidence(scores)
         if options.page_markers:
             units.append(Unit(COMMENT, page.number, None, text=_marker(page, confidence)))
         if page.status == PAGE_FAILED:
