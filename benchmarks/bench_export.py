@@ -89,7 +89,7 @@ def main() -> None:
     load_tokenizer(None, 512)
     print(f"default tokenizer loaded in {time.perf_counter() - start:.2f} s (once per process)")
     exports = [to_docling(d) for d in docs]
-    chunks = [chunk_records(e, d.json, 512) for e, d in zip(exports, docs, strict=True)]
+    chunks = [chunk_records(e, 512) for e in exports]
     total = sum(len(c) for c in chunks)
     print(
         f"{args.pages} pages in documents of {args.pages_per_document}: "
@@ -97,8 +97,8 @@ def main() -> None:
     )
 
     def hybrid_chunker() -> None:
-        for e, d in zip(exports, docs, strict=True):
-            chunk_records(e, d.json, 512, docling_chunker=True)
+        for e in exports:
+            chunk_records(e, 512, docling_chunker=True)
 
     def run(docling: bool = False, chunks: bool = False):
         def work() -> None:
@@ -108,8 +108,8 @@ def main() -> None:
         return work
 
     def our_chunker() -> None:
-        for e, d in zip(exports, docs, strict=True):
-            chunk_records(e, d.json, 512)
+        for e in exports:
+            chunk_records(e, 512)
 
     stages = [
         ("DoclingDocument built", lambda: [to_docling(d) for d in docs]),

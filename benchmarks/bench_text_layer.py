@@ -30,6 +30,7 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import pymupdf
 
 from hpdparse import api
+from hpdparse.hpd.stream import Block
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.markdown.text_layer import AGREE, verify_page
 from hpdparse.runner.progress import Progress
@@ -132,11 +133,10 @@ def grid_box(box: tuple[float, ...]) -> tuple[int, int, int, int]:
 def verify_section(pages: list[pymupdf.Page], engine: str) -> None:
     print(f"== verify cost: {len(pages)} corpus pages")
     # The blocks to check (PyMuPDF's own, standing in for the model's), made before timing.
-    by_file: dict[str, dict[int, list[dict]]] = {}
+    by_file: dict[str, dict[int, list[Block]]] = {}
     for page in pages:
         by_file.setdefault(page.parent.name, {})[page.number + 1] = [
-            {"index": i, "role": "text", "bbox": list(grid_box(b)), "text": t}
-            for i, (b, t) in enumerate(text_blocks(page))
+            Block(i, "text", "text", grid_box(b), t) for i, (b, t) in enumerate(text_blocks(page))
         ]
     blocks = sum(len(found) for pages_of in by_file.values() for found in pages_of.values())
     # Timed: what a document's finish does, open the source again, read the pages' words,

@@ -2,7 +2,8 @@
 `<stem>.docling.json` (a DoclingDocument, `docling.py`) and `<stem>.chunks.jsonl` (chunks with page
 and box provenance, `chunks.py`). Both need the `hpdparse[docling]` extra (`require_docling`).
 
-This layer reads the markdown/ document model only; the runners write what it returns."""
+This layer reads the rendered document only (its units, its page and block records); the runners
+write what it returns."""
 
 from __future__ import annotations
 

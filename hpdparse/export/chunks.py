@@ -6,24 +6,48 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 from docling_core.types.doc import DocItem, DocItemLabel
 
 from hpdparse.export.chunker import Chunk, FastChunker, Unsupported
 from hpdparse.export.docling import DoclingExport
-from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
+from hpdparse.export.pages import Frame
 from hpdparse.export.tokenizers import joined_counter, load_tokenizer, token_counter
+from hpdparse.hpd.stream import Block, BlockRef
+
+
+class ChunkBlock(TypedDict):
+    """A block a chunk's text comes from, where it is on its page."""
+
+    page: int
+    block: int
+    bbox: list[int] | None  # 0-1000 grid
+    box: list[float] | None  # in `unit`s, origin top left
+    unit: str | None  # "pt" or "px"
+    confidence: float | None  # null in a run without log-probabilities
+
+
+class ChunkRecord(TypedDict):
+    """A line of `<stem>.chunks.jsonl`."""
+
+    id: str
+    text: str
+    headings: list[str]
+    tokens: int
+    oversize: bool
+    pages: list[int]
+    blocks: list[ChunkBlock]
+    docling_refs: list[str]
 
 
 def chunk_records(
     export: DoclingExport,
-    document_json: dict[str, Any],
     max_tokens: int,
     tokenizer: str | None = None,
     *,
     docling_chunker: bool = False,
-) -> list[dict[str, Any]]:
+) -> list[ChunkRecord]:
     """The chunks of one document, as the JSON objects of `<stem>.chunks.jsonl`. Made by our
     chunker (`chunker.py`), identical to docling-core's HybridChunker and much faster; by
     HybridChunker itself with `docling_chunker` or where ours does not apply."""
@@ -35,10 +59,8 @@ def chunk_records(
         from hpdparse.export.docling_chunker import hybrid_chunks
 
         chunks = hybrid_chunks(export.document, max_tokens, tokenizer)
-    stem = document_json["stem"]
-    pages = page_geometries(document_json) if export.pages is None else export.pages
-    blocks = blocks_by_ref(document_json) if export.blocks is None else export.blocks
-    records = []
+    stem, pages, blocks = export.document.name, export.pages, export.blocks
+    records: list[ChunkRecord] = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
         # each block once, in order
@@ -79,10 +101,10 @@ def _fast_chunks(
 
 
 def _block_entry(
-    ref: BlockRef, blocks: dict[BlockRef, dict[str, Any]], pages: dict[int, PageGeometry]
-) -> dict[str, Any]:
-    block = blocks.get(ref, {})
-    grid = block.get("bbox")
+    ref: BlockRef, blocks: dict[BlockRef, Block], pages: dict[int, Frame]
+) -> ChunkBlock:
+    block = blocks.get(ref)
+    grid = list(block.bbox) if block is not None and block.bbox else None
     page = pages.get(ref.page)
     box = page.box(grid) if grid and page is not None else None
     return {
@@ -91,7 +113,7 @@ def _block_entry(
         "bbox": grid,
         "box": [round(v, 2) for v in box] if box else None,
         "unit": None if page is None else ("pt" if page.in_points else "px"),
-        "confidence": block.get("confidence"),  # null in a run without log-probabilities
+        "confidence": block.confidence if block is not None else None,
     }
 
 
@@ -113,5 +135,5 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
     return owned
 
 
-def chunks_jsonl(records: list[dict[str, Any]]) -> str:
+def chunks_jsonl(records: list[ChunkRecord]) -> str:
     return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records)

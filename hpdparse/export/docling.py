@@ -3,13 +3,12 @@
 Every Markdown unit becomes the matching item, in reading order, with provenance (page, box in
 page coordinates with docling's bottom-left origin, character span); a paragraph or table merged
 across pages is one item with one provenance entry per page. Page headers and footers go to the
-furniture layer. `refs` maps every item to the blocks of `<stem>.json` it was made from."""
+furniture layer. `refs` maps every item to the blocks it was made from."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from docling_core.types.doc import (
     CodeItem,
@@ -40,10 +39,12 @@ from hpdparse.export.docling_items import (
     append_plain_text,
     append_text,
 )
-from hpdparse.export.pages import BlockRef, PageGeometry, blocks_by_ref, page_geometries
+from hpdparse.export.pages import Frame, blocks_by_ref, page_frames
 from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
+from hpdparse.hpd.stream import Block, BlockRef
 from hpdparse.markdown.formulas import with_tag
 from hpdparse.markdown.lists import item_parts
+from hpdparse.markdown.merge import Merge
 from hpdparse.markdown.render import RenderedDocument
 from hpdparse.markdown.tables import Table, occupancy
 from hpdparse.markdown.text import MODE_PLAIN, render_inline
@@ -79,9 +80,9 @@ _TEXT, _BOTTOM_LEFT = DocItemLabel.TEXT, CoordOrigin.BOTTOMLEFT
 class DoclingExport:
     document: DoclingDocument
     refs: dict[str, list[BlockRef]] = field(default_factory=dict)  # item self_ref -> blocks
-    # what the build looked up in `<stem>.json`, kept for the chunks (None: look it up again)
-    pages: dict[int, PageGeometry] | None = None
-    blocks: dict[BlockRef, dict[str, Any]] | None = None
+    # what the build looked up, kept for the chunks
+    pages: dict[int, Frame] = field(default_factory=dict)
+    blocks: dict[BlockRef, Block] = field(default_factory=dict)
 
 
 def plain(text: str) -> str:
@@ -91,19 +92,18 @@ def plain(text: str) -> str:
 
 def to_docling(rendered: RenderedDocument, *, provenance: bool = True) -> DoclingExport:
     """Build the DoclingDocument of a rendered document. Without `provenance`, its items have
-    none (what the chunks need: they take pages and boxes from `refs` and `<stem>.json`)."""
+    none (what the chunks need: they take pages and boxes from `refs` and the blocks)."""
     return _Builder(rendered, provenance).build()
 
 
 class _Builder:
     def __init__(self, rendered: RenderedDocument, provenance: bool = True) -> None:
-        data = rendered.json
         self.provenance = provenance
         self.units = rendered.units
-        self.pages = page_geometries(data)
-        self.blocks = blocks_by_ref(data)
-        self.continuations = _continuations(data, self.units)
-        self.doc = DoclingDocument(name=data["stem"])
+        self.pages = page_frames(rendered.pages)
+        self.blocks = blocks_by_ref(rendered.pages)
+        self.continuations = _continuations(rendered.merges, self.units)
+        self.doc = DoclingDocument(name=rendered.doc.stem)
         self.export = DoclingExport(self.doc, pages=self.pages, blocks=self.blocks)
         self.table_captions = _table_captions(self.units)  # table unit index -> caption units
 
@@ -131,7 +131,7 @@ class _Builder:
         elif kind == FIGURE:
             self._figure(unit)
         elif kind == CODE:
-            language = _LANGUAGES.get(str(unit.extra.get("language", "")).lower())
+            language = _LANGUAGES.get(unit.language.lower())
             fields = {"code_language": language} if language else {}
             prov = self._provenance(unit, unit.text)
             item = append_text(self.doc, CodeItem, unit.text, prov, **fields)
@@ -173,7 +173,7 @@ class _Builder:
 
     def _list(self, unit: Unit) -> None:
         group = append_list_group(self.doc)
-        item_blocks = unit.extra.get("item_blocks") or [unit.block] * len(unit.items)
+        item_blocks = unit.item_blocks or [unit.block] * len(unit.items)
         for text, block in zip(unit.items, item_blocks, strict=False):
             marker, body = item_parts(text, unit.ordered)
             body = plain(body)
@@ -245,13 +245,15 @@ class _Builder:
         if not self.provenance:
             return None
         page = self.pages.get(ref.page)
-        grid = self.blocks.get(ref, {}).get("bbox")
+        block = self.blocks.get(ref)
+        grid = block.bbox if block is not None else None
         if page is None or not grid:
             return None
         return {"page_no": ref.page, "bbox": _docling_box(page, grid), "charspan": span}
 
     def _image(self, unit: Unit, ref: BlockRef) -> ImageRef | None:
-        box = self.blocks.get(ref, {}).get("bbox_px")
+        block = self.blocks.get(ref)
+        box = block.bbox_px if block is not None else None
         if not unit.image or not box:
             return None
         page = self.pages.get(ref.page)
@@ -260,7 +262,7 @@ class _Builder:
         return ImageRef(mimetype="image/png", dpi=dpi, size=size, uri=Path(unit.image))
 
 
-def _docling_box(page: PageGeometry, grid: list[float]) -> dict[str, Any]:
+def _docling_box(page: Frame, grid: tuple[int, int, int, int]) -> dict[str, float | CoordOrigin]:
     """A BoundingBox's fields."""
     left, top, right, bottom = page.box(grid)
     height = page.height  # docling's convention for PDF pages: y grows upwards
@@ -330,17 +332,15 @@ def _owns_after(units: list[Unit], j: int, table: Unit) -> bool:
 
 
 def _continuations(
-    data: dict[str, Any], units: list[Unit]
+    merges: list[Merge], units: list[Unit]
 ) -> dict[tuple[str, BlockRef], list[tuple[BlockRef, str]]]:
     """(kind, first block) -> the blocks merged into it, with their own text, in order."""
     removed = {(u.kind, BlockRef(u.page, u.block or 0)): u for u in units if u.removed}
     found: dict[tuple[str, BlockRef], list[tuple[BlockRef, str]]] = {}
-    for merge in data["merges"]:
-        kind = PARAGRAPH if merge["kind"] == "paragraph" else TABLE
-        first = BlockRef(merge["first"]["page"], merge["first"]["block"])
-        second = BlockRef(merge["second"]["page"], merge["second"]["block"])
-        unit = removed.get((kind, second))
-        found.setdefault((kind, first), []).append((second, unit.text if unit else ""))
+    for merge in merges:
+        kind = PARAGRAPH if merge.kind == "paragraph" else TABLE
+        unit = removed.get((kind, merge.second))
+        found.setdefault((kind, merge.first), []).append((merge.second, unit.text if unit else ""))
     return found
 
 

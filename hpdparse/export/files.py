@@ -49,6 +49,6 @@ def _build(rendered: RenderedDocument, options: RenderOptions) -> Exports:
         exports.docling = docling_json(export.document)
     if options.chunks:
         limit, tokenizer = options.chunk_tokens, options.chunk_tokenizer
-        records = chunk_records(export, rendered.json, limit, tokenizer)
+        records = chunk_records(export, limit, tokenizer)
         exports.chunks = chunks_jsonl(records).encode("utf-8")
     return exports

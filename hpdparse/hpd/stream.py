@@ -3,6 +3,10 @@
 Grammar (hpd-model.md): `<BLOCK>label [x1, y1, x2, y2]<CHILD>content<BLOCK>...`, boxes on a 0-1000
 grid. Blocks without content carry no `<CHILD>`. Everything malformed is repaired or dropped
 with a flag on the block or the page, and the text is always kept.
+
+`Block` and `ParsedPage` are the block and page records every later stage fills and reads (the
+renderer, the exports, the overlay, the review pages); JSON only where <stem>.json is written and
+read back (markdown/json_export.py).
 """
 
 from __future__ import annotations
@@ -10,7 +14,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
+from hpdparse.hpd.confidence import BlockScore
 from hpdparse.hpd.labels import LABEL_ROLES, normalize_label, role_of
 from hpdparse.hpd.protocol import BLOCK, CHILD, FINISH_LENGTH, FORK
 
@@ -44,20 +50,99 @@ _LEAKED_HEADER = re.compile(
 )
 
 
+class BlockRef(NamedTuple):
+    """A block of a document: its page number and its index there (a tuple, hashed in C: it keys
+    the exports' lookups)."""
+
+    page: int
+    block: int
+
+
+@dataclass
+class TextCheck:
+    """A block checked against the PDF's own text inside its box (`--text-layer verify`)."""
+
+    found: bool  # the PDF has text in the box
+    trusted: bool  # that text stands for the block's content
+    reason: str | None  # why it is not trusted
+    similarity: float | None  # 0-1, 4 places; None when no text was found
+    agrees: bool | None  # with a trusted text layer; None when not trusted
+
+
+@dataclass
+class TextLayerCounts:
+    """A page's text layer check: blocks checked, with a trusted text layer, disagreeing."""
+
+    checked: int = 0
+    trusted: int = 0
+    disagree: int = 0
+    disagree_share: float | None = None  # of the trusted ones; None when none was
+
+
 @dataclass
 class Block:
+    """One block of a page: what the parser read, then what the renderer (hpdparse.markdown)
+    adds. <stem>.json writes it (markdown/json_export.py); every later stage reads this record."""
+
     index: int  # reading order on the page, 0-based
     label: str  # normalized label as the model wrote it ("" when missing)
     role: str  # see hpdparse.hpd.labels
     bbox: tuple[int, int, int, int] | None  # 0-1000 grid, x1 <= x2, y1 <= y2
-    content: str | None  # None: the block had no <CHILD> (image, list container...)
+    content: str | None  # None: no <CHILD> (image, list container...) or a "no text" sentence
     flags: list[str] = field(default_factory=list)
+    bbox_px: tuple[int, int, int, int] | None = None  # the box in pixels of the page image
+    # What the renderer tied to it (indices of blocks on the same page), in <stem>.json's order;
+    # None: not tied
+    container_of: int | None = None  # a figure around the figure block `container_of`
+    in_list: int | None = None  # an item of this list container block
+    items: list[int] | None = None  # a list container: its item blocks
+    image: str | None = None  # a figure's crop: images/page-0003-figure-01.png
+    caption: int | None = None  # a figure's caption block
+    caption_of: int | None = None  # the figure this caption belongs to
+    html: str | None = None  # a table: its sanitised HTML (the model's is not kept in `text`)
+    number: int | None = None  # a formula: its equation-number block
+    latex: str | None = None  # a formula: cleaned LaTeX, formulas apart by a blank line
+    tag: str | None = None  # a formula: its equation number
+    text_check: TextCheck | None = None  # None: not checked
+    score: BlockScore | None = None  # None: not scored (no log-probabilities)
+    continues: BlockRef | None = None  # merged in the Markdown into this earlier block
+    continued_by: list[BlockRef] = field(default_factory=list)  # later blocks merged into it
+    level: int | None = None  # a heading's level (0: the document title)
+
+    @property
+    def text(self) -> str | None:
+        """The block's text as <stem>.json gives it: none for a table (see `html`)."""
+        return None if self.html is not None else self.content
+
+    @property
+    def confidence(self) -> float | None:
+        return round(self.score.confidence, 4) if self.score is not None else None
 
 
 @dataclass
 class ParsedPage:
-    blocks: list[Block]
+    """A page's blocks and flags as `parse_page` reads them; the renderer adds the page's facts
+    from its record, its confidence and text layer check: what <stem>.json says of the page, field
+    by field in the JSON's order."""
+
+    number: int = 0  # 1-based
+    label: str | None = None  # the PDF's page label
+    status: str = "ok"  # ok | failed
+    error: str | None = None
+    finish_reason: str | None = None
+    width_px: int = 0  # the image the model saw (0 x 0 for a failed page)
+    height_px: int = 0
+    width_pt: float | None = None  # None for image inputs
+    height_pt: float | None = None
+    dpi: int | None = None
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    stats: dict[str, int | float] = field(default_factory=dict)
     flags: list[str] = field(default_factory=list)
+    confidence: float | None = None  # 4 places; None when not scored
+    text_layer: TextLayerCounts | None = None  # None: not checked
+    blocks: list[Block] = field(default_factory=list)
 
 
 def parse_page(raw: str, finish_reason: str | None = None) -> ParsedPage:
@@ -68,7 +153,8 @@ def parse_page(raw: str, finish_reason: str | None = None) -> ParsedPage:
     except Exception:
         text = valid_text(str(raw)).strip()
         blocks = [Block(0, "", "text", None, text, [FLAG_NO_HEADER])] if text else []
-        return ParsedPage(blocks, [FLAG_PARSE_ERROR] + ([] if blocks else [FLAG_EMPTY]))
+        flags = [FLAG_PARSE_ERROR] + ([] if blocks else [FLAG_EMPTY])
+        return ParsedPage(flags=flags, blocks=blocks)
 
 
 def valid_text(text: str) -> str:
@@ -118,7 +204,7 @@ def _parse(raw: str, finish_reason: str | None) -> ParsedPage:
     for flag in (FLAG_REPETITION, FLAG_LEAKED_TOKENS, FLAG_BAD_BOX):
         if any(flag in b.flags for b in blocks):
             page_flags.append(flag)
-    return ParsedPage(blocks, page_flags)
+    return ParsedPage(flags=page_flags, blocks=blocks)
 
 
 def _parse_block(part: str, index: int) -> Block:

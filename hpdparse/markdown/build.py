@@ -1,4 +1,5 @@
-"""One parsed page -> Markdown units, image crops and the JSON of its blocks."""
+"""One parsed page -> Markdown units; its blocks get their crops' names and the ties between them
+(captions, list items, formula numbers...)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from hpdparse.hpd.labels import (
     ROLE_TITLE,
     figure_kind,
 )
-from hpdparse.hpd.stream import FLAG_REPETITION, FLAG_TRUNCATED, Block, ParsedPage, bbox_to_pixels
+from hpdparse.hpd.stream import FLAG_REPETITION, FLAG_TRUNCATED, Block, ParsedPage
 from hpdparse.markdown.formulas import clean_latex, split_display, wrap_arithmetic
 from hpdparse.markdown.lists import BULLETED_ITEM, inside, is_ordered, split_items
 from hpdparse.markdown.records import PageRecord
@@ -56,17 +57,13 @@ class PageBuilder:
         self.images = images
         self.dollar = dollar
         self.units: list[Unit] = []
-        self.crops: list[tuple[str, tuple[int, int, int, int]]] = []
-        self.blocks_json: list[dict[str, Any]] = []
         self._image_numbers: dict[str, int] = {}
 
     def build(self) -> None:
         blocks = self.parsed.blocks
         for block in blocks:
-            self.blocks_json.append(self.block_json(block))
             if block.content is not None and is_sentinel(block.content):
                 self._flag(block, FLAG_SENTINEL)
-                self.blocks_json[block.index]["text"] = None
                 block.content = None
         captions = self._pair_captions(blocks)
         list_items = self._claim_list_items(blocks)
@@ -83,8 +80,7 @@ class PageBuilder:
                 continue
             if i in bullet_runs:
                 texts = [join_lines(blocks[j].content or "") for j in bullet_runs[i]]
-                unit = self._add(LIST, block, items=texts, role=ROLE_LIST)
-                unit.extra["item_blocks"] = bullet_runs[i]
+                self._add(LIST, block, items=texts, role=ROLE_LIST, item_blocks=bullet_runs[i])
             elif block.role == ROLE_LIST:
                 self._list(block, [blocks[j] for j in list_items.get(i, [])])
             elif block.role == ROLE_FIGURE:
@@ -105,8 +101,7 @@ class PageBuilder:
                     self._add(HEADING, block, text=text, level=0 if block.role == ROLE_TITLE else 1)
             elif block.role == ROLE_CODE:
                 language, code = _unfence(block.content)
-                unit = self._add(CODE, block, text=code)
-                unit.extra["language"] = language
+                self._add(CODE, block, text=code, language=language)
             else:
                 self._paragraph(block)
 
@@ -177,7 +172,7 @@ class PageBuilder:
                 and inside(inner.bbox, block.bbox)
             ):
                 containers.add(block.index)
-                self.blocks_json[block.index]["container_of"] = inner.index
+                block.container_of = inner.index
         return containers
 
     def _pair_formula_numbers(self, blocks: list[Block]) -> dict[int, int]:
@@ -209,30 +204,26 @@ class PageBuilder:
         else:
             pairs = [(join_lines(item.content or ""), item.index) for item in items]
             for item in items:
-                self.blocks_json[item.index]["list"] = block.index
-            self.blocks_json[block.index]["items"] = [item.index for item in items]
+                item.in_list = block.index
+            block.items = [item.index for item in items]
         pairs = [(t, i) for t, i in pairs if t and not is_sentinel(t)]
         if pairs:
             texts = [t for t, _ in pairs]
-            unit = self._add(LIST, block, items=texts, ordered=is_ordered(texts))
-            unit.extra["item_blocks"] = [i for _, i in pairs]  # the block of each item
+            item_blocks = [i for _, i in pairs]
+            self._add(LIST, block, items=texts, ordered=is_ordered(texts), item_blocks=item_blocks)
 
     def _figure(self, block: Block, caption: Block | None) -> None:
         caption_text = join_lines(caption.content or "") if caption is not None else ""
         image = None
-        bbox_px = bbox_to_pixels(
-            block.bbox, self.page.geometry.width_px, self.page.geometry.height_px
-        )
-        if self.images and bbox_px is not None:
+        if self.images and block.bbox_px is not None:
             kind = figure_kind(block.label)
             number = self._image_numbers.get(kind, 0) + 1
             self._image_numbers[kind] = number
             image = f"images/page-{self.page.number:04d}-{kind}-{number:02d}.png"
-            self.crops.append((image, bbox_px))
-            self.blocks_json[block.index]["image"] = image
+            block.image = image
         if caption is not None:
-            self.blocks_json[block.index]["caption"] = caption.index
-            self.blocks_json[caption.index]["caption_of"] = block.index
+            block.caption = caption.index
+            caption.caption_of = block.index
         if image is not None or caption_text:
             unit = self._add(FIGURE, block, text=caption_text)
             unit.image = image
@@ -246,9 +237,8 @@ class PageBuilder:
             return
         if table.closed_by_us:
             self._flag(block, FLAG_TABLE_CLOSED)
-        # The model's HTML is untrusted: the JSON carries only the sanitised table.
-        self.blocks_json[block.index]["text"] = None
-        self.blocks_json[block.index]["html"] = to_html(table, self.dollar)
+        # The model's HTML is untrusted: the block's text is only the sanitised table.
+        block.html = to_html(table, self.dollar)
         for text in (table.before, table.caption):
             if text:
                 self._add(PARAGRAPH, block, text=join_lines(text), role=ROLE_CAPTION)
@@ -272,12 +262,11 @@ class PageBuilder:
         if number is not None and number.content:
             match = _TAG_NUMBER.match(number.content.strip())
             tag = match.group(1).strip() if match else tag
-            self.blocks_json[block.index]["number"] = number.index
+            block.number = number.index
         if not cleaned:
             return
-        self.blocks_json[block.index]["latex"] = "\n\n".join(cleaned)
-        if tag:
-            self.blocks_json[block.index]["tag"] = tag
+        block.latex = "\n\n".join(cleaned)
+        block.tag = tag or None
         unit = self._add(FORMULA, block, formulas=cleaned)
         unit.tag = tag
 
@@ -292,20 +281,6 @@ class PageBuilder:
     def _flag(self, block: Block, flag: str) -> None:
         if flag not in block.flags:
             block.flags.append(flag)
-
-    def block_json(self, block: Block) -> dict[str, Any]:
-        bbox_px = bbox_to_pixels(
-            block.bbox, self.page.geometry.width_px, self.page.geometry.height_px
-        )
-        return {
-            "index": block.index,
-            "label": block.label,
-            "role": block.role,
-            "bbox": list(block.bbox) if block.bbox else None,
-            "bbox_px": list(bbox_px) if bbox_px else None,
-            "text": block.content,
-            "flags": block.flags,  # the same list: flags added while rendering show up
-        }
 
     def notes(self) -> list[str]:
         """Comments for the end of the page: truncated output, repetition loops cut."""

@@ -1,52 +1,32 @@
 """The document JSON (structure documented in docs/schema.md; bump SCHEMA_VERSION on any change that
-breaks a reader)."""
+breaks a reader): the page and block records (hpd/stream.py) written as <stem>.json, and read
+back from it (`page_from_json`, for the review pages). The only place they become JSON."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
 from typing import Any
 
-from hpdparse.markdown.records import DocumentRecord, PageRecord
+from hpdparse.hpd.confidence import BlockScore
+from hpdparse.hpd.stream import Block, BlockRef, ParsedPage, TextCheck, TextLayerCounts
+from hpdparse.markdown.merge import Merge
+from hpdparse.markdown.records import DocumentRecord
 
 SCHEMA_VERSION = 1
 
-
-def page_json(
-    page: PageRecord,
-    flags: list[str],
-    blocks: list[dict[str, Any]],
-    confidence: float | None = None,
-    text_layer: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A page's JSON object; `text_layer`: the counts of its text layer check (None: not
-    checked)."""
-    geometry, decode = page.geometry, page.decode
-    return {
-        "number": page.number,
-        "label": geometry.label,
-        "status": page.status,
-        "error": page.error,
-        "finish_reason": decode.finish_reason,
-        "width_px": geometry.width_px,
-        "height_px": geometry.height_px,
-        "width_pt": geometry.width_pt,
-        "height_pt": geometry.height_pt,
-        "dpi": geometry.dpi,
-        "prompt_tokens": decode.prompt_tokens,
-        "output_tokens": decode.output_tokens,
-        "seconds": decode.seconds,
-        "stats": dict(decode.stats),
-        "flags": list(flags),
-        "confidence": round(confidence, 4) if confidence is not None else None,
-        "text_layer": text_layer,
-        "blocks": blocks,
-    }
+# Block's ties to other blocks, written only when set, in the record's order (the JSON's); each
+# under its own name but one
+_NAMES = [f.name for f in dataclasses.fields(Block)]
+_TIES = _NAMES[_NAMES.index("container_of") : _NAMES.index("tag") + 1]
+_KEYS = {"in_list": "list"}
 
 
 def document_json(
     doc: DocumentRecord,
     render_options: dict[str, Any],
-    pages: list[dict[str, Any]],
-    merges: list[dict[str, Any]],
+    pages: list[ParsedPage],
+    merges: list[Merge],
 ) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
@@ -58,6 +38,79 @@ def document_json(
         "revision": doc.revision,
         "settings": doc.settings,
         "render_options": render_options,
-        "pages": pages,
-        "merges": merges,
+        "pages": [page_json(page) for page in pages],
+        "merges": [
+            {"kind": m.kind, "first": m.first._asdict(), "second": m.second._asdict()}
+            for m in merges
+        ],
     }
+
+
+def page_json(page: ParsedPage) -> dict[str, Any]:
+    data = {f.name: getattr(page, f.name) for f in dataclasses.fields(page)}
+    data["text_layer"] = dataclasses.asdict(page.text_layer) if page.text_layer else None
+    data["blocks"] = [block_json(block) for block in page.blocks]
+    return data
+
+
+def block_json(block: Block) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "index": block.index,
+        "label": block.label,
+        "role": block.role,
+        "bbox": list(block.bbox) if block.bbox else None,
+        "bbox_px": list(block.bbox_px) if block.bbox_px else None,
+        "text": block.text,
+        "flags": block.flags,
+    }
+    data.update(
+        (_KEYS.get(name, name), v) for name in _TIES if (v := getattr(block, name)) is not None
+    )
+    if block.text_check is not None:
+        data["text_layer"] = dataclasses.asdict(block.text_check)
+    figures = block.score.to_json() if block.score is not None else None
+    data["confidence"] = figures.pop("confidence") if figures else None
+    data["confidence_figures"] = figures
+    if block.continues is not None:
+        data["continues"] = block.continues._asdict()
+    if block.continued_by:
+        data["continued_by"] = [ref._asdict() for ref in block.continued_by]
+    if block.level is not None:
+        data["level"] = block.level
+    return data
+
+
+def page_from_json(data: Mapping[str, Any]) -> ParsedPage:
+    """A page of a <stem>.json read back (what `page_json` wrote; what an older file lacks takes
+    its default)."""
+    names = {f.name for f in dataclasses.fields(ParsedPage)} - {"text_layer", "blocks"}
+    text_layer = data.get("text_layer")
+    return ParsedPage(
+        **{key: value for key, value in data.items() if key in names},
+        text_layer=TextLayerCounts(**text_layer) if text_layer else None,
+        blocks=[_block_from_json(block) for block in data.get("blocks") or []],
+    )
+
+
+def _block_from_json(data: Mapping[str, Any]) -> Block:
+    bbox, bbox_px = data.get("bbox"), data.get("bbox_px")
+    block = Block(
+        index=data["index"],
+        label=data.get("label") or "",
+        role=data.get("role") or "text",
+        bbox=tuple(bbox) if bbox else None,  # type: ignore[arg-type]
+        content=data.get("text"),  # a table's is in `html`
+        flags=data.get("flags") or [],
+        bbox_px=tuple(bbox_px) if bbox_px else None,  # type: ignore[arg-type]
+        level=data.get("level"),
+    )
+    for name in _TIES:
+        setattr(block, name, data.get(_KEYS.get(name, name)))
+    if data.get("text_layer"):
+        block.text_check = TextCheck(**data["text_layer"])
+    if data.get("confidence_figures"):
+        block.score = BlockScore(confidence=data["confidence"], **data["confidence_figures"])
+    if data.get("continues"):
+        block.continues = BlockRef(**data["continues"])
+    block.continued_by = [BlockRef(**ref) for ref in data.get("continued_by") or []]
+    return block

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from typing import NamedTuple
 
 from hpdparse.hpd.labels import ROLE_FOOTNOTE, ROLE_TEXT
+from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.tables import merge_tables
 from hpdparse.markdown.text import CJK
 from hpdparse.markdown.units import BARRIER, BODY_KINDS, PARAGRAPH, TABLE, Unit
@@ -14,6 +15,14 @@ from hpdparse.markdown.units import BARRIER, BODY_KINDS, PARAGRAPH, TABLE, Unit
 _TERMINAL = set(".!?。！？:：;；…\"'”’)]）】」』")
 _HYPHENATED = re.compile(r"[A-Za-zÀ-ÿ]-$")
 _LIST_START = re.compile(r"^(?:[-*•●▪◦]\s|\d{1,3}[.)]\s|\([0-9a-z]{1,3}\)\s)")
+
+
+class Merge(NamedTuple):
+    """A block merged in the Markdown into a block of an earlier page."""
+
+    kind: str  # "paragraph" or "table"
+    first: BlockRef
+    second: BlockRef
 
 
 def ends_mid_sentence(text: str) -> bool:
@@ -52,12 +61,12 @@ def merge_across_pages(
     units: list[Unit],
     paragraphs: bool,
     tables: bool,
-    record: Callable[[str, Unit, Unit], None],
-) -> None:
-    """Merge in place (the later unit gets `removed`); `record(kind, first, second)` is called for
-    every merge so that the JSON can link the blocks."""
+) -> list[Merge]:
+    """Merge in place (the later unit gets `removed`); returns the merges, in order, so that the
+    blocks can be linked."""
+    merges: list[Merge] = []
     if not (paragraphs or tables):
-        return
+        return merges
     boundaries = [i for i in range(1, len(units)) if units[i].page != units[i - 1].page]
     for boundary in boundaries:
         first = _last_body(units, boundary)
@@ -72,7 +81,7 @@ def merge_across_pages(
         ):
             first.text = join_paragraphs(first.text, second.text)
             second.removed = True
-            record("paragraph", first, second)
+            merges.append(_merge("paragraph", first, second))
         elif (
             tables
             and first.kind == TABLE == second.kind
@@ -84,7 +93,14 @@ def merge_across_pages(
         ):
             merge_tables(first.table, second.table)
             second.removed = True
-            record("table", first, second)
+            merges.append(_merge("table", first, second))
+    return merges
+
+
+def _merge(kind: str, first: Unit, second: Unit) -> Merge:
+    return Merge(
+        kind, BlockRef(first.page, first.block or 0), BlockRef(second.page, second.block or 0)
+    )
 
 
 def _last_body(units: list[Unit], boundary: int) -> Unit | None:

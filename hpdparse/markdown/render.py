@@ -10,20 +10,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from hpdparse.hpd.confidence import BlockScore, page_confidence
+from hpdparse.hpd.confidence import page_confidence
 from hpdparse.hpd.labels import ROLE_TITLE
-from hpdparse.hpd.stream import parse_page, valid_text
+from hpdparse.hpd.stream import Block, BlockRef, ParsedPage, bbox_to_pixels, parse_page, valid_text
 from hpdparse.markdown.build import PageBuilder
-from hpdparse.markdown.confidence import add_to_blocks, scored_page
+from hpdparse.markdown.confidence import block_scores
 from hpdparse.markdown.formulas import display_math, with_tag
 from hpdparse.markdown.headings import assign_levels, heading_markdown, numbering
-from hpdparse.markdown.json_export import document_json, page_json
+from hpdparse.markdown.json_export import document_json
 from hpdparse.markdown.lists import render_list
-from hpdparse.markdown.merge import merge_across_pages
+from hpdparse.markdown.merge import Merge, merge_across_pages
 from hpdparse.markdown.records import PAGE_FAILED, DocumentRecord, PageRecord
 from hpdparse.markdown.tables import render_table
 from hpdparse.markdown.text import escape_block_start, render_inline
-from hpdparse.markdown.text_layer import disagree_share, verify_page
+from hpdparse.markdown.text_layer import verify_page
 from hpdparse.markdown.units import (
     BARRIER,
     CODE,
@@ -129,10 +129,21 @@ class ImageCrop:
 
 @dataclass
 class RenderedDocument:
+    """A rendered document: its Markdown, the records of its pages and blocks (read by the
+    exports, the overlay and the review pages), its merges and the crops to cut."""
+
     markdown: str
-    json: dict[str, Any]
+    doc: DocumentRecord
+    options: RenderOptions
+    pages: list[ParsedPage] = field(default_factory=list)
+    merges: list[Merge] = field(default_factory=list)
     images: list[ImageCrop] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)  # what the Markdown was built from (export/)
+
+    @property
+    def json(self) -> dict[str, Any]:
+        """<stem>.json's content, made anew at each call (markdown/json_export.py)."""
+        return document_json(self.doc, options_dict(self.options), self.pages, self.merges)
 
 
 def render_document(
@@ -168,12 +179,12 @@ def _render(
     dollar = options.math != "latex"
     units: list[Unit] = []
     crops: list[ImageCrop] = []
-    pages_json: list[dict[str, Any]] = []
-    blocks_by_ref: dict[tuple[int, int], dict[str, Any]] = {}
+    pages: list[ParsedPage] = []
 
     for page in doc.pages:
         parsed = parse_page(page.raw or "", page.decode.finish_reason)
-        scores, confidence = scored_page(page, parsed)
+        scores = block_scores(page, parsed)
+        confidence = page_confidence(scores)
         if options.page_markers:
             units.append(Unit(COMMENT, page.number, None, text=_marker(page, confidence)))
         if page.status == PAGE_FAILED:
@@ -181,14 +192,17 @@ def _render(
             units.append(
                 Unit(BARRIER, page.number, None, text=f"page {page.number} failed: {reason}")
             )
-            pages_json.append(page_json(page, [], []))
+            pages.append(_with_facts(ParsedPage(), page))
             continue
+        geometry = page.geometry
+        for block in parsed.blocks:
+            block.bbox_px = bbox_to_pixels(block.bbox, geometry.width_px, geometry.height_px)
         builder = PageBuilder(page, parsed, options.images, dollar)
         try:
             builder.build()
         except Exception as error:
+            parsed.blocks = [_as_parsed(block) for block in parsed.blocks]
             builder = PageBuilder(page, parsed, False, dollar)
-            builder.blocks_json = [builder.block_json(block) for block in parsed.blocks]
             builder.units = [
                 Unit(
                     COMMENT, page.number, None, text=f"page {page.number}: not rendered ({error!r})"
@@ -198,43 +212,51 @@ def _render(
         units.extend(builder.units)
         for note in builder.notes():
             units.append(Unit(COMMENT, page.number, None, text=note))
-        crops.extend(ImageCrop(name, page.number, box) for name, box in builder.crops)
-        checked = None
-        if options.text_layer != "off" and page.number in text_layers:
-            checked = _verify(builder.blocks_json, text_layers[page.number], scores)
+        crops.extend(
+            ImageCrop(b.image, page.number, b.bbox_px)
+            for b in parsed.blocks
+            if b.image and b.bbox_px
+        )
+        if options.text_layer != TextLayerMode.OFF and page.number in text_layers:
+            parsed.text_layer = verify_page(parsed.blocks, text_layers[page.number], scores)
             confidence = page_confidence(scores)
-        add_to_blocks(builder.blocks_json, scores)
-        pages_json.append(page_json(page, parsed.flags, builder.blocks_json, confidence, checked))
-        for block in builder.blocks_json:
-            blocks_by_ref[(page.number, block["index"])] = block
+        for block, score in zip(parsed.blocks, scores, strict=True):
+            block.score = score
+        parsed.confidence = round(confidence, 4) if confidence is not None else None
+        pages.append(_with_facts(parsed, page))
 
-    merges: list[dict[str, Any]] = []
-
-    def record(kind: str, first: Unit, second: Unit) -> None:
-        a = {"page": first.page, "block": first.block}
-        b = {"page": second.page, "block": second.block}
-        merges.append({"kind": kind, "first": a, "second": b})
-        blocks_by_ref[(first.page, first.block)].setdefault("continued_by", []).append(b)
-        blocks_by_ref[(second.page, second.block)]["continues"] = a
-
-    merge_across_pages(units, options.merge_paragraphs, options.merge_tables, record)
-    _assign_heading_levels(units, blocks_by_ref)
+    merges = merge_across_pages(units, options.merge_paragraphs, options.merge_tables)
+    blocks = {BlockRef(p.number, b.index): b for p in pages for b in p.blocks}
+    for merge in merges:
+        blocks[merge.first].continued_by.append(merge.second)
+        blocks[merge.second].continues = merge.first
+    _assign_heading_levels(units, blocks)
 
     parts = [_unit_markdown(unit, options, dollar) for unit in units if not unit.removed]
     markdown = "\n\n".join(p for p in parts if p)
     markdown = markdown + "\n" if markdown else ""
-    data = document_json(doc, options_dict(options), pages_json, merges)
     images = crops if options.images else []
-    return RenderedDocument(markdown=markdown, json=data, images=images, units=units)
+    return RenderedDocument(markdown, doc, options, pages, merges, images, units)
 
 
-def _verify(
-    blocks_json: list[dict[str, Any]], text: PageText, scores: list[BlockScore | None]
-) -> dict[str, Any]:
-    """A page's text layer check (blocks' records and lowered scores) and its JSON counts."""
-    counts: dict[str, Any] = verify_page(blocks_json, text, scores)
-    counts["disagree_share"] = disagree_share(counts)
-    return counts
+def _as_parsed(block: Block) -> Block:
+    """The block without what the renderer tied to it (a page it failed to render)."""
+    parsed = Block(block.index, block.label, block.role, block.bbox, block.content, block.flags)
+    parsed.bbox_px = block.bbox_px
+    return parsed
+
+
+def _with_facts(parsed: ParsedPage, page: PageRecord) -> ParsedPage:
+    """`parsed` given the facts of its page's record: number, status, geometry, decoding."""
+    geometry, decode = page.geometry, page.decode
+    parsed.number, parsed.status, parsed.error = page.number, page.status, page.error
+    parsed.label, parsed.dpi = geometry.label, geometry.dpi
+    parsed.width_px, parsed.height_px = geometry.width_px, geometry.height_px
+    parsed.width_pt, parsed.height_pt = geometry.width_pt, geometry.height_pt
+    parsed.finish_reason, parsed.seconds = decode.finish_reason, decode.seconds
+    parsed.prompt_tokens, parsed.output_tokens = decode.prompt_tokens, decode.output_tokens
+    parsed.stats = decode.stats
+    return parsed
 
 
 # The options the document JSON records (its "render_options"): the exports' are not there.
@@ -245,9 +267,7 @@ def options_dict(options: RenderOptions) -> dict[str, Any]:
     return {k: v for k, v in dataclasses.asdict(options).items() if k not in _EXPORTS}
 
 
-def _assign_heading_levels(
-    units: list[Unit], blocks_by_ref: dict[tuple[int, int], dict[str, Any]]
-) -> None:
+def _assign_heading_levels(units: list[Unit], blocks: dict[BlockRef, Block]) -> None:
     headings = [u for u in units if u.kind == HEADING and not u.removed]
     sections = [u for u in headings if u.role != ROLE_TITLE]
     if not any(u.role == ROLE_TITLE for u in headings) and sections:
@@ -260,7 +280,7 @@ def _assign_heading_levels(
         unit.level = level
     for unit in headings:
         if unit.block is not None:
-            blocks_by_ref[(unit.page, unit.block)]["level"] = unit.level
+            blocks[BlockRef(unit.page, unit.block)].level = unit.level
 
 
 def _unit_markdown(unit: Unit, options: RenderOptions, dollar: bool) -> str:
@@ -289,7 +309,7 @@ def _unit_markdown(unit: Unit, options: RenderOptions, dollar: bool) -> str:
         link = f"![]({unit.image})"
         return f"{link}\n\n{caption}" if caption else link
     if kind == CODE:
-        return _code_fence(unit.text, unit.extra.get("language", ""))
+        return _code_fence(unit.text, unit.language)
     if kind == FURNITURE:
         return escape_block_start(render_inline(unit.text, dollar)) if options.keep_headers else ""
     if kind in (COMMENT, BARRIER):

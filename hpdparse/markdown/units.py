@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from hpdparse.markdown.tables import Table
 
@@ -35,7 +34,8 @@ class Unit:
     tag: str | None = None  # equation number
     image: str | None = None  # images/page-0003-figure-01.png
     removed: bool = False  # merged into an earlier unit
-    extra: dict[str, Any] = field(default_factory=dict)
+    item_blocks: list[int] = field(default_factory=list)  # lists: the block of each item
+    language: str = ""  # code
 
 
 BODY_KINDS = frozenset({HEADING, PARAGRAPH, LIST, TABLE, FORMULA, FIGURE, CODE})

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
+from hpdparse.hpd.stream import FLAG_TRUNCATED, Block
 from hpdparse.overlay.roles import is_container, rgb, role_name
 from hpdparse.sources.mupdf import pymupdf
 
@@ -52,16 +52,15 @@ def latin1(text: str) -> str:
     return text.encode("latin-1", "replace").decode("latin-1")
 
 
-def box_rect(block: dict[str, Any], sx: float, sy: float) -> pymupdf.Rect | None:
+def box_rect(block: Block, sx: float, sy: float) -> pymupdf.Rect | None:
     """The block's box in page points, from its pixel box (None without a box)."""
-    box = block.get("bbox_px")
-    if not box or len(box) != 4:
+    if block.bbox_px is None:
         return None
-    x1, y1, x2, y2 = box
+    x1, y1, x2, y2 = block.bbox_px
     return pymupdf.Rect(x1 * sx, y1 * sy, x2 * sx, y2 * sy)
 
 
-def draw_blocks(page: pymupdf.Page, blocks: list[dict[str, Any]], sx: float, sy: float) -> None:
+def draw_blocks(page: pymupdf.Page, blocks: list[Block], sx: float, sy: float) -> None:
     """Each block's box in its role's colour (dashed for containers), then the tags on top."""
     m = Metrics(page.rect.width)
     shape = page.new_shape()
@@ -70,7 +69,7 @@ def draw_blocks(page: pymupdf.Page, blocks: list[dict[str, Any]], sx: float, sy:
         rect = box_rect(block, sx, sy)
         if rect is None:
             continue
-        colour = rgb(block.get("role", ""))
+        colour = rgb(block.role)
         container = is_container(block)
         shape.draw_rect(rect)
         shape.finish(
@@ -88,14 +87,14 @@ def draw_blocks(page: pymupdf.Page, blocks: list[dict[str, Any]], sx: float, sy:
 
 def _tag(
     shape: pymupdf.Shape,
-    block: dict[str, Any],
+    block: Block,
     rect: pymupdf.Rect,
     colour: tuple[float, float, float],
     m: Metrics,
 ) -> None:
-    label = block.get("label") or role_name(block.get("role", ""))
-    text = latin1(f"{block.get('index', '?')} {label[:24]}")
-    if "truncated" in (block.get("flags") or []):
+    label = block.label or role_name(block.role)
+    text = latin1(f"{block.index} {label[:24]}")
+    if FLAG_TRUNCATED in block.flags:
         text += " (cut)"
     size = m.tag_size
     width = pymupdf.get_text_length(text, fontname=FONT, fontsize=size) + size * 0.6

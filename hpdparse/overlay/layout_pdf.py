@@ -4,16 +4,16 @@ marked; a status line under every page and a legend under the first.
 
 PDF pages are copied as vector content (annotations and form fields baked in, /Rotate and the
 CropBox honoured, as the model saw them); image inputs are drawn onto the image the model saw.
-Made from the document's JSON and its source file only.
+Made from the document's page records (hpd/stream.py's ParsedPage) and its source file only.
 """
 
 from __future__ import annotations
 
 import io
 from pathlib import Path
-from typing import Any
 
 from hpdparse.errors import HpdparseError, OutputError
+from hpdparse.hpd.stream import FLAG_TRUNCATED, ParsedPage
 from hpdparse.overlay.draw import (
     Metrics,
     draw_band,
@@ -79,29 +79,29 @@ class _ImagePages:
         self.images = []
 
 
-def page_status(page: dict[str, Any]) -> str:
+def page_status(page: ParsedPage) -> str:
     """`failed`, `truncated` (the token limit cut the page) or `ok`."""
-    if page.get("status") == "failed":
+    if page.status == "failed":
         return "failed"
-    if page.get("finish_reason") == "length" or "truncated" in (page.get("flags") or []):
+    if page.finish_reason == "length" or FLAG_TRUNCATED in page.flags:
         return "truncated"
     return "ok"
 
 
-def band_text(stem: str, page: dict[str, Any]) -> str:
+def band_text(stem: str, page: ParsedPage) -> str:
     """The status line of a page: where it is, how many blocks, what went wrong."""
-    parts = [f"{stem}  page {page.get('number')}"]
-    if page.get("label") and page.get("label") != str(page.get("number")):
-        parts[0] += f" (label {page['label']})"
-    blocks = page.get("blocks") or []
-    unboxed = sum(1 for b in blocks if not b.get("bbox_px"))
+    parts = [f"{stem}  page {page.number}"]
+    if page.label and page.label != str(page.number):
+        parts[0] += f" (label {page.label})"
+    blocks = page.blocks
+    unboxed = sum(1 for b in blocks if not b.bbox_px)
     parts.append(f"{len(blocks)} blocks" + (f", {unboxed} without a box" if unboxed else ""))
     status = page_status(page)
     if status == "failed":
-        parts.append(f"FAILED: {page.get('error') or 'no output'}")
+        parts.append(f"FAILED: {page.error or 'no output'}")
     elif status == "truncated":
         parts.append("TRUNCATED at the token limit: the end of the page is missing")
-    flags = [f for f in page.get("flags") or [] if f != "truncated"]
+    flags = [f for f in page.flags if f != FLAG_TRUNCATED]
     if flags:
         parts.append("flags: " + ", ".join(flags))
     return "   |   ".join(parts)
@@ -111,7 +111,7 @@ def _overlay_page(
     out: pymupdf.Document,
     pages: _PdfPages | _ImagePages,
     i: int,
-    page: dict[str, Any],
+    page: ParsedPage,
     stem: str,
     legend: list[str] | None,
 ) -> None:
@@ -121,9 +121,9 @@ def _overlay_page(
     target = out.new_page(width=width, height=height + extra)
     content = pymupdf.Rect(0, 0, width, height)
     pages.show(target, content, i)
-    width_px, height_px = page.get("width_px") or 0, page.get("height_px") or 0
+    width_px, height_px = page.width_px, page.height_px
     if width_px > 0 and height_px > 0:
-        draw_blocks(target, page.get("blocks") or [], width / width_px, height / height_px)
+        draw_blocks(target, page.blocks, width / width_px, height / height_px)
     status = page_status(page)
     if status != "ok":
         mark_page(target, content, status)
@@ -133,14 +133,12 @@ def _overlay_page(
 
 
 def layout_pdf(
-    document: dict[str, Any], source: Path | UrlSource, password: str | None = None
+    pages: list[ParsedPage], stem: str, source: Path | UrlSource, password: str | None = None
 ) -> bytes:
-    """The overlay PDF of a document (its JSON as `convert` wrote it) over its source file."""
-    pages = [p for p in document.get("pages") or [] if isinstance(p, dict)]
+    """The overlay PDF of a document's rendered pages over its source file."""
     if not pages:
-        raise OutputError(f"{source}: the document JSON has no pages")
-    numbers = [int(p["number"]) for p in pages]
-    stem = str(document.get("stem") or source.stem)
+        raise OutputError(f"{source}: the document has no pages")
+    numbers = [p.number for p in pages]
     out = pymupdf.open()
     with open_source(source, password) as opened:
         if isinstance(opened, PdfDocument):
@@ -149,7 +147,7 @@ def layout_pdf(
             shown = _ImagePages(opened, numbers)
         try:
             for i, page in enumerate(pages):
-                legend = roles_in(document) if i == 0 else None
+                legend = roles_in(pages) if i == 0 else None
                 _overlay_page(out, shown, i, page, stem, legend)
         finally:
             shown.close()
@@ -160,21 +158,21 @@ def layout_pdf(
 
 
 def write_layout(
-    doc_dir: Path | str, state: DocumentState, document: dict[str, Any], password: str | None
+    doc_dir: Path | str, state: DocumentState, pages: list[ParsedPage], password: str | None
 ) -> None:
     """Write OUT/<stem>/<stem>.layout.pdf (atomically) into the document folder `doc_dir` (a
     path or a URL); InputError when the source is gone."""
     source = checked_source(state, doc_dir)
-    pdf = layout_pdf(document, source, password)
+    pdf = layout_pdf(pages, state.stem, source, password)
     open_document_folder(doc_dir).write_layout_pdf(state.stem, pdf)
 
 
 def layout_job(
-    doc_dir: str, state: DocumentState, document: dict[str, Any], password: str | None
+    doc_dir: str, state: DocumentState, pages: list[ParsedPage], password: str | None
 ) -> list[str]:
     """`write_layout` for a worker process: problems come back as one-line messages."""
     try:
-        write_layout(output_location(doc_dir), state, document, password)
+        write_layout(output_location(doc_dir), state, pages, password)
     except HpdparseError as exc:
         return [f"layout overlay not written: {exc}"]
     except OSError as exc:

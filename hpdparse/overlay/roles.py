@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from hpdparse.hpd.labels import ROLE_TEXT, ROLES
+from hpdparse.hpd.stream import Block, ParsedPage
 
 ROLE_COLOURS: dict[str, str] = {
     "title": "#d62728",
@@ -52,19 +51,18 @@ def role_css() -> str:
     return "".join(f".{css_class(role)}{{--c:{value}}}" for role, value in ROLE_COLOURS.items())
 
 
-def is_container(block: dict[str, Any]) -> bool:
+def is_container(block: Block) -> bool:
     """A block the layout branch wrote without forking a child branch for it (no `<CHILD>`
     content): an image, a list or figure container. Every other block is a forked child."""
-    flags = block.get("flags") or []
     return (
-        block.get("text") is None
-        and "html" not in block
-        and "latex" not in block
-        and "sentinel" not in flags
+        block.content is None
+        and block.html is None
+        and block.latex is None
+        and "sentinel" not in block.flags
     )
 
 
-def roles_in(document: dict[str, Any]) -> list[str]:
-    """The roles of the document's blocks, in the palette's order."""
-    present = {b.get("role") for p in document.get("pages", []) for b in p.get("blocks", [])}
+def roles_in(pages: list[ParsedPage]) -> list[str]:
+    """The roles of the pages' blocks, in the palette's order."""
+    present = {b.role for p in pages for b in p.blocks}
     return [role for role in ROLE_COLOURS if role in present]

@@ -17,6 +17,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
+from hpdparse.hpd.stream import Block
 from hpdparse.markdown.lists import is_ordered, render_list, split_items
 from hpdparse.markdown.tables import parse_table
 from hpdparse.markdown.text import escape_block_start, render_inline
@@ -103,9 +104,9 @@ def formula_html(latex: str, tag: str | None) -> str:
     return '<div class="formula">' + "".join(parts) + "</div>"
 
 
-def figure_html(doc_dir: Path, block: dict[str, Any]) -> str:
+def figure_html(doc_dir: Path, block: Block) -> str:
     """The figure's crop from images/, embedded; a note when there is none."""
-    name = block.get("image")
+    name = block.image
     if isinstance(name, str) and _CROP_NAME.match(name):
         path = doc_dir / name
         try:
@@ -115,8 +116,8 @@ def figure_html(doc_dir: Path, block: dict[str, Any]) -> str:
         except OSError:
             pass
         return f'<p class="none">{html.escape(name)} is missing</p>'
-    if "container_of" in block:
-        return f'<p class="none">container of block {int(block["container_of"])}</p>'
+    if block.container_of is not None:
+        return f'<p class="none">container of block {int(block.container_of)}</p>'
     return '<p class="none">figure (not cropped)</p>'
 
 
@@ -125,24 +126,24 @@ def list_html(md: MarkdownIt, text: str) -> str:
     return md.render(render_list(items, is_ordered(items), True))
 
 
-def block_html(md: MarkdownIt, doc_dir: Path, block: dict[str, Any]) -> str:
+def block_html(md: MarkdownIt, doc_dir: Path, block: Block) -> str:
     """The HTML of one block, by its role."""
-    role = block.get("role")
-    text = block.get("text")
-    if role == "table" and isinstance(block.get("html"), str):
-        return table_html(md, block["html"])
-    if role == "formula" and isinstance(block.get("latex"), str):
-        return formula_html(block["latex"], block.get("tag"))
+    role = block.role
+    text = block.text
+    if role == "table" and isinstance(block.html, str):
+        return table_html(md, block.html)
+    if role == "formula" and isinstance(block.latex, str):
+        return formula_html(block.latex, block.tag)
     if role == "figure":
         return figure_html(doc_dir, block)
     if not isinstance(text, str):
-        if "sentinel" in (block.get("flags") or []):
+        if "sentinel" in block.flags:
             return '<p class="none">no text (the model said the region has none)</p>'
-        if role == "list" and block.get("items"):
-            return f'<p class="none">list of {len(block["items"])} items (the blocks below)</p>'
+        if role == "list" and block.items:
+            return f'<p class="none">list of {len(block.items)} items (the blocks below)</p>'
         return '<p class="none">no content</p>'
     if role in ("title", "heading"):
-        level = min(3 + int(block.get("level") or 0), 6)
+        level = min(3 + int(block.level or 0), 6)
         return f"<h{level}>{inline_html(md, text)}</h{level}>"
     if role == "code":
         return f"<pre><code>{html.escape(text, quote=False)}</code></pre>"

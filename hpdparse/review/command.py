@@ -10,7 +10,8 @@ from pathlib import Path
 
 from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
-from hpdparse.review.document_page import document_json, page_views
+from hpdparse.hpd.stream import ParsedPage
+from hpdparse.review.document_page import page_views, shown_document
 from hpdparse.review.index import (
     MAX_PAGE_ROWS,
     IndexRow,
@@ -47,26 +48,26 @@ class ReviewResult:
 
 def write_document_page(
     out: Path, doc: DocumentOutput, password: str | None, max_side: int
-) -> tuple[Path | None, dict | None, list[str]]:
-    """Write one document's review page; (its path, the JSON shown, problems)."""
+) -> tuple[Path | None, list[ParsedPage], list[str]]:
+    """Write one document's review page; (its path, the pages shown, problems)."""
     if doc.problem is not None:
-        return None, None, [doc.problem]
-    data, from_raw = document_json(doc)
-    if not data["pages"]:
-        return None, None, []
-    pages, problems = page_views(doc, data, password, max_side)
+        return None, [], [doc.problem]
+    shown = shown_document(doc)
+    if not shown.pages:
+        return None, [], []
+    pages, problems = page_views(doc, shown, password, max_side)
     index = Path("..") / INDEX_NAME if out != doc.doc_dir else None
     html = render(
         "document.html",
-        doc=data,
+        doc=shown,
         state=doc.state,
         pages=pages,
-        from_raw=from_raw,
+        from_raw=shown.from_raw,
         index=index.as_posix() if index else None,
     )
     target = review_path(doc.doc_dir, doc.stem)
     doc.folder.write_review_html(doc.stem, html)
-    return target, data, problems
+    return target, shown.pages, problems
 
 
 def review(
@@ -88,7 +89,7 @@ def review(
         for folder in folders:
             try:
                 doc = load_document(folder)
-                page, data, problems = write_document_page(out, doc, password, max_side)
+                page, shown, problems = write_document_page(out, doc, password, max_side)
             except HpdparseError as exc:
                 result.problems.append(str(exc))
                 continue
@@ -101,7 +102,7 @@ def review(
                 if on_written:
                     on_written(page)
             if not single:
-                rows.append(index_row(out, doc, data, page))
+                rows.append(index_row(out, doc, shown, page))
     finally:
         close_cached_documents()
     if result.index is not None:

@@ -6,14 +6,15 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from markupsafe import Markup
 
 from hpdparse.errors import HpdparseError
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.labels import PAGE_FURNITURE
+from hpdparse.hpd.stream import Block, BlockRef, ParsedPage
 from hpdparse.markdown.assemble import assemble_record
+from hpdparse.markdown.json_export import page_from_json
 from hpdparse.markdown.render import RenderOptions, render_document
 from hpdparse.overlay.layout_pdf import page_status
 from hpdparse.overlay.roles import css_class, is_container, role_name
@@ -28,20 +29,6 @@ PLACEHOLDER_SIZE = (1000, 1414)  # a page whose size is unknown (failed, no sour
 
 
 @dataclass
-class BoxView:
-    ref: str
-    role: str  # css class
-    x: int
-    y: int
-    width: int
-    height: int
-    index: int
-    container: bool
-    confidence: str = "conf-none"  # css class: conf-low, conf-mid, conf-high, conf-none
-    confidence_text: str = ""
-
-
-@dataclass
 class BlockView:
     ref: str
     role: str  # css class
@@ -52,9 +39,10 @@ class BlockView:
     notes: list[Markup]
     flags: list[str]
     furniture: bool
-    boxed: bool
-    confidence: str = "conf-none"
+    container: bool
+    confidence: str = "conf-none"  # css class: conf-low, conf-mid, conf-high, conf-none
     confidence_text: str = ""
+    box: tuple[int, int, int, int] | None = None  # x, y, width, height on the page image
 
 
 @dataclass
@@ -68,116 +56,130 @@ class PageView:
     width: int
     height: int
     image: str | None
-    boxes: list[BoxView] = field(default_factory=list)
     blocks: list[BlockView] = field(default_factory=list)
     raw: str | None = None
 
 
-def document_json(doc: DocumentOutput) -> tuple[dict[str, Any], bool]:
-    """The document's JSON; for an unfinished document (no JSON yet) it is rendered from raw/
-    in memory, as `render` would. Returns (json, built_from_raw)."""
-    if doc.data is not None:
-        return doc.data, False
+@dataclass
+class ShownDocument:
+    """What a review page shows of a document: its <stem>.json read back or, for an unfinished
+    document, its raw pages rendered in memory."""
+
+    stem: str
+    source: str
+    engine: str
+    model: str
+    page_count: int
+    keep_headers: bool
+    pages: list[ParsedPage]
+    from_raw: bool  # rendered from raw/: the document is not finished
+
+
+def shown_document(doc: DocumentOutput) -> ShownDocument:
+    """The document's JSON as records; for an unfinished document (no JSON yet) its pages
+    rendered from raw/ in memory, as `render` would."""
+    data = doc.data
+    if data is not None:
+        return ShownDocument(
+            str(data.get("stem") or ""),
+            str(data.get("source") or ""),
+            str(data.get("engine") or ""),
+            str(data.get("model") or ""),
+            int(data.get("page_count") or 0),
+            bool((data.get("render_options") or {}).get("keep_headers")),
+            [page_from_json(page) for page in data["pages"]],
+            from_raw=False,
+        )
     known = {f.name for f in dataclasses.fields(RenderOptions)}
     options = RenderOptions(**{k: v for k, v in doc.state.render_options.items() if k in known})
-    data = render_document(assemble_record(doc.folder, doc.state), options).json
-    for page in data["pages"]:
-        if page["status"] == "failed" and page["number"] not in doc.state.failed_pages:
-            page["error"] = "not decoded yet"
-    return data, True
+    rendered = render_document(assemble_record(doc.folder, doc.state), options)
+    for page in rendered.pages:
+        if page.status == "failed" and page.number not in doc.state.failed_pages:
+            page.error = "not decoded yet"
+    record = rendered.doc
+    return ShownDocument(
+        record.stem,
+        record.source,
+        record.engine,
+        record.model,
+        record.page_count,
+        options.keep_headers,
+        rendered.pages,
+        from_raw=True,
+    )
 
 
-def _notes(block: dict[str, Any], keep_headers: bool) -> list[Markup]:
-    notes = []
-    for link in block.get("continued_by") or []:
-        ref = f"p{int(link['page'])}-{int(link['block'])}"
-        notes.append(
-            Markup('continues on page {} (<a href="#b-{}">block {}</a>)').format(
-                link["page"], ref, link["block"]
-            )
-        )
-    if block.get("continues"):
-        link = block["continues"]
-        ref = f"p{int(link['page'])}-{int(link['block'])}"
-        notes.append(
-            Markup(
-                'continues page {} (<a href="#b-{}">block {}</a>), merged in the Markdown'
-            ).format(link["page"], ref, link["block"])
-        )
-    for key, text in (
-        ("caption_of", "caption of block {}"),
-        ("caption", "its caption: block {}"),
-        ("list", "item of the list in block {}"),
+def _link_note(text: str, link: BlockRef) -> Markup:
+    ref = f"p{link.page}-{link.block}"
+    return Markup(text).format(link.page, ref, link.block)
+
+
+def _notes(block: Block, keep_headers: bool) -> list[Markup]:
+    notes = [
+        _link_note('continues on page {} (<a href="#b-{}">block {}</a>)', link)
+        for link in block.continued_by
+    ]
+    if block.continues is not None:
+        text = 'continues page {} (<a href="#b-{}">block {}</a>), merged in the Markdown'
+        notes.append(_link_note(text, block.continues))
+    for tie, text in (
+        (block.caption_of, "caption of block {}"),
+        (block.caption, "its caption: block {}"),
+        (block.in_list, "item of the list in block {}"),
     ):
-        if key in block:
-            notes.append(Markup(text).format(block[key]))
-    if block.get("role") in PAGE_FURNITURE and not keep_headers:
+        if tie is not None:
+            notes.append(Markup(text).format(tie))
+    if block.role in PAGE_FURNITURE and not keep_headers:
         notes.append(Markup("not in the Markdown (page furniture; --keep-headers keeps it)"))
     if is_container(block):
         notes.append(Markup("no child branch: a container the layout branch wrote"))
     return notes
 
 
-def _block_views(doc_dir: Path, page: dict[str, Any], keep_headers: bool) -> list[BlockView]:
+def _block_views(doc_dir: Path, page: ParsedPage, keep_headers: bool) -> list[BlockView]:
     md = make_markdown()
     views = []
-    for block in page.get("blocks") or []:
-        role = str(block.get("role") or "text")
+    for block in page.blocks:
+        role = block.role or "text"
         views.append(
             BlockView(
-                ref=f"p{page['number']}-{int(block['index'])}",
+                ref=f"p{page.number}-{block.index}",
                 role=css_class(role),
                 role_name=role_name(role),
-                label=str(block.get("label") or ""),
-                index=int(block["index"]),
+                label=block.label,
+                index=block.index,
                 html=Markup(block_html(md, doc_dir, block)),
                 notes=_notes(block, keep_headers),
-                flags=[str(f) for f in block.get("flags") or []],
+                flags=block.flags,
                 furniture=role in PAGE_FURNITURE,
-                boxed=bool(block.get("bbox_px")),
-                confidence=confidence_class(block.get("confidence")),
-                confidence_text=confidence_text(block.get("confidence")),
+                container=is_container(block),
+                confidence=confidence_class(block.confidence),
+                confidence_text=confidence_text(block.confidence),
+                box=_box(block.bbox_px),
             )
         )
     return views
 
 
-def _box_views(page: dict[str, Any]) -> list[BoxView]:
-    boxes = []
-    for block in page.get("blocks") or []:
-        box = block.get("bbox_px")
-        if not box or len(box) != 4:
-            continue
-        x1, y1, x2, y2 = (int(v) for v in box)
-        boxes.append(
-            BoxView(
-                f"p{page['number']}-{int(block['index'])}",
-                css_class(str(block.get("role"))),
-                x1,
-                y1,
-                max(x2 - x1, 1),
-                max(y2 - y1, 1),
-                int(block["index"]),
-                is_container(block),
-                confidence_class(block.get("confidence")),
-                confidence_text(block.get("confidence")),
-            )
-        )
-    return boxes
+def _box(bbox_px: tuple[int, int, int, int] | None) -> tuple[int, int, int, int] | None:
+    if bbox_px is None:
+        return None
+    x1, y1, x2, y2 = bbox_px
+    return x1, y1, max(x2 - x1, 1), max(y2 - y1, 1)
 
 
-def _facts(page: dict[str, Any]) -> str:
+def _facts(page: ParsedPage) -> str:
     parts = []
-    if page.get("width_px"):
-        dpi = f" at {page['dpi']} dpi" if page.get("dpi") else ""
-        parts.append(f"{page['width_px']}×{page['height_px']} px{dpi}")
-    if page.get("finish_reason"):
-        parts.append(f"finish: {page['finish_reason']}")
-    if page.get("output_tokens"):
-        parts.append(f"{page.get('prompt_tokens', 0)} + {page['output_tokens']} tokens")
-    if page.get("seconds"):
-        parts.append(f"{float(page['seconds']):.1f} s")
-    parts.append(f"{len(page.get('blocks') or [])} blocks")
+    if page.width_px:
+        dpi = f" at {page.dpi} dpi" if page.dpi else ""
+        parts.append(f"{page.width_px}×{page.height_px} px{dpi}")
+    if page.finish_reason:
+        parts.append(f"finish: {page.finish_reason}")
+    if page.output_tokens:
+        parts.append(f"{page.prompt_tokens} + {page.output_tokens} tokens")
+    if page.seconds:
+        parts.append(f"{float(page.seconds):.1f} s")
+    parts.append(f"{len(page.blocks)} blocks")
     return " · ".join(parts)
 
 
@@ -191,7 +193,7 @@ def _raw_text(folder: DocumentFolder, number: int) -> str | None:
 
 def page_views(
     doc: DocumentOutput,
-    data: dict[str, Any],
+    shown: ShownDocument,
     password: str | None,
     max_side: int = DEFAULT_MAX_SIDE,
 ) -> tuple[list[PageView], list[str]]:
@@ -202,45 +204,43 @@ def page_views(
     except HpdparseError as exc:
         source = None
         problems.append(f"{exc}; pages shown without images")
-    keep_headers = bool((data.get("render_options") or {}).get("keep_headers"))
     views = []
-    for page in data.get("pages") or []:
-        number = int(page["number"])
+    for page in shown.pages:
+        number = page.number
         image = None
         if source is not None:
             try:
                 image = page_image(source, number, doc.state.dpi, password, max_side)
             except HpdparseError as exc:
                 problems.append(f"{exc}; page shown without its image")
-        width = int(page.get("width_px") or (image.width if image else PLACEHOLDER_SIZE[0]))
-        height = int(page.get("height_px") or (image.height if image else PLACEHOLDER_SIZE[1]))
+        width = int(page.width_px or (image.width if image else PLACEHOLDER_SIZE[0]))
+        height = int(page.height_px or (image.height if image else PLACEHOLDER_SIZE[1]))
         views.append(
             PageView(
                 number,
-                page.get("label"),
+                page.label,
                 page_status(page),
-                page.get("error"),
+                page.error,
                 _facts(page),
-                [str(f) for f in page.get("flags") or []],
+                page.flags,
                 width,
                 height,
                 image.data_url if image else None,
-                _box_views(page),
-                _block_views(doc.doc_dir, page, keep_headers),
+                _block_views(doc.doc_dir, page, shown.keep_headers),
                 _raw_text(doc.folder, number),
             )
         )
     return views, problems
 
 
-def confidence_class(value: Any) -> str:
+def confidence_class(value: float | None) -> str:
     """The colour band of a confidence: below the default --flag-below, below 0.9, above."""
-    if not isinstance(value, (int, float)):
+    if value is None:
         return "conf-none"
     if value < DEFAULT_FLAG_BELOW:
         return "conf-low"
     return "conf-mid" if value < CONFIDENT else "conf-high"
 
 
-def confidence_text(value: Any) -> str:
-    return f"confidence {value:.2f}" if isinstance(value, (int, float)) else ""
+def confidence_text(value: float | None) -> str:
+    return f"confidence {value:.2f}" if value is not None else ""

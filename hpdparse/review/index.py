@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
+from hpdparse.hpd.stream import ParsedPage
 from hpdparse.overlay.layout_pdf import page_status
 from hpdparse.store.outputs import DocumentOutput, json_path, layout_path, markdown_path
 
@@ -43,11 +43,10 @@ def _link(out: Path, path: Path) -> str:
 
 
 def index_row(
-    out: Path, doc: DocumentOutput, data: dict[str, Any] | None, review: Path | None
+    out: Path, doc: DocumentOutput, pages: list[ParsedPage], review: Path | None
 ) -> IndexRow:
-    """The row of one document; `data` is its JSON (None when there is none to show)."""
+    """The row of one document; `pages`: the pages its review page shows (none: no page)."""
     state = doc.state
-    pages = (data or {}).get("pages") or []
     statuses = [page_status(p) for p in pages]
     files = [
         (path.name, _link(out, path))
@@ -67,27 +66,18 @@ def index_row(
         pages=len(state.selected),
         failed=len(state.failed_pages),
         truncated=statuses.count("truncated"),
-        flagged=sum(1 for p in pages if p.get("flags")),
+        flagged=sum(1 for p in pages if p.flags),
         review=_link(out, review) if review is not None else None,
         files=files,
         failures=failures,
         note=doc.problem,
         lowest=_lowest_pages(pages),
-        page_confidences=[(int(p["number"]), _confidence(p)) for p in pages],
+        page_confidences=[(p.number, p.confidence) for p in pages],
     )
 
 
-def _confidence(page: dict[str, Any]) -> float | None:
-    value = page.get("confidence")
-    return float(value) if isinstance(value, (int, float)) else None
-
-
-def _lowest_pages(pages: list[dict[str, Any]], count: int = 3) -> list[tuple[int, float]]:
-    scored = [
-        (int(p["number"]), float(p["confidence"]))
-        for p in pages
-        if isinstance(p.get("confidence"), (int, float))
-    ]
+def _lowest_pages(pages: list[ParsedPage], count: int = 3) -> list[tuple[int, float]]:
+    scored = [(p.number, p.confidence) for p in pages if p.confidence is not None]
     return sorted(scored, key=lambda item: (item[1], item[0]))[:count]
 
 
@@ -98,7 +88,7 @@ def by_confidence(rows: list[IndexRow]) -> list[IndexRow]:
 
 
 @dataclass(frozen=True)
-class PageRow:
+class ConfidenceRow:
     document: str
     review: str | None  # link to the page on its document's review page
     number: int
@@ -109,14 +99,14 @@ class PageRow:
 MAX_PAGE_ROWS = 5000  # the index of a huge run lists its least confident pages only
 
 
-def page_rows(rows: list[IndexRow]) -> list[PageRow]:
+def page_rows(rows: list[IndexRow]) -> list[ConfidenceRow]:
     """Every page of the run, least confident first (pages without confidence last), at most
     MAX_PAGE_ROWS of them."""
     pages = []
     for row in sorted(rows, key=lambda r: r.name):
         for number, confidence in row.page_confidences:
             link = f"{row.review}#page-{number}" if row.review else None
-            pages.append(PageRow(row.name, link, number, confidence, len(pages)))
+            pages.append(ConfidenceRow(row.name, link, number, confidence, len(pages)))
     pages.sort(key=lambda p: (p.confidence is None, p.confidence or 0.0, p.order))
     return pages[:MAX_PAGE_ROWS]
 

@@ -96,15 +96,14 @@ def start_finish(
         texts = read_page_texts(record.source, numbers)
     rendered = render_document(record, options, texts)
     exports = build_exports(rendered, options)
-    report.page_confidence = {
-        p["number"]: p["confidence"] for p in rendered.json["pages"] if p["confidence"] is not None
-    }
-    checked = [p["text_layer"] for p in rendered.json["pages"] if p.get("text_layer")]
-    report.text_layer = {k: sum(c[k] for c in checked) for k in TEXT_LAYER_KEYS}
+    pages = rendered.pages
+    report.page_confidence = {p.number: p.confidence for p in pages if p.confidence is not None}
+    checked = [p.text_layer for p in pages if p.text_layer is not None]
+    report.text_layer = {k: sum(getattr(c, k) for c in checked) for k in TEXT_LAYER_KEYS}
     crops = None
     if rendered.images and options.images:
         crops = cut_images(folder, state, group_crops(rendered.images))
-    drawing = overlay(folder, state, rendered.json) if overlay is not None else None
+    drawing = overlay(folder, state, pages) if overlay is not None else None
     state.failed_pages = failed
     state.render_options = dataclasses.asdict(options)
 

@@ -1,5 +1,5 @@
 """The --layout overlay of a finished document (`<stem>.layout.pdf`, drawn by
-hpdparse.overlay.layout_pdf from the rendered JSON and the source file). An `OverlayWriter` writes
+hpdparse.overlay.layout_pdf from the rendered pages and the source file). An `OverlayWriter` writes
 it for one document in two steps, as the image cutter does: called, it starts the drawing and
 returns a function that waits for it and returns one-line problems; there is one per place the
 work can run."""
@@ -10,13 +10,13 @@ import copy
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
 
+from hpdparse.hpd.stream import ParsedPage
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.state import DocumentState
 
-OverlayWriter = Callable[[DocumentFolder, DocumentState, dict[str, Any]], Callable[[], list[str]]]
+OverlayWriter = Callable[[DocumentFolder, DocumentState, list[ParsedPage]], Callable[[], list[str]]]
 
 
 class PoolOverlay:
@@ -28,14 +28,12 @@ class PoolOverlay:
         self.password = password
 
     def __call__(
-        self, folder: DocumentFolder, state: DocumentState, document: dict[str, Any]
+        self, folder: DocumentFolder, state: DocumentState, pages: list[ParsedPage]
     ) -> Callable[[], list[str]]:
         from hpdparse.overlay.layout_pdf import layout_job
 
         # A copy: the job is pickled later, on the pool's thread, while the finish goes on.
-        job = self.pool.submit(
-            layout_job, folder.location, copy.copy(state), document, self.password
-        )
+        job = self.pool.submit(layout_job, folder.location, copy.copy(state), pages, self.password)
         return lambda: _drawn(job)
 
 
@@ -53,8 +51,8 @@ class InProcessOverlay:
         self.password = password
 
     def __call__(
-        self, folder: DocumentFolder, state: DocumentState, document: dict[str, Any]
+        self, folder: DocumentFolder, state: DocumentState, pages: list[ParsedPage]
     ) -> Callable[[], list[str]]:
         from hpdparse.overlay.layout_pdf import layout_job
 
-        return lambda: layout_job(folder.location, state, document, self.password)
+        return lambda: layout_job(folder.location, state, pages, self.password)

@@ -9,24 +9,35 @@ report.py imports this module).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from hpdparse.store.statuses import STATUS_CONVERTED, STATUS_PARTIAL
 
 LOWEST = 3  # pages listed per document
 
 
-def lowest_pages(doc: Any, count: int = LOWEST) -> list[dict[str, Any]]:
+class RankedPage(TypedDict):
+    page: int
+    confidence: float
+
+
+class FlaggedPage(TypedDict):
+    source: str
+    page: int
+    confidence: float
+
+
+def lowest_pages(doc: Any, count: int = LOWEST) -> list[RankedPage]:
     """The document's `count` least confident pages, lowest first."""
     ranked = sorted(doc.page_confidence.items(), key=lambda item: (item[1], item[0]))
     return [{"page": page, "confidence": value} for page, value in ranked[:count]]
 
 
-def flagged_pages(report: Any) -> list[dict[str, Any]]:
+def flagged_pages(report: Any) -> list[FlaggedPage]:
     """Every page of the run below the report's `flag_below`, lowest first."""
     if report.flag_below is None:
         return []
-    out = [
+    out: list[FlaggedPage] = [
         {"source": doc.source, "page": page, "confidence": value}
         for doc in report.documents
         for page, value in doc.page_confidence.items()

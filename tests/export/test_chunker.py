@@ -27,7 +27,7 @@ from hpdparse.export.chunks import chunk_records
 from hpdparse.export.docling import DoclingExport
 from hpdparse.export.docling_chunker import make_chunker
 from hpdparse.export.tokenizers import _tekken, _tekken_count, load_tokenizer, token_counter
-from tests.export.export_cases import CASES, exported, rendered
+from tests.export.export_cases import CASES, exported
 from tests.helpers.paths import REPO
 
 NAMES = sorted(CASES)
@@ -59,8 +59,8 @@ def assert_same_chunks(doc: DoclingDocument, limit: int, tokenizer: str | None =
 def test_golden_cases_chunk_as_hybrid_chunker_does(name: str, limit: int) -> None:
     export = exported(name)
     assert_same_chunks(export.document, limit)
-    ours = chunk_records(export, rendered(name).json, limit)
-    assert ours == chunk_records(export, rendered(name).json, limit, docling_chunker=True)
+    ours = chunk_records(export, limit)
+    assert ours == chunk_records(export, limit, docling_chunker=True)
     assert ours, name
 
 
@@ -184,7 +184,6 @@ def test_a_document_beyond_ours_goes_to_hybrid_chunker(what: str) -> None:
     with pytest.raises(Unsupported):
         FastChunker(count, 64).chunk(doc)
     export = DoclingExport(doc)
-    data = {"stem": "adversarial", "pages": []}
-    records = chunk_records(export, data, 64)
+    records = chunk_records(export, 64)
     assert [r["text"] for r in records] == [t[0].strip() for t in oracle_triples(doc, 64)]
     assert records[-1]["text"].endswith(last)

@@ -25,8 +25,9 @@ from docling_core.types.doc import (
 from hpdparse.export.chunks import chunk_records
 from hpdparse.export.docling import to_docling
 from hpdparse.export.files import build_exports
-from hpdparse.export.pages import BlockRef, PageGeometry
+from hpdparse.export.pages import Frame
 from hpdparse.export.tokenizers import TokenizerError, load_tokenizer
+from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.markdown.text import render_inline
 from hpdparse.markdown.units import BODY_KINDS, HEADING
@@ -38,7 +39,7 @@ LIMITS = [16, 64, 512]
 
 
 def records(name: str, limit: int, tokenizer: str | None = None) -> list[dict]:
-    return chunk_records(exported(name), rendered(name).json, limit, tokenizer)
+    return chunk_records(exported(name), limit, tokenizer)
 
 
 def content_blocks(name: str) -> set[BlockRef]:
@@ -134,7 +135,7 @@ def test_heading_paths_are_the_markdown_headings_above(name: str) -> None:
             stack = {level: text for level, text in stack.items() if level < unit.level}
             stack[unit.level] = unit.text
         elif unit.kind in BODY_KINDS:
-            for block in [unit.block, *unit.extra.get("item_blocks", [])]:
+            for block in [unit.block, *unit.item_blocks]:
                 path_at.setdefault(BlockRef(unit.page, block), [stack[k] for k in sorted(stack)])
     for record in records(name, 64):
         first = chunk_refs(record)[0]
@@ -167,7 +168,7 @@ def test_boxes_are_in_points_and_on_the_grid() -> None:
 
 def test_a_grid_box_is_clamped_to_the_page() -> None:
     """Each coordinate is min(max(v, 0), 1000) before scaling, edge values included."""
-    page = PageGeometry(1, 595.0, 842.0, True, 72)
+    page = Frame(1, 595.0, 842.0, True, 72)
     values = [-5, -0.0, 0, 0.0, 0.5, 999, 1000, 1000.0, 1000.5, 1e9, -1e9, float("inf")]
     for x1, y1, x2, y2 in itertools.product(values, repeat=4):
         clamped = [min(max(v, 0.0), 1000.0) for v in (x1, y1, x2, y2)]
@@ -201,7 +202,7 @@ def test_chunks_alone_are_the_chunks_written_with_the_docling_file(name: str, li
     assert alone.chunks == build_exports(rendered(name), both).chunks
     # HybridChunker, where ours does not apply, reads no provenance either
     bare = to_docling(rendered(name), provenance=False)
-    hybrid = chunk_records(bare, rendered(name).json, limit, docling_chunker=True)
+    hybrid = chunk_records(bare, limit, docling_chunker=True)
     assert hybrid == records(name, limit)
 
 

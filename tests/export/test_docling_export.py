@@ -24,7 +24,7 @@ from docling_core.types.doc import (
 
 from hpdparse.export.docling import plain
 from hpdparse.export.docling_json import docling_json
-from hpdparse.export.pages import BlockRef, blocks_by_ref
+from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.formulas import wrap_arithmetic
 from hpdparse.markdown.merge import join_paragraphs
 from hpdparse.markdown.tables import occupancy, parse_table
@@ -60,8 +60,7 @@ def test_items_hold_the_text_of_our_blocks(name: str) -> None:
     """Each text item equals its block in `<stem>.json` (joined with the blocks merged into it);
     tables equal the JSON's sanitised HTML cell by cell, formulas its LaTeX."""
     export = exported(name)
-    data = rendered(name).json
-    blocks = blocks_by_ref(data)
+    blocks = _json_blocks(rendered(name).json)
     checked = 0
     for item, _ in export.document.iterate_items(included_content_layers=_ALL_LAYERS):
         refs = export.refs[item.self_ref]
@@ -83,6 +82,11 @@ def test_items_hold_the_text_of_our_blocks(name: str) -> None:
             assert _cells(item) == _json_cells(sources), (name, refs)
             checked += 1
     assert checked > 0
+
+
+def _json_blocks(data: dict) -> dict[BlockRef, dict]:
+    """The blocks of `<stem>.json`, by page and index."""
+    return {BlockRef(p["number"], b["index"]): b for p in data["pages"] for b in p["blocks"]}
 
 
 def _cells(item: TableItem) -> list[str]:
@@ -128,7 +132,7 @@ def test_every_box_lies_inside_its_page(name: str) -> None:
 def test_merged_blocks_are_one_item_with_both_pages(name: str) -> None:
     export = exported(name)
     merges = rendered(name).json["merges"]
-    blocks = blocks_by_ref(rendered(name).json)
+    blocks = _json_blocks(rendered(name).json)
     assert merges
     by_first = {}
     for item_ref, refs in export.refs.items():

@@ -14,6 +14,8 @@ import pytest
 from PIL import Image, ImageChops
 
 from hpdparse import api
+from hpdparse.hpd.stream import ParsedPage
+from hpdparse.markdown.json_export import page_from_json
 from hpdparse.overlay.layout_pdf import layout_pdf
 from hpdparse.overlay.roles import is_container, rgb
 from hpdparse.runner.progress import Progress
@@ -67,6 +69,7 @@ def assert_boxes_where_the_json_says(doc_dir: Path) -> int:
         else:  # an image: drawn at one scale, whatever it is
             sx = sy = drawn.rect.width / page["width_px"]
         rects = stroked_rects(drawn)
+        records = page_from_json(page).blocks
         for block in page["blocks"]:
             if not block.get("bbox_px"):
                 continue
@@ -82,7 +85,7 @@ def assert_boxes_where_the_json_says(doc_dir: Path) -> int:
             ]
             assert match, f"{doc_dir.name} page {page['number']} block {block['index']}: no box"
             dashed = match[0]["dashes"] not in (None, "[] 0")
-            assert dashed == is_container(block), (block, match[0]["dashes"])
+            assert dashed == is_container(records[block["index"]]), (block, match[0]["dashes"])
             checked += 1
     return checked
 
@@ -93,8 +96,8 @@ def test_convert_layout_draws_every_block_where_the_json_says(srv, tmp_path: Pat
     checked = sum(assert_boxes_where_the_json_says(d) for d in sorted(tmp_path.iterdir()))
     assert checked > 40
     # The figure of paper page 2 is a container (an image, no child branch): dashed.
-    paper = document_json(tmp_path / "paper")
-    assert any(b["role"] == "figure" and is_container(b) for b in paper["pages"][1]["blocks"])
+    paper = page_from_json(document_json(tmp_path / "paper")["pages"][1])
+    assert any(b.role == "figure" and is_container(b) for b in paper.blocks)
 
 
 def test_a_legend_on_the_first_page_only(srv, tmp_path: Path) -> None:
@@ -191,12 +194,8 @@ def _rotated_cropped_pdf(path: Path) -> Path:
 def test_the_page_under_the_boxes_is_the_page_the_model_saw(tmp_path: Path) -> None:
     source = _rotated_cropped_pdf(tmp_path / "rotated.pdf")
     seen = rasterize_page(str(source), 1, 144).image
-    document = {
-        "stem": "rotated",
-        "pages": [{"number": 1, "status": "ok", "width_px": seen.width,
-                   "height_px": seen.height, "blocks": [], "flags": []}],
-    }  # fmt: skip
-    with pymupdf.open("pdf", layout_pdf(document, source)) as pdf:
+    pages = [ParsedPage(number=1, width_px=seen.width, height_px=seen.height)]
+    with pymupdf.open("pdf", layout_pdf(pages, "rotated", source)) as pdf:
         page = pdf[0]
         assert (page.rect.width, round(page.rect.height)) > (465 - 0.01, 280)
         content = pymupdf.Rect(0, 0, 465, 280)
