@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from hpdparse.markdown.records import DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord
+from hpdparse.store.raw_pages import RawPage
 
 SCHEMA_VERSION = 1
 
 
 def page_json(
-    page: PageRecord,
+    page: RawPage,
     flags: list[str],
     blocks: list[dict[str, Any]],
     confidence: float | None = None,
@@ -19,7 +20,7 @@ def page_json(
 ) -> dict[str, Any]:
     """A page's JSON object; `text_layer`: the counts of its text layer check (None: not
     checked)."""
-    geometry, decode = page.geometry, page.decode
+    geometry, decode = page.geometry, page.result
     return {
         "number": page.number,
         "label": geometry.label,

@@ -19,7 +19,7 @@ from hpdparse.markdown.headings import assign_levels, heading_markdown, numberin
 from hpdparse.markdown.json_export import document_json, page_json
 from hpdparse.markdown.lists import render_list
 from hpdparse.markdown.merge import merge_across_pages
-from hpdparse.markdown.records import PAGE_FAILED, DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.tables import render_table
 from hpdparse.markdown.text import escape_block_start, render_inline
 from hpdparse.markdown.text_layer import DEFAULT_TEXT_LAYER, disagree_share, verify_page
@@ -37,6 +37,7 @@ from hpdparse.markdown.units import (
     Unit,
 )
 from hpdparse.sources.text_layer import PageText
+from hpdparse.store.raw_pages import PAGE_FAILED, RawPage
 
 FLAG_RENDER_ERROR = "render_error"  # a bug in the renderer: the page is only in the JSON
 
@@ -111,12 +112,12 @@ def _render(
     blocks_by_ref: dict[tuple[int, int], dict[str, Any]] = {}
 
     for page in doc.pages:
-        parsed = parse_page(page.raw or "", page.decode.finish_reason)
+        parsed = parse_page(page.text, page.result.finish_reason)
         scores, confidence = scored_page(page, parsed)
         if options.page_markers:
             units.append(Unit(COMMENT, page.number, None, text=_marker(page, confidence)))
         if page.status == PAGE_FAILED:
-            reason = page.error or page.decode.finish_reason or "unknown error"
+            reason = page.error or page.result.finish_reason or "unknown error"
             units.append(
                 Unit(BARRIER, page.number, None, text=f"page {page.number} failed: {reason}")
             )
@@ -262,7 +263,7 @@ def comment(text: str) -> str:
     return f"<!-- {body} -->"
 
 
-def _marker(page: PageRecord, confidence: float | None) -> str:
+def _marker(page: RawPage, confidence: float | None) -> str:
     marker = f"page {page.number}"
     label = page.geometry.label
     if label and label != str(page.number):

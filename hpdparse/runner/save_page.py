@@ -8,7 +8,7 @@ from __future__ import annotations
 from hpdparse.engines.base import EngineInfo, PageResult
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.document_folder import DocumentFolder
-from hpdparse.store.raw_pages import RawPage, RawPageMeta
+from hpdparse.store.raw_pages import RawPage
 
 
 def raw_page_of(
@@ -19,8 +19,7 @@ def raw_page_of(
     requested_dpi: int,
 ) -> RawPage:
     """The raw page record of a successful result for page `number`."""
-    meta = RawPageMeta(number, info, info.reuse_key_at(requested_dpi), geometry, result.decode)
-    return RawPage(number, result.text, meta)
+    return RawPage(number, result, geometry, info, info.reuse_key_at(requested_dpi))
 
 
 def save_page(

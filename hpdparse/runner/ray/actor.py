@@ -189,16 +189,16 @@ class PageDecoder:
         for number in unit.pages:
             saved = folder.read_raw_page(number)
             if saved is not None and saved.reusable(self.info.reuse_key_at(self.settings.dpi)):
-                meta = saved.meta.decode
+                result = saved.result
                 rows.append(
                     self._row(
                         unit,
                         started,
                         number,
                         PAGE_SAVED,
-                        prompt_tokens=meta.prompt_tokens,
-                        output_tokens=meta.output_tokens,
-                        seconds=meta.seconds,
+                        prompt_tokens=result.prompt_tokens,
+                        output_tokens=result.output_tokens,
+                        seconds=result.seconds,
                     )
                 )
             elif attempt > self.attempts:
@@ -231,7 +231,7 @@ class PageDecoder:
         self, unit: WorkUnit, started: float, folder: Any, outcome: PageOutcome
     ) -> PageRow:
         number, result = outcome.number, outcome.result
-        if result is None or outcome.prepared is None:
+        if result is None or outcome.geometry is None:
             return self._row(
                 unit, started, number, PAGE_FAILED, error=outcome.error or "not rasterized"
             )
@@ -240,9 +240,7 @@ class PageDecoder:
             error = f"{unit.source}: page {number}: {error}"
             return self._row(unit, started, number, PAGE_FAILED, error=error)
         try:
-            save_page(
-                folder, number, result, outcome.prepared.geometry, self.info, self.settings.dpi
-            )
+            save_page(folder, number, result, outcome.geometry, self.info, self.settings.dpi)
         except OSError as exc:
             error = f"{folder.location}: cannot write the output folder: {exc.strerror}"
             return self._row(unit, started, number, PAGE_FAILED, error=error)

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 from hpdparse.engines.base import Engine, PageRequest, PageResult
-from hpdparse.runner.read_ahead import PageJob, ReadAhead
-from hpdparse.runner.workers import PreparedPage, WorkerPool
+from hpdparse.runner.read_ahead import ReadAhead
+from hpdparse.runner.workers import WorkerPool
+from hpdparse.sources.document import PageGeometry
 
 EXIT_ENGINE_DEAD = 70
 """Exit status of an actor process whose engine died or hung."""
@@ -47,7 +48,7 @@ class PageOutcome:
 
     number: int
     result: PageResult | None = None
-    prepared: PreparedPage | None = None
+    geometry: PageGeometry | None = None
     error: str | None = None
 
 
@@ -94,7 +95,8 @@ class EngineFeed:
         # Prepared pages waiting for the live engine; bounded, so rasterizing stays ahead of
         # the engine by at most the read-ahead window.
         self._requests: queue.Queue[PageRequest] = queue.Queue(maxsize=max(1, read_ahead))
-        self._prepared: dict[tuple[int, int], tuple[UnitPages, PreparedPage]] = {}
+        # The geometry of each page in the engine, by request key (unit, page number).
+        self._geometry: dict[tuple[UnitPages, int], PageGeometry] = {}
         self._lock = threading.Lock()
         self._in_flight = 0
         self._last_progress = time.monotonic()
@@ -125,29 +127,26 @@ class EngineFeed:
     def _feed(self) -> None:
         while True:
             first = self._units.get()
-            for job, prepared in self._read_ahead.pages(self._jobs(first)):
-                handle = job.owner
-                if isinstance(prepared, str):
-                    failure = PageOutcome(job.number, error=prepared)
+            for handle, number, request in self._read_ahead.pages(self._pages(first)):
+                if isinstance(request, str):
+                    failure = PageOutcome(number, error=request)
                     (handle.outcomes if self.live else handle.requests).put(failure)
                     continue
-                key = (handle.unit, job.number)
-                request = PageRequest(key=key, payload=prepared.payload)
-                prepared.payload = None  # the engine holds it now
+                assert request.geometry is not None
                 with self._lock:
-                    self._prepared[key] = (handle, prepared)
+                    self._geometry[handle, number] = request.geometry
                 if self.live:
                     self._requests.put(request)
                 else:
                     handle.requests.put(request)
 
-    def _jobs(self, first: UnitPages) -> Iterator[PageJob[UnitPages]]:
+    def _pages(self, first: UnitPages) -> Iterator[tuple[UnitPages, str, int]]:
         """The pages of `first`, then of the units queued meanwhile; ends when none is queued
         (so the last pages are never held back waiting for more work)."""
         handle: UnitPages | None = first
         while handle is not None:
             for number in handle.pages:
-                yield PageJob(handle, handle.source, number)
+                yield handle, handle.source, number
             try:
                 handle = self._units.get_nowait()
             except queue.Empty:
@@ -212,13 +211,11 @@ class EngineFeed:
     def _outcome(self, result: PageResult) -> PageOutcome:
         self._last_progress = time.monotonic()
         with self._lock:
-            _handle, prepared = self._prepared.pop(result.key)
-        return PageOutcome(result.key[1], result=result, prepared=prepared)
+            geometry = self._geometry.pop(result.key)
+        return PageOutcome(result.key[1], result=result, geometry=geometry)
 
     def _deliver(self, result: PageResult) -> None:
-        self._last_progress = time.monotonic()
-        with self._lock:
-            handle, _prepared = self._prepared[result.key]
+        handle, _number = result.key
         handle.outcomes.put(self._outcome(result))
 
     def _watch(self) -> None:
