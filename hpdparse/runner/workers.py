@@ -89,17 +89,17 @@ def prepare_page(
         with contextlib.suppress(Exception):
             text = page_text_of(path, number, password)
     try:
-        page = rasterize_page(path, number, dpi, password)
+        image, geometry = rasterize_page(path, number, dpi, password)
     except InputError as exc:
         return str(exc)
     except Exception as exc:  # a renderer bug must fail the page, not the run
         return f"{path}: page {number} cannot be rendered: {type(exc).__name__}: {exc}"
     try:
         assert _preparer is not None
-        payload = _preparer(page.image)
+        payload = _preparer(image)
     except Exception as exc:
         return f"{path}: page {number} cannot be prepared: {type(exc).__name__}: {exc}"
-    return PageRequest(number, payload, page.geometry, text_layer=text)
+    return PageRequest(number, payload, geometry, text_layer=text)
 
 
 def convert_document(path: str) -> str | None:
@@ -124,10 +124,9 @@ def cut_crops(
     """Rasterize page `number` again as the model saw it and cut the crops (file name, pixel
     box): each one's file name and PNG bytes, for the caller to write; an error as one line."""
     try:
-        page = rasterize_page(path, number, dpi, password)
+        image, _ = rasterize_page(path, number, dpi, password)
     except InputError as exc:
         return f"images of page {number} not written: {exc}"
-    image = page.image
     pngs = []
     for filename, bbox in crops:
         x1, y1, x2, y2 = bbox
