@@ -25,7 +25,7 @@ from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.remote import is_url
-from hpdparse.runner.ray.engine_feed import EngineFeed, PageOutcome
+from hpdparse.runner.ray.engine_feed import EngineFeed
 from hpdparse.runner.ray.run_book import Heartbeat, run_is_over
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import (
@@ -43,6 +43,7 @@ from hpdparse.runner.save_page import save_page
 from hpdparse.runner.settings import MAX_AUTO_WORKERS, ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.store.output_store import open_document_folder
+from hpdparse.store.raw_pages import RawPage
 
 SHARED_FS_HINT = "--ray needs inputs and output on a file system every node sees"
 
@@ -212,8 +213,8 @@ class PageDecoder:
         if not to_decode:
             return rows
         handle = self.feed.submit(unit.unit, unit.source, to_decode)
-        for outcome in self.feed.decode(handle):
-            rows.append(self._page_row(unit, started, folder, outcome))
+        for page in self.feed.decode(handle):
+            rows.append(self._page_row(unit, started, folder, page))
         return rows
 
     def _unreachable(self, unit: WorkUnit) -> str | None:
@@ -227,20 +228,13 @@ class PageDecoder:
             return f"{unit.folder}: output folder not found on {self.host} ({SHARED_FS_HINT})"
         return None
 
-    def _page_row(
-        self, unit: WorkUnit, started: float, folder: Any, outcome: PageOutcome
-    ) -> PageRow:
-        number, result = outcome.number, outcome.result
-        if result is None or outcome.geometry is None:
-            return self._row(
-                unit, started, number, PAGE_FAILED, error=outcome.error or "not rasterized"
-            )
+    def _page_row(self, unit: WorkUnit, started: float, folder: Any, page: RawPage) -> PageRow:
+        """The row of a page back from the feed, saved now unless it failed."""
+        number, result = page.number, page.result
         if not result.ok:
-            error = " ".join((result.error or "the engine gave no text").split())
-            error = f"{unit.source}: page {number}: {error}"
-            return self._row(unit, started, number, PAGE_FAILED, error=error)
+            return self._row(unit, started, number, PAGE_FAILED, error=page.error)
         try:
-            save_page(folder, number, result, outcome.geometry, self.info, self.settings.dpi)
+            save_page(folder, number, result, page.geometry, self.info, self.settings.dpi)
         except OSError as exc:
             error = f"{folder.location}: cannot write the output folder: {exc.strerror}"
             return self._row(unit, started, number, PAGE_FAILED, error=error)
