@@ -10,10 +10,11 @@
   kept for the finish) in the rasterizer processes at most `read_ahead` pages ahead of the engine
   and handed to `engine.run` through a lazy iterator, so the engine holds at most `batch_size`
   pages and the host at most `read_ahead` more, however long the documents are;
-- store a raw page (`runner.save_page`): results come back in completion order and each page's
-  raw text is handed at once to `store.concurrent_writes`, which writes pages on a few threads
-  (a document is finished only once all of its pages are written); the run's `DocumentBook`
-  keeps counters and failed pages per document, and closes each document as it ends;
+- store a raw page (`store.raw_pages.RawPage`): results come back in completion order and each
+  page's raw record is handed at once to `store.concurrent_writes`, which writes pages on a few
+  threads (a document is finished only once all of its pages are written); the run's
+  `DocumentBook` keeps counters and failed pages per document, and closes each document as it
+  ends;
 - finish (`runner.finish`): when a document's last page is in, it is rebuilt from its raw pages
   and its crops started on the main thread, then written, its .md last, in the background
   (`runner.background_finish`) while the engine goes on; it counts as finished once written.
@@ -47,7 +48,6 @@ from hpdparse.runner.overlay import PoolOverlay
 from hpdparse.runner.plan import finished_earlier
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import ReadAhead
-from hpdparse.runner.save_page import raw_page_of
 from hpdparse.runner.settings import TEXT_LAYER_PREFER, ConvertSettings, text_layer_info
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.sources.document import PageGeometry
@@ -56,6 +56,7 @@ from hpdparse.sources.text_layer import PageText
 from hpdparse.store.concurrent_writes import ConcurrentWrites
 from hpdparse.store.document_folder import raw_page_files
 from hpdparse.store.output_store import open_output_store
+from hpdparse.store.raw_pages import RawPage
 from hpdparse.store.report import RunReport
 
 
@@ -232,8 +233,9 @@ class Converter:
     def _save(
         self, doc: DocumentRun, number: int, result: PageResult, geometry: PageGeometry
     ) -> None:
-        assert self._info is not None
-        raw = raw_page_of(number, result, geometry, self._info, self.settings.dpi)
+        info = self._info
+        assert info is not None
+        raw = RawPage(number, result, geometry, info, info.reuse_key_at(self.settings.dpi))
         files, folder = raw_page_files(raw), doc.folder
         doc.written.update(files)  # kept for finishing (a failed write fails the document)
         self._saver.submit(doc, lambda: folder.write_raw_files(files))

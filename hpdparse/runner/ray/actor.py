@@ -39,7 +39,6 @@ from hpdparse.runner.ray.units import (
     columns,
     rows_of,
 )
-from hpdparse.runner.save_page import save_page
 from hpdparse.runner.settings import MAX_AUTO_WORKERS, ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.store.output_store import open_document_folder
@@ -234,7 +233,8 @@ class PageDecoder:
         if not result.ok:
             return self._row(unit, started, number, PAGE_FAILED, error=page.error)
         try:
-            save_page(folder, number, result, page.geometry, self.info, self.settings.dpi)
+            reuse = self.info.reuse_key_at(self.settings.dpi)
+            folder.write_raw_page(RawPage(number, result, page.geometry, self.info, reuse))
         except OSError as exc:
             error = f"{folder.location}: cannot write the output folder: {exc.strerror}"
             return self._row(unit, started, number, PAGE_FAILED, error=error)
