@@ -33,7 +33,7 @@ class _Slot(Generic[Owner]):
     owner: Owner
     source: str
     number: int
-    future: Future | None = None
+    future: Future
     attempts: int = 1
 
 
@@ -76,14 +76,12 @@ class ReadAhead:
                 if page is None:
                     exhausted = True
                     break
-                slot = _Slot(*page)
-                self._submit(slot)
-                window.append(slot)
+                owner, source, number = page
+                window.append(_Slot(owner, source, number, self._submit(source, number)))
             if not window:
                 return
             head = window[0]
             try:
-                assert head.future is not None
                 request = head.future.result(timeout=self.timeout)
             except (BrokenProcessPool, FuturesTimeout) as exc:
                 failure = self._recover(window, timed_out=isinstance(exc, FuturesTimeout))
@@ -95,9 +93,9 @@ class ReadAhead:
                 request.key = (head.owner, head.number)
             yield head.owner, head.number, request
 
-    def _submit(self, slot: _Slot[Owner]) -> None:
-        slot.future = self.pool.submit(
-            prepare_page, slot.source, slot.number, self.dpi, self.password, self.read_text_layer
+    def _submit(self, source: str, number: int) -> Future:
+        return self.pool.submit(
+            prepare_page, source, number, self.dpi, self.password, self.read_text_layer
         )
 
     def _recover(
@@ -121,5 +119,5 @@ class ReadAhead:
         else:
             head.attempts += 1
         for slot in window:
-            self._submit(slot)
+            slot.future = self._submit(slot.source, slot.number)
         return failure
