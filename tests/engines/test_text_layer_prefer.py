@@ -78,12 +78,28 @@ def raw_meta(out: Path, stem: str) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((out / stem / "raw").glob("page-*.json"))]
 
 
-def test_prefer_on_torch_gives_the_same_output_with_fewer_decoded_tokens(tmp_path: Path) -> None:
+def test_prefer_on_torch_gives_the_same_output_with_fewer_decoded_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("torch")
+    import hpdparse.runner.finish as finish
+
+    read_at_finish: list[list[int]] = []
+    read = finish.read_page_texts
+    monkeypatch.setattr(
+        finish,
+        "read_page_texts",
+        lambda path, numbers: read_at_finish.append(list(numbers)) or read(path, numbers),
+    )
     out = tmp_path / "out"
     stems = ["paper", "memo"]
     report = convert([SAMPLES / f"{s}.pdf" for s in stems], out, "prefer")
     assert report.exit_code == 0
+    # Each page's text was read once, by its rasterizer, and checked with it at the finish.
+    assert read_at_finish == []
+    for stem in stems:
+        data = json.loads((out / stem / f"{stem}.json").read_text(encoding="utf-8"))
+        assert all(p["text_layer"]["disagree"] == 0 for p in data["pages"])
     for stem in stems:
         expected = (GOLDEN / stem / "expected.md").read_text(encoding="utf-8")
         assert (out / stem / f"{stem}.md").read_text(encoding="utf-8") == expected

@@ -45,7 +45,7 @@ from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions, check_engine_options
 from hpdparse.engines.vllm import host_memory
 from hpdparse.engines.vllm.options import WAITING_STEPS, VllmOptions
-from hpdparse.engines.vllm.pages import Admission, PagePrompt
+from hpdparse.engines.vllm.pages import PagePrompt, WaitingLimits
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
 from hpdparse.engines.vllm.scheduling import PageScheduler
 from hpdparse.errors import EngineError
@@ -286,7 +286,7 @@ class VllmEngine(LocalEngine):
         )
         yield from scheduler.results(requests)
 
-    def _admission(self) -> Admission:
+    def _admission(self) -> WaitingLimits:
         """Admission control (`VllmOptions.max_waiting`, `max_waiting_tokens`), reading what waits
         in the in-process engine core's scheduler, or, with the engine core in its own process,
         what has not yet returned a first token (`core_process.frontend_waiting`).
@@ -320,8 +320,8 @@ class VllmEngine(LocalEngine):
                     "bounded by max_in_flight only",
                     f"{type(exc).__name__}: {exc}",
                 )
-            return Admission(None, None, None)
-        return Admission(self.options.max_waiting, tokens, waiting)
+            return WaitingLimits(None, None, None)
+        return WaitingLimits(self.options.max_waiting, tokens, waiting)
 
     def detokenize(self, token_ids: list[int]) -> str:
         if self._llm is None:

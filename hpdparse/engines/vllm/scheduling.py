@@ -10,7 +10,7 @@ pages) and do not count against `max_in_flight`.
 
 Admission control: a new page is pulled from the (lazy) request iterator only while the requests
 waiting in vLLM's scheduler hold less than two steps' prompt tokens and no child is queued
-(`pages.Admission`, `VllmOptions.max_waiting_tokens`); `max_in_flight` stays the upper bound.
+(`pages.WaitingLimits`, `VllmOptions.max_waiting_tokens`); `max_in_flight` stays the upper bound.
 Which requests report their tokens every step, and what a step costs here: see ``pages``.
 
 A page's `PageRequest.max_tokens` lowers the token limit of each of its branches; once its
@@ -36,10 +36,10 @@ from hpdparse.engines.base import (
 )
 from hpdparse.engines.text_layer import file_answers
 from hpdparse.engines.vllm.pages import (
-    Admission,
     BranchRequest,
     PageInFlight,
     PagePrompt,
+    WaitingLimits,
     child_input,
 )
 from hpdparse.errors import EngineError
@@ -60,7 +60,7 @@ class PageScheduler:
         engine_started: Callable[[], bool],
         max_model_len: int,
         max_in_flight: int,
-        admission: Admission,
+        admission: WaitingLimits,
         page_numbers: count,
     ) -> None:
         self._llm = llm  # a started vLLM LLMEngine

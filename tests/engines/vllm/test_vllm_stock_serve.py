@@ -137,7 +137,7 @@ def _in_process_prompt(image, fork: bool) -> list[int]:
 
 @pytest.mark.parametrize("fork", [False, True], ids=["plain", "fork-instruction"])
 def test_the_served_prompt_is_the_in_process_prompt(stock_server: StockServer, fork: bool) -> None:
-    image = rasterize_page(str(SAMPLES / "report.pdf"), 1, 200).image
+    image = rasterize_page(str(SAMPLES / "report.pdf"), 1, 200)[0]
     body = {
         "model": str(TINY),
         "messages": _messages(encode_page_png(image), fork),
