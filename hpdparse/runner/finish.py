@@ -94,9 +94,7 @@ def start_finish(
         first = failed[min(failed)] if failed else f"{state.source.path}: no page converted"
         return lambda: FinishedDocument(written=False, status=STATUS_FAILED, error=first)
     texts = None
-    if (
-        options.text_layer != TextLayerMode.OFF
-    ):  # --text-layer verify/prefer: the PDF's text, to compare
+    if options.text_layer != TextLayerMode.OFF:  # verify and prefer compare with the PDF's text
         texts = _text_layers(record.source, record.pages, text_layers or {})
     rendered = render_document(record, options, texts)
     exports = build_exports(rendered, options)
