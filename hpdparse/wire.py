@@ -19,9 +19,10 @@ import binascii
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 MODELS_PATH = "/models"
@@ -41,6 +42,90 @@ _ERROR_TYPES = {
 }
 
 
+class ErrorDetail(TypedDict):
+    message: str
+    type: str
+    param: str | None
+    code: int
+
+
+class ErrorBody(TypedDict):
+    error: ErrorDetail
+
+
+class Usage(TypedDict):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+    max_tokens: NotRequired[int]  # hpdparse serve: the limit the page was decoded with
+
+
+class TokenLogprob(TypedDict):
+    token: str
+    logprob: float
+    bytes: list[int]
+    top_logprobs: list[object]  # always empty: the engines report the chosen token only
+
+
+class Logprobs(TypedDict):
+    content: list[TokenLogprob]
+
+
+class Message(TypedDict):
+    role: str
+    content: str
+
+
+class Choice(TypedDict):
+    index: int
+    message: Message
+    finish_reason: str
+    logprobs: NotRequired[Logprobs | None]
+
+
+class ChatCompletion(TypedDict):
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: Usage
+
+
+class Delta(TypedDict, total=False):
+    role: str
+    content: str
+
+
+class ChunkChoice(TypedDict):
+    index: int
+    delta: Delta
+    finish_reason: str | None
+    logprobs: NotRequired[Logprobs | None]
+
+
+class ChatCompletionChunk(TypedDict):
+    id: str
+    object: str
+    created: int
+    model: str
+    choices: list[ChunkChoice]
+    usage: NotRequired[Usage]
+
+
+class ModelCard(TypedDict):
+    object: str
+    id: str
+    owned_by: str
+    created: NotRequired[int]
+    root: NotRequired[str]
+
+
+class ModelList(TypedDict):
+    object: str
+    data: list[ModelCard]
+
+
 class WireError(Exception):
     """A request that cannot be answered: HTTP status, one-line message, the field at fault."""
 
@@ -50,7 +135,7 @@ class WireError(Exception):
         self.message = message
         self.param = param
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> ErrorBody:
         return error_body(self.status, self.message, self.param)
 
 
@@ -68,7 +153,7 @@ def error_type(status: int) -> str:
         return "InternalServerError" if status >= 500 else "BadRequestError"
 
 
-def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+def error_body(status: int, message: str, param: str | None = None) -> ErrorBody:
     """The OpenAI error object for an error answer (or an error event in a stream)."""
     return {
         "error": {"message": message, "type": error_type(status), "param": param, "code": status}
@@ -115,14 +200,14 @@ def chat_request(
     temperature: float = 0.0,
     stream: bool = False,
     logprobs: bool = False,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     """The request body for one page: the image, then the instruction (if any); `logprobs`
-    asks for each chosen token's log-probability."""
-    content: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": image_url}}]
+    asks for each chosen token's log-probability; `extra` (a server's own fields) comes last."""
+    content: list[object] = [{"type": "image_url", "image_url": {"url": image_url}}]
     if prompt:
         content.append({"type": "text", "text": prompt})
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "model": model,
         "messages": [{"role": "user", "content": content}],
         "temperature": temperature,
@@ -143,7 +228,8 @@ class ChatRequest:
     """A chat-completions request, checked for shape only (what is served is the server's call).
 
     `image_urls` and `texts` come from every user message, in order; `max_tokens` is
-    ``max_completion_tokens`` when given, else ``max_tokens``; `body` is the whole JSON object.
+    ``max_completion_tokens`` when given, else ``max_tokens``; `logprobs`, `top_logprobs` and
+    `echo` are as sent, unchecked (a server checks them against what it offers).
     """
 
     model: str | None
@@ -154,7 +240,9 @@ class ChatRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     n: int | None = None
-    body: dict[str, Any] = field(default_factory=dict, repr=False)
+    logprobs: object = None
+    top_logprobs: object = None
+    echo: object = None
 
     @property
     def text(self) -> str:
@@ -162,17 +250,14 @@ class ChatRequest:
         return " ".join(t.strip() for t in self.texts if t.strip())
 
 
-def read_chat_request(raw: bytes | str | dict[str, Any]) -> ChatRequest:
+def read_chat_request(raw: bytes | str) -> ChatRequest:
     """Parse a chat-completions body; WireError 400 naming the field when its shape is wrong."""
-    if isinstance(raw, dict):
-        body = raw
-    else:
-        try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise WireError(400, "the request body is not JSON") from None
-        if not isinstance(body, dict):
-            raise WireError(400, "the request body must be a JSON object")
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise WireError(400, "the request body is not JSON") from None
+    if not isinstance(body, dict):
+        raise WireError(400, "the request body must be a JSON object")
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise WireError(400, "model must be a string", "model")
@@ -201,7 +286,9 @@ def read_chat_request(raw: bytes | str | dict[str, Any]) -> ChatRequest:
         max_tokens=max_tokens,
         temperature=None if temperature is None else float(temperature),
         n=_optional_int(body, "n", 1),
-        body=body,
+        logprobs=body.get("logprobs"),
+        top_logprobs=body.get("top_logprobs"),
+        echo=body.get("echo"),
     )
 
 
@@ -235,7 +322,7 @@ def _read_messages(messages: Any) -> tuple[list[str], list[str]]:
     return urls, texts
 
 
-def _optional_int(body: dict[str, Any], name: str, least: int) -> int | None:
+def _optional_int(body: Mapping[str, object], name: str, least: int) -> int | None:
     value = body.get(name)
     if value is None:
         return None
@@ -249,13 +336,15 @@ def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 
 
-def usage(prompt_tokens: int, completion_tokens: int, **extra: Any) -> dict[str, Any]:
-    return {
+def usage(prompt_tokens: int, completion_tokens: int, max_tokens: int | None = None) -> Usage:
+    counts: Usage = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
-        **extra,
     }
+    if max_tokens is not None:
+        counts["max_tokens"] = max_tokens
+    return counts
 
 
 def completion(
@@ -263,9 +352,9 @@ def completion(
     model: str,
     content: str,
     finish_reason: str,
-    usage: dict[str, Any],
+    usage: Usage,
     created: int | None = None,
-) -> dict[str, Any]:
+) -> ChatCompletion:
     """A non-streamed answer."""
     return {
         "id": id,
@@ -291,9 +380,9 @@ def chunk(
     content: str | None = None,
     role: str | None = None,
     finish_reason: str | None = None,
-) -> dict[str, Any]:
+) -> ChatCompletionChunk:
     """One stream chunk: a content delta, the opening role, or the closing finish reason."""
-    delta: dict[str, Any] = {}
+    delta: Delta = {}
     if role is not None:
         delta["role"] = role
     if content is not None:
@@ -307,7 +396,7 @@ def chunk(
     }
 
 
-def usage_chunk(id: str, model: str, created: int, usage: dict[str, Any]) -> dict[str, Any]:
+def usage_chunk(id: str, model: str, created: int, usage: Usage) -> ChatCompletionChunk:
     """The last chunk of a stream with ``stream_options.include_usage``: no choices."""
     return {
         "id": id,
@@ -319,7 +408,7 @@ def usage_chunk(id: str, model: str, created: int, usage: dict[str, Any]) -> dic
     }
 
 
-def sse_event(data: dict[str, Any]) -> bytes:
+def sse_event(data: ChatCompletionChunk | ErrorBody) -> bytes:
     return b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
 
 
@@ -329,7 +418,7 @@ class Completion:
 
     content: str
     finish_reason: str | None
-    usage: dict[str, Any]
+    usage: Usage  # counts that are missing or not non-negative integers read as 0
     # (token, log-probability) of each chosen token, when the answer has them
     logprobs: list[tuple[str, float]] | None = None
 
@@ -343,13 +432,21 @@ def read_completion(data: Any) -> Completion:
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
         raise NotACompletion(f"answer has no text content: {_clip(message)}")
-    usage = data.get("usage")
+    counts = data.get("usage")
+    prompt_tokens, completion_tokens = (
+        _count(counts.get(name)) if isinstance(counts, dict) else 0
+        for name in ("prompt_tokens", "completion_tokens")
+    )
     return Completion(
         content,
         choices[0].get("finish_reason"),
-        usage if isinstance(usage, dict) else {},
+        usage(prompt_tokens, completion_tokens),
         read_logprobs(choices[0].get("logprobs")),
     )
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def read_logprobs(data: Any) -> list[tuple[str, float]] | None:
@@ -371,9 +468,9 @@ def read_logprobs(data: Any) -> list[tuple[str, float]] | None:
 
 
 # ---------------------------------------------------------------------------------- models
-def model_list(models: list[dict[str, Any]]) -> dict[str, Any]:
-    """``GET /models``: entries with at least an ``id``; ``object`` is filled in."""
-    return {"object": "list", "data": [{"object": "model", **entry} for entry in models]}
+def model_list(cards: list[ModelCard]) -> ModelList:
+    """``GET /models``."""
+    return {"object": "list", "data": cards}
 
 
 def read_model_ids(data: Any) -> list[str]:

@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from starlette.types import Receive, Scope, Send
+
 from hpdparse import wire
 from hpdparse.engines.base import CANCELLED, FINISH_ERROR, PageResult
 from hpdparse.serve.detokenize import IncrementalText
@@ -126,7 +128,7 @@ class PageTicket:
         self.changed.set()
 
 
-async def disconnected(receive: Any) -> None:
+async def disconnected(receive: Receive) -> None:
     """Returns when the client closes the connection (call once the body has been read)."""
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -152,7 +154,7 @@ def error_of(outcome: Outcome) -> WireError | None:
     return None
 
 
-def page_usage(result: PageResult, max_tokens: int) -> dict[str, Any]:
+def page_usage(result: PageResult, max_tokens: int) -> wire.Usage:
     """OpenAI usage, and the token limit the page was decoded with (a request's own, or the
     server's --max-tokens when the request asked for more or nothing)."""
     return wire.usage(result.prompt_tokens, result.output_tokens, max_tokens=max_tokens)
@@ -177,12 +179,12 @@ class PageStream:
         self.include_usage = include_usage
         self.text = IncrementalText(detokenize)
         self.token_texts = token_texts  # set: the content chunks carry their tokens' logprobs
-        self.unsent: list[dict[str, Any]] | None = []  # entries of tokens whose text is held
+        self.unsent: list[wire.TokenLogprob] | None = []  # entries of tokens whose text is held
         self.client_gone = client_gone
         self.id = wire.completion_id()
         self.created = int(time.time())
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
             (b"content-type", b"text/event-stream; charset=utf-8"),
             (b"cache-control", b"no-cache"),
@@ -199,7 +201,7 @@ class PageStream:
                 self.ticket.cancel.set()
                 scope["hpdparse.status"] = CLIENT_CLOSED
 
-    async def _send(self, send: Any, data: bytes, more: bool = True) -> None:
+    async def _send(self, send: Send, data: bytes, more: bool = True) -> None:
         await send({"type": "http.response.body", "body": data, "more_body": more})
 
     def _chunk(self, **fields: Any) -> bytes:
@@ -222,7 +224,7 @@ class PageStream:
                 self.unsent.extend(token_entries(token_ids, values, self.token_texts))
         return token_ids
 
-    async def _events(self, send: Any) -> None:
+    async def _events(self, send: Send) -> None:
         ticket = self.ticket
         await self._send(send, self._chunk(role="assistant", content=""))
         while not ticket.outcome.done():

@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hpdparse import wire
 from hpdparse.serve.answers import (
@@ -103,7 +104,7 @@ class Admission:
         self._places.release()
 
 
-def build_app(service: Service) -> Any:
+def build_app(service: Service) -> ASGIApp:
     """The ASGI app: routes, OpenAI-style errors, request counting, API keys."""
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -128,17 +129,17 @@ class CountRequests:
     """Counts each answered request by route and status (a route handler may override the
     status it counts as in ``scope["hpdparse.status"]``)."""
 
-    def __init__(self, app: Any, metrics: ServeMetrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: ServeMetrics) -> None:
         self.app = app
         self.metrics = metrics
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         sent: list[int] = []
 
-        async def counting_send(message: dict[str, Any]) -> None:
+        async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 sent.append(message["status"])
             await send(message)
@@ -160,13 +161,14 @@ def error_response(error: WireError, **headers: str) -> Response:
 
 
 async def models(service: Service, request: Request) -> Response:
-    entry = {
+    card: wire.ModelCard = {
+        "object": "model",
         "id": service.policy.model_name,
         "created": service.created,
         "owned_by": "hpdparse",
         "root": service.root_model,
     }
-    return JSONResponse(wire.model_list([entry]))
+    return JSONResponse(wire.model_list([card]))
 
 
 async def health(service: Service, request: Request) -> Response:
