@@ -62,7 +62,7 @@ class TilingConfig:
     def from_model_config(cls, config: Mapping[str, Any]) -> TilingConfig:
         """Read an InternVL-layout ``config.json`` dict; missing keys keep the defaults."""
         vision = config.get("vision_config") or {}
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, int | float | bool] = {}
         tile = config.get("force_image_size") or vision.get("image_size")
         if tile is not None:
             kwargs["tile_size"] = _single_int(tile, "force_image_size/image_size")
