@@ -3,7 +3,7 @@
 vLLM's ``method="eagle"`` proposer runs a draft model that takes, per position, the target's
 hidden state and the next token, returns ``(hidden for logits, hidden to feed back)`` and is
 called again on its own output for each further draft token. That is P-MTP's recurrence exactly
-(see ``modeling.PMtpHead``, the reference): with ``h`` the target decoder's hidden state AFTER its
+(see ``engines.pmtp_head.PMtpHead``): with ``h`` the target decoder's hidden state AFTER its
 final norm (what vLLM's Qwen3 model returns and what the proposer hands over) and ``e`` the
 embedding of the token ``h`` predicted,
 ``x = fc(cat(pre_fc_norm_hidden(h), pre_fc_norm_embedding(e)))``, ``h' = norm(x + mlp(x))``,
@@ -285,7 +285,9 @@ def _recorded_checkpoint(folder: Path) -> str | None:
 
 
 def _image_context_id(model_dir: Path) -> int:
+    from hpdparse.hpd.model_config import HpdModelConfig
     from hpdparse.hpd.prompt import load_tokenizer, token_ids
 
     raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    return token_ids(load_tokenizer(model_dir, str(model_dir)), raw, str(model_dir)).img_context
+    config = HpdModelConfig.from_dict(raw)
+    return token_ids(load_tokenizer(model_dir, str(model_dir)), config, str(model_dir)).img_context
