@@ -72,17 +72,17 @@ class Service:
 
     def __post_init__(self) -> None:
         self.created = self.created or int(time.time())
-        self.admission = Admission(self.settings.max_queued, self.settings.max_waiting)
+        self.places = QueuePlaces(self.settings.max_queued, self.settings.max_waiting)
         self.metrics = ServeMetrics(
             in_engine=lambda: self.pages.in_engine,
             queued=lambda: self.pages.queued,
-            waiting=lambda: self.admission.waiting,
+            waiting=lambda: self.places.waiting,
             up=lambda: self.state is State.READY and self.engine.up,
         )
         self.token_texts = TokenTexts(self.engine.detokenize)
 
 
-class Admission:
+class QueuePlaces:
     """Places in the queue: at most `places` pages held outside the engine (being read,
     decoded, prepared or queued); at most `max_waiting` requests wait for one."""
 
@@ -213,7 +213,7 @@ async def _chat(service: Service, request: Request) -> Response:
     refusal = _refusal(service)
     if refusal is not None:
         raise refusal
-    await service.admission.enter()
+    await service.places.enter()
     ticket: PageTicket | None = None
     try:
         raw = await _read_body(request, limit)
@@ -225,7 +225,7 @@ async def _chat(service: Service, request: Request) -> Response:
             asyncio.get_running_loop(),
             max_tokens=ask.max_tokens,
             streamed=ask.stream,
-            release=service.admission.leave,
+            release=service.places.leave,
             metrics=service.metrics,
             logprobs=ask.logprobs,
         )
@@ -237,7 +237,7 @@ async def _chat(service: Service, request: Request) -> Response:
         del payload
     finally:
         if ticket is None:
-            service.admission.leave()
+            service.places.leave()
     client_gone = asyncio.ensure_future(disconnected(request.receive))
     if await first_of(ticket.taken_or_done.wait(), client_gone):
         return _client_left(request, ticket)
