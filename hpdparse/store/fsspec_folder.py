@@ -65,11 +65,8 @@ class FsspecFolder(FolderBackend):
     def __repr__(self) -> str:
         return f"FsspecFolder({redact(self.url)!r})"
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"url": self.url}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"])  # type: ignore[misc]
+    def __reduce__(self) -> tuple[type[FsspecFolder], tuple[str]]:
+        return FsspecFolder, (self.url,)  # the URL alone: each process opens its file system
 
     @property
     def fs(self) -> Any:

@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 DRAFT_ARCHITECTURE = "EaglePMtpHpdForCausalLM"
 _DRAFT_CLASS = f"hpdparse.engines.vllm.draft_model:{DRAFT_ARCHITECTURE}"
@@ -69,7 +69,20 @@ def register_draft_model() -> None:
         ModelRegistry.register_model(DRAFT_ARCHITECTURE, _DRAFT_CLASS)
 
 
-def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> dict[str, Any]:
+class SpeculativeConfig(TypedDict, total=False):
+    method: str
+    model: str
+    num_speculative_tokens: int
+    disable_eagle_block_drop: bool  # where vLLM has it (compat.no_eagle_block_drop)
+
+
+class PMtpEngineArgs(TypedDict, total=False):
+    speculative_config: SpeculativeConfig
+    per_request_spec_decode_metrics: str  # where vLLM has it
+    hf_overrides: dict[str, int]
+
+
+def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> PMtpEngineArgs:
     """Extra ``EngineArgs`` that turn P-MTP on for this checkpoint, or ``{}``.
 
     Empty when ``engine_config.mtp`` is off, ``speculative_tokens`` < 1, or the checkpoint has
@@ -100,7 +113,7 @@ def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> dict[str, Any
     }
 
 
-def speculative_config(draft_folder: str | Path, num_tokens: int) -> dict[str, Any]:
+def speculative_config(draft_folder: str | Path, num_tokens: int) -> SpeculativeConfig:
     """vLLM's ``speculative_config`` for the P-MTP draft in ``draft_folder``."""
     from hpdparse.engines.vllm import compat
 
