@@ -83,11 +83,14 @@ class Choice(TypedDict):
     logprobs: NotRequired[Logprobs | None]
 
 
-class ChatCompletion(TypedDict):
+class _Answer(TypedDict):
     id: str
     object: str
     created: int
     model: str
+
+
+class ChatCompletion(_Answer):
     choices: list[Choice]
     usage: Usage
 
@@ -104,11 +107,7 @@ class ChunkChoice(TypedDict):
     logprobs: NotRequired[Logprobs | None]
 
 
-class ChatCompletionChunk(TypedDict):
-    id: str
-    object: str
-    created: int
-    model: str
+class ChatCompletionChunk(_Answer):
     choices: list[ChunkChoice]
     usage: NotRequired[Usage]
 
@@ -380,32 +379,26 @@ def chunk(
     content: str | None = None,
     role: str | None = None,
     finish_reason: str | None = None,
+    usage: Usage | None = None,
 ) -> ChatCompletionChunk:
-    """One stream chunk: a content delta, the opening role, or the closing finish reason."""
+    """One stream chunk: a content delta, the opening role, or the closing finish reason; with
+    `usage`, the last chunk of a stream with ``stream_options.include_usage`` (no choices)."""
     delta: Delta = {}
     if role is not None:
         delta["role"] = role
     if content is not None:
         delta["content"] = content
-    return {
+    data: ChatCompletionChunk = {
         "id": id,
         "object": "chat.completion.chunk",
         "created": created,
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
     }
-
-
-def usage_chunk(id: str, model: str, created: int, usage: Usage) -> ChatCompletionChunk:
-    """The last chunk of a stream with ``stream_options.include_usage``: no choices."""
-    return {
-        "id": id,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [],
-        "usage": usage,
-    }
+    if usage is not None:
+        data["choices"] = []
+        data["usage"] = usage
+    return data
 
 
 def sse_event(data: ChatCompletionChunk | ErrorBody) -> bytes:

@@ -251,7 +251,5 @@ class PageStream:
             await self._send(send, self._content_chunk(rest))
         await self._send(send, self._chunk(finish_reason=outcome.finish_reason))
         if self.include_usage:
-            usage = page_usage(outcome, ticket.max_tokens)
-            chunk = wire.usage_chunk(self.id, self.model, self.created, usage)
-            await self._send(send, wire.sse_event(chunk))
+            await self._send(send, self._chunk(usage=page_usage(outcome, ticket.max_tokens)))
         await self._send(send, wire.SSE_DONE, more=False)

@@ -208,10 +208,6 @@ def _warn_unknown_head_tensors(model_dir: Path, files: list[Path]) -> None:
         )
 
 
-def has_head(model_dir: str | Path) -> bool:
-    return find_head(model_dir) is not None
-
-
 def _fingerprint(model_dir: Path, sources: Iterable[Path]) -> str:
     h = hashlib.sha256(f"v{_FORMAT_VERSION}\n{model_dir.resolve()}\n".encode())
     for f in sorted(set(sources)) + [model_dir / "config.json"]:

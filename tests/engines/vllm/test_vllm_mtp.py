@@ -181,7 +181,7 @@ def test_stale_draft_folders_are_removed(tmp_path: Path) -> None:
 def test_draft_folder_from_pmtp_folder(tmp_path: Path) -> None:
     """A checkpoint whose head is only in a P-MTP/ folder (its own names, extra tensors)."""
     ckpt = _without_head(TINY, tmp_path / "ckpt")
-    assert not vllm_mtp.has_head(ckpt)
+    assert vllm_mtp.find_head(ckpt) is None
     main = load_file(str(TINY / "model.safetensors"))
     (ckpt / "P-MTP").mkdir()
     pmtp = {"model." + k[len(MTP) :]: v for k, v in main.items() if k.startswith(MTP)}
