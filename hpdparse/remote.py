@@ -166,11 +166,7 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
             path=redact(url),
         ) from None
     except ImportError:
-        extra = _EXTRAS.get(scheme, scheme)
-        raise StorageUsageError(
-            f"{redact(url)}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'",
-            path=redact(url),
-        ) from None
+        raise _needs_extra(url, scheme) from None
     options = _scheme_defaults(scheme)
     user = storage_options()
     if "config_kwargs" in user and "config_kwargs" in options:
@@ -183,17 +179,21 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
         else:
             fs, path = url_to_fs(url, **options)
     except ImportError as exc:
-        extra = _EXTRAS.get(scheme, scheme)
-        raise StorageUsageError(
-            f"{redact(url)}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'"
-            f" ({exc.__class__.__name__})",
-            path=redact(url),
-        ) from None
+        raise _needs_extra(url, scheme, f" ({exc.__class__.__name__})") from None
     except Exception as exc:  # the library refused to open: no account, a bad option...
         raise StorageOpenError(errno.EIO, redact(_open_reason(scheme, exc)), redact(url)) from None
     if retries is not None and hasattr(fs, "retries"):
         fs.retries = int(retries)
     return fs, path
+
+
+def _needs_extra(url: str, scheme: str, detail: str = "") -> StorageUsageError:
+    extra = _EXTRAS.get(scheme, scheme)
+    return StorageUsageError(
+        f"{redact(url)}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'"
+        + detail,
+        path=redact(url),
+    )
 
 
 def _open_reason(scheme: str, exc: BaseException) -> str:
