@@ -23,6 +23,7 @@ from hpdparse.serve.detokenize import IncrementalText
 from hpdparse.serve.logprobs import TokenTexts, token_entries, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, ServeMetrics
 from hpdparse.wire import WireError
+from hpdparse.wire.bodies import TokenLogprob, Usage
 
 log = logging.getLogger(__name__)
 
@@ -154,7 +155,7 @@ def error_of(outcome: Outcome) -> WireError | None:
     return None
 
 
-def page_usage(result: PageResult, max_tokens: int) -> wire.Usage:
+def page_usage(result: PageResult, max_tokens: int) -> Usage:
     """OpenAI usage, and the token limit the page was decoded with (a request's own, or the
     server's --max-tokens when the request asked for more or nothing)."""
     return wire.usage(result.prompt_tokens, result.output_tokens, max_tokens=max_tokens)
@@ -179,7 +180,7 @@ class PageStream:
         self.include_usage = include_usage
         self.text = IncrementalText(detokenize)
         self.token_texts = token_texts  # set: the content chunks carry their tokens' logprobs
-        self.unsent: list[wire.TokenLogprob] | None = []  # entries of tokens whose text is held
+        self.unsent: list[TokenLogprob] | None = []  # entries of tokens whose text is held
         self.client_gone = client_gone
         self.id = wire.completion_id()
         self.created = int(time.time())

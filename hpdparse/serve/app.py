@@ -42,6 +42,7 @@ from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_imag
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue, QueueClosed
 from hpdparse.serve.settings import ServeSettings
 from hpdparse.wire import WireError
+from hpdparse.wire.bodies import ModelCard
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +162,7 @@ def error_response(error: WireError, **headers: str) -> Response:
 
 
 async def models(service: Service, request: Request) -> Response:
-    card: wire.ModelCard = {
+    card: ModelCard = {
         "object": "model",
         "id": service.policy.model_name,
         "created": service.created,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-from hpdparse.wire import ChatCompletion, ChatCompletionChunk, TokenLogprob
+from hpdparse.wire.bodies import ChatCompletion, ChatCompletionChunk, TokenLogprob
 
 _FLOOR = -9999.0  # what vLLM answers for a log-probability of -inf (JSON has no infinity)
 

@@ -1,15 +1,15 @@
-"""The OpenAI chat-completions wire format as HPD speaks it: one module for the server
+"""The OpenAI chat-completions wire format as HPD speaks it: one package for the server
 (`hpdparse serve`), the client (`--engine openai`) and the test server (tests/helpers).
 
 A page request is one user message whose content holds the page as an image data URL and,
 optionally, the HPD instruction as text. The answer's content is the page's raw HPD text. This
-module builds and reads those JSON shapes (requests, completions, stream chunks, model lists,
+package builds and reads those JSON shapes (requests, completions, stream chunks, model lists,
 errors) and nothing else: no HTTP, no engine, no image decoding, standard library only, so that
 importing it is cheap. Shapes follow vLLM's OpenAI server: errors are
 ``{"error": {"message", "type", "param", "code"}}``; a stream is server-sent events, one
 ``data: {chunk}`` per delta, the first carrying the assistant role, the last the finish reason,
 then (with ``stream_options.include_usage``) a chunk with no choices and the usage, then
-``data: [DONE]``.
+``data: [DONE]``. The bodies are typed in `hpdparse.wire.bodies`.
 """
 
 from __future__ import annotations
@@ -20,9 +20,11 @@ import json
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any, NotRequired, TypedDict
+from typing import Any
+
+from hpdparse.wire import bodies
+from hpdparse.wire.bodies import ChatRequest, Completion
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 MODELS_PATH = "/models"
@@ -42,89 +44,6 @@ _ERROR_TYPES = {
 }
 
 
-class ErrorDetail(TypedDict):
-    message: str
-    type: str
-    param: str | None
-    code: int
-
-
-class ErrorBody(TypedDict):
-    error: ErrorDetail
-
-
-class Usage(TypedDict):
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-    max_tokens: NotRequired[int]  # hpdparse serve: the limit the page was decoded with
-
-
-class TokenLogprob(TypedDict):
-    token: str
-    logprob: float
-    bytes: list[int]
-    top_logprobs: list[object]  # always empty: the engines report the chosen token only
-
-
-class Logprobs(TypedDict):
-    content: list[TokenLogprob]
-
-
-class Message(TypedDict):
-    role: str
-    content: str
-
-
-class Choice(TypedDict):
-    index: int
-    message: Message
-    finish_reason: str
-    logprobs: NotRequired[Logprobs | None]
-
-
-class _Answer(TypedDict):
-    id: str
-    object: str
-    created: int
-    model: str
-
-
-class ChatCompletion(_Answer):
-    choices: list[Choice]
-    usage: Usage
-
-
-class Delta(TypedDict, total=False):
-    role: str
-    content: str
-
-
-class ChunkChoice(TypedDict):
-    index: int
-    delta: Delta
-    finish_reason: str | None
-    logprobs: NotRequired[Logprobs | None]
-
-
-class ChatCompletionChunk(_Answer):
-    choices: list[ChunkChoice]
-    usage: NotRequired[Usage]
-
-
-class ModelCard(TypedDict):
-    object: str
-    id: str
-    owned_by: str
-    created: NotRequired[int]
-    root: NotRequired[str]
-
-
-class ModelList(TypedDict):
-    object: str
-    data: list[ModelCard]
-
-
 class WireError(Exception):
     """A request that cannot be answered: HTTP status, one-line message, the field at fault."""
 
@@ -134,7 +53,7 @@ class WireError(Exception):
         self.message = message
         self.param = param
 
-    def body(self) -> ErrorBody:
+    def body(self) -> bodies.ErrorBody:
         return error_body(self.status, self.message, self.param)
 
 
@@ -152,7 +71,7 @@ def error_type(status: int) -> str:
         return "InternalServerError" if status >= 500 else "BadRequestError"
 
 
-def error_body(status: int, message: str, param: str | None = None) -> ErrorBody:
+def error_body(status: int, message: str, param: str | None = None) -> bodies.ErrorBody:
     """The OpenAI error object for an error answer (or an error event in a stream)."""
     return {
         "error": {"message": message, "type": error_type(status), "param": param, "code": status}
@@ -220,33 +139,6 @@ def chat_request(
         body["stream_options"] = {"include_usage": True}
     body.update(extra or {})
     return body
-
-
-@dataclass(frozen=True)
-class ChatRequest:
-    """A chat-completions request, checked for shape only (what is served is the server's call).
-
-    `image_urls` and `texts` come from every user message, in order; `max_tokens` is
-    ``max_completion_tokens`` when given, else ``max_tokens``; `logprobs`, `top_logprobs` and
-    `echo` are as sent, unchecked (a server checks them against what it offers).
-    """
-
-    model: str | None
-    image_urls: list[str]
-    texts: list[str]
-    stream: bool = False
-    include_usage: bool = False
-    max_tokens: int | None = None
-    temperature: float | None = None
-    n: int | None = None
-    logprobs: object = None
-    top_logprobs: object = None
-    echo: object = None
-
-    @property
-    def text(self) -> str:
-        """The user's text parts, stripped and joined by spaces."""
-        return " ".join(t.strip() for t in self.texts if t.strip())
 
 
 def read_chat_request(raw: bytes | str) -> ChatRequest:
@@ -335,8 +227,10 @@ def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 
 
-def usage(prompt_tokens: int, completion_tokens: int, max_tokens: int | None = None) -> Usage:
-    counts: Usage = {
+def usage(
+    prompt_tokens: int, completion_tokens: int, max_tokens: int | None = None
+) -> bodies.Usage:
+    counts: bodies.Usage = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
@@ -351,9 +245,9 @@ def completion(
     model: str,
     content: str,
     finish_reason: str,
-    usage: Usage,
+    usage: bodies.Usage,
     created: int | None = None,
-) -> ChatCompletion:
+) -> bodies.ChatCompletion:
     """A non-streamed answer."""
     return {
         "id": id,
@@ -379,16 +273,16 @@ def chunk(
     content: str | None = None,
     role: str | None = None,
     finish_reason: str | None = None,
-    usage: Usage | None = None,
-) -> ChatCompletionChunk:
+    usage: bodies.Usage | None = None,
+) -> bodies.ChatCompletionChunk:
     """One stream chunk: a content delta, the opening role, or the closing finish reason; with
     `usage`, the last chunk of a stream with ``stream_options.include_usage`` (no choices)."""
-    delta: Delta = {}
+    delta: bodies.Delta = {}
     if role is not None:
         delta["role"] = role
     if content is not None:
         delta["content"] = content
-    data: ChatCompletionChunk = {
+    data: bodies.ChatCompletionChunk = {
         "id": id,
         "object": "chat.completion.chunk",
         "created": created,
@@ -401,19 +295,8 @@ def chunk(
     return data
 
 
-def sse_event(data: ChatCompletionChunk | ErrorBody) -> bytes:
+def sse_event(data: bodies.ChatCompletionChunk | bodies.ErrorBody) -> bytes:
     return b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
-
-
-@dataclass(frozen=True)
-class Completion:
-    """What a client reads from a non-streamed answer."""
-
-    content: str
-    finish_reason: str | None
-    usage: Usage  # counts that are missing or not non-negative integers read as 0
-    # (token, log-probability) of each chosen token, when the answer has them
-    logprobs: list[tuple[str, float]] | None = None
 
 
 def read_completion(data: Any) -> Completion:
@@ -461,7 +344,7 @@ def read_logprobs(data: Any) -> list[tuple[str, float]] | None:
 
 
 # ---------------------------------------------------------------------------------- models
-def model_list(cards: list[ModelCard]) -> ModelList:
+def model_list(cards: list[bodies.ModelCard]) -> bodies.ModelList:
     """``GET /models``."""
     return {"object": "list", "data": cards}
 
