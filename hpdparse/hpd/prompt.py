@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd import protocol as P
-from hpdparse.hpd.model_config import HpdModelConfig
+
+if TYPE_CHECKING:
+    from hpdparse.hpd.model_config import HpdModelConfig
 
 IMAGE_PLACEHOLDER = "<image>"
 INTERNVL_SYSTEM = (
