@@ -16,6 +16,7 @@ import pytest
 from hpdparse import api
 from hpdparse.engines import EngineConfig, create_engine
 from hpdparse.engines.text_layer import FileAnswers, file_answers
+from hpdparse.hpd.model_config import HpdModelConfig
 from hpdparse.hpd.prompt import load_tokenizer, token_ids
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.progress import Progress
@@ -32,7 +33,7 @@ STREAMS = REPO / "tests" / "fixtures" / "streams"
 def tokenizer_and_ids():
     tokenizer = load_tokenizer(TINY, "tiny")
     config = json.loads((TINY / "config.json").read_text(encoding="utf-8"))
-    return tokenizer, token_ids(tokenizer, config, "tiny")
+    return tokenizer, token_ids(tokenizer, HpdModelConfig.from_dict(config), "tiny")
 
 
 def header(tokenizer, ids, text: str) -> list[int]:

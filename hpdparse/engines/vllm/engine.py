@@ -230,9 +230,8 @@ class VllmEngine(LocalEngine):
 
     def _max_model_len(self) -> int:
         """The configured length, capped at what the decoder's positions allow (tiny models)."""
-        llm = self._checkpoint.raw_config.get("llm_config") or {}
-        limit = llm.get("max_position_embeddings")
-        return min(self.config.max_model_len, int(limit)) if limit else self.config.max_model_len
+        limit = self._checkpoint.config.max_position_embeddings
+        return min(self.config.max_model_len, limit) if limit else self.config.max_model_len
 
     def _read_token_ids(self) -> None:
         """Protocol token ids and prompt ids, read exactly as the PyTorch reference reads them."""
@@ -240,11 +239,11 @@ class VllmEngine(LocalEngine):
 
         ckpt = self._checkpoint
         tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
-        ids = token_ids(tokenizer, ckpt.raw_config, ckpt.model_id)
+        ids = token_ids(tokenizer, ckpt.config, ckpt.model_id)
         self._tokenizer = tokenizer
         self._token_ids = ids
         self._stop_ids = sorted(ids.stop)
-        template = ckpt.tokenizer_config().get("chat_template")
+        template = ckpt.chat_template()
         # One <IMG_CONTEXT>: the model's processor widens it to the page's N*256 image tokens.
         self._prompt_ids = PromptBuilder(tokenizer, ids, template).build(1, self.config.fork)
 

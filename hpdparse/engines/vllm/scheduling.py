@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import count
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
@@ -44,6 +44,9 @@ from hpdparse.engines.vllm.pages import (
 )
 from hpdparse.errors import EngineError
 from hpdparse.hpd.fork_tree import Branch, ForkTree
+
+if TYPE_CHECKING:
+    from vllm.inputs.engine import MultiModalInput
 
 
 class PageScheduler:
@@ -73,7 +76,7 @@ class PageScheduler:
         self._admission = admission
         self._page_numbers = page_numbers
         self._requests: dict[str, BranchRequest] = {}  # by id, until their branch finishes
-        self._queued_children: deque[tuple[BranchRequest, dict[str, Any], int]] = deque()
+        self._queued_children: deque[tuple[BranchRequest, MultiModalInput, int]] = deque()
         # Pages in flight whose request can be cancelled.
         self._cancellable: dict[int, PageInFlight] = {}
         self._pages_in_flight = 0
