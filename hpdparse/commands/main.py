@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from hpdparse import __version__, api
+from hpdparse.commands.eval import eval_command
 from hpdparse.commands.options import (
     LOCATION,
     conversion_options,
@@ -329,6 +330,7 @@ def _finish(report: RunReport, quiet: bool) -> None:
 
 main.add_command(serve_command, name="serve")
 main.add_command(review_command, name="review")
+main.add_command(eval_command, name="eval")
 
 if __name__ == "__main__":
     main()
