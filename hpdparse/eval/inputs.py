@@ -135,10 +135,12 @@ def _candidates(pred: Path, name: str) -> list[Path]:
 
 
 def find_prediction(pred: Path, name: str) -> tuple[str | None, str]:
-    """(the page's predicted Markdown, where it was found) or (None, why none)."""
+    """(the page's predicted Markdown, where it was found) or (None, why none). The page markers
+    of an hpdparse document are not part of its text."""
     for path in _candidates(pred, name):
         if path.is_file():
-            return path.read_text(encoding="utf-8", errors="replace"), str(path)
+            markdown = path.read_text(encoding="utf-8", errors="replace")
+            return _PAGE_MARKER.sub("", markdown), str(path)
     match = _PAGE_SUFFIX.match(Path(name).name)
     if match:  # page <index> (0-based, as OmniDocBench names page images) of an hpdparse document
         doc = match.group("doc")

@@ -63,7 +63,7 @@ def safe_table(markup: str) -> str:
             spans = "".join(
                 f' {name}="{int(cell.get(name))}"'
                 for name in ("colspan", "rowspan")
-                if (cell.get(name) or "").isdigit()
+                if (cell.get(name) or "").isdigit() and int(cell.get(name)) > 1
             )
             cells.append(f"<td{spans}>{html.escape(cell.text_content())}</td>")
         rows.append("<tr>" + "".join(cells) + "</tr>")
