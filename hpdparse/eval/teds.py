@@ -20,7 +20,18 @@ class _Node:
 
 
 class _CellConfig(Config):
+    def __init__(self) -> None:
+        self._renames: dict[tuple[int, int], float] = {}  # APTED asks for each pair many times
+
     def rename(self, node1: _Node, node2: _Node) -> float:
+        key = (id(node1), id(node2))
+        cost = self._renames.get(key)
+        if cost is None:
+            cost = self._renames[key] = self._rename(node1, node2)
+        return cost
+
+    @staticmethod
+    def _rename(node1: _Node, node2: _Node) -> float:
         if (node1.tag, node1.colspan, node1.rowspan) != (node2.tag, node2.colspan, node2.rowspan):
             return 1.0
         if node1.tag == "td" and (node1.content or node2.content):
@@ -68,6 +79,11 @@ def _table(markup: str) -> etree._Element | None:
     return tables[0] if tables else None
 
 
+def _signature(node: _Node) -> tuple:
+    children = [_signature(child) for child in node.children]
+    return (node.tag, node.colspan, node.rowspan, node.content, children)
+
+
 def teds(pred: str, truth: str, structure_only: bool = False) -> float:
     """1.0 for the same table, 0.0 where either side is empty or holds no <table>."""
     if not pred or not truth:
@@ -76,7 +92,9 @@ def teds(pred: str, truth: str, structure_only: bool = False) -> float:
     if pred_table is None or truth_table is None:
         return 0.0
     nodes = max(len(pred_table.xpath(".//*")), len(truth_table.xpath(".//*")))
-    distance = APTED(
-        _tree(pred_table, structure_only), _tree(truth_table, structure_only), _CellConfig()
-    ).compute_edit_distance()
+    pred_tree, truth_tree = _tree(pred_table, structure_only), _tree(truth_table, structure_only)
+    if _signature(pred_tree) == _signature(truth_tree):  # the same tree: distance 0, exactly
+        distance = 0.0
+    else:
+        distance = APTED(pred_tree, truth_tree, _CellConfig()).compute_edit_distance()
     return 1.0 - float(distance) / nodes
