@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
+from rapidfuzz.process import cdist
 from scipy.optimize import linear_sum_assignment
 
 Matches = dict[tuple[Any, ...], dict[str, Any]]
@@ -33,10 +34,8 @@ def best_window(long: str, short: str) -> float | None:
     size = len(short)
     if not 0 < size <= len(long):
         return None
-    return (
-        min(Levenshtein.distance(long[i : i + size], short) for i in range(len(long) - size + 1))
-        / size
-    )
+    windows = [long[i : i + size] for i in range(len(long) - size + 1)]
+    return int(cdist([short], windows, scorer=Levenshtein.distance).min()) / size
 
 
 def _merge_helps(truth: str, preds: list[str], threshold: float = 0.6) -> tuple[bool, bool]:
