@@ -36,11 +36,11 @@ def _load_eval() -> Any:
 
 
 @click.command(epilog=EVAL_EXIT_CODES)
-@click.argument("pred", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.argument("pred", type=click.Path(path_type=Path))
 @click.option(
     "--truth",
     required=True,
-    type=click.Path(exists=True, path_type=Path),
+    type=click.Path(path_type=Path),
     help="OmniDocBench-format JSON (pages matched by their image's name), or a folder of "
     "reference Markdown files named like the predictions.",
 )
@@ -76,6 +76,8 @@ def eval_command(**kw: Any) -> None:
     Markdown files, one per page or per document (<page image name>.md, as MinerU, marker,
     docling or olmOCR write them).
     """
+    if not kw["pred"].is_dir():
+        _error(f"{kw['pred']}: no such folder")
     run, report, report_html = _load_eval()
     try:
         result = run.evaluate(kw["pred"], kw["truth"], workers=kw["workers"])
