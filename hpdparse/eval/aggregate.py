@@ -152,13 +152,13 @@ def page_figures(page: dict[str, Any]) -> dict[str, Any]:
     the mean TEDS of its tables."""
     out: dict[str, Any] = {}
     for key, samples in (
-        ("text_block", page["text"] + page["formula_as_text"]),
-        ("display_formula", page["formula"]),
-        ("table", page["table"]),
+        ("text_block_edit", page["text"] + page["formula_as_text"]),
+        ("display_formula_edit", page["formula"]),
+        ("table_edit", page["table"]),
     ):
         lengths = sum(s["upper_len"] for s in samples)
         out[key] = _ratio(sum(s.get("edit_num", 0) for s in samples), lengths) if lengths else None
     tables = [s["metric"]["TEDS"] for s in page["table"]]
     out["table_teds"] = sum(tables) / len(tables) if tables else None
-    out["reading_order"] = page["order"]["metric"]["Edit_dist"] if page["order"] else None
+    out["reading_order_edit"] = page["order"]["metric"]["Edit_dist"] if page["order"] else None
     return out

@@ -117,7 +117,7 @@ def page_badness(figures: dict[str, Any]) -> float:
     worst pages."""
     parts = [
         figures[k]
-        for k in ("text_block", "display_formula", "reading_order")
+        for k in ("text_block_edit", "display_formula_edit", "reading_order_edit")
         if figures[k] is not None
     ]
     if figures["table_teds"] is not None:

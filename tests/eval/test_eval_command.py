@@ -66,7 +66,9 @@ def test_markdown_truth_scores_the_differences(tmp_path: Path) -> None:
 
 
 def test_cli_writes_report_json_and_html(tmp_path: Path) -> None:
-    truth = _write(tmp_path / "truth", {"a.md": REFERENCE, "b.md": "Only one line here."})
+    truth = _write(
+        tmp_path / "truth", {"a.md": REFERENCE, "b.md": "One <script>x()</script> line."}
+    )
     pred = _write(tmp_path / "pred", {"a.md": REFERENCE.replace("world", "word"), "b.md": ""})
     out = tmp_path / "report"
     result = CliRunner().invoke(main, ["eval", str(pred), "--truth", str(truth), "-o", str(out)])
@@ -75,9 +77,10 @@ def test_cli_writes_report_json_and_html(tmp_path: Path) -> None:
     report = json.loads((out / "report.json").read_text("utf-8"), parse_constant=_no_nan)
     assert report["pages"] == {"truth": 2, "scored": 2}
     assert set(report["per_page"]) == {"a", "b"}
-    assert report["per_page"]["b"]["text_block"] == 1.0
+    assert report["per_page"]["b"]["text_block_edit"] == 1.0
     page = (out / "report.html").read_text("utf-8")
     assert "http" not in page and "<script" not in page  # no network, nothing to run
+    assert "&lt;script&gt;x()&lt;/script&gt;" in page  # the inputs' text escaped
     assert "<del>l</del>" in page  # "world" -> "word": the differing span is marked
     assert "<table><tr><td>a</td><td>b</td></tr>" in page  # the tables rendered
     assert page.index(">b</h2>") < page.index(">a</h2>")  # the worst page first
