@@ -111,8 +111,9 @@ def write_html(report: dict[str, Any], path: Path, worst: int = 20) -> None:
         f"<style>{_CSS}</style></head><body><h1>hpdparse eval</h1>"
         f'<p class="meta">prediction {html.escape(report["prediction"])} · truth '
         f"{html.escape(report['truth'])} · {report['pages']['scored']} pages scored</p>"
-        f'<table class="sum"><tr><th>element</th><th>metric</th><th>page average</th></tr>{rows}'
-        f'</table><p class="meta">{html.escape(overall["substitution"])}</p>'
+        f'<table class="sum"><tr><th>element</th><th>metric</th><th>score</th></tr>{rows}'
+        f'</table><p class="meta">score: edit distances averaged over pages, TEDS over tables. '
+        f"{html.escape(overall['substitution'])}</p>"
         f"<h2>The {len(worst_names)} worst pages</h2>{body}</body></html>"
     )
     path.write_text(doc, encoding="utf-8")
