@@ -150,8 +150,13 @@ def find_prediction(pred: Path, name: str) -> tuple[str | None, str]:
             number = int(match.group("index")) + 1
             if number in pages:
                 return pages[number], f"{path} page {number}"
-            return (
-                None,
-                f"{path} has no <!-- page {number} --> marker (convert with --page-markers)",
+            if pages:
+                return (
+                    None,
+                    f"{path} has no page {number} (its pages: {', '.join(map(str, pages))})",
+                )
+            return None, (
+                f"{path} has no page markers: `hpdparse render {path.parent} --page-markers` "
+                "adds them (no model needed)"
             )
     return None, "no prediction file"

@@ -5,6 +5,7 @@ pages (by their page markers) for an OmniDocBench JSON truth named after page im
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -47,6 +48,21 @@ def test_document_folder_against_markdown_truth(converted: Path, tmp_path: Path)
     assert report["metrics"]["reading_order"]["all"]["Edit_dist"]["ALL_page_avg"] == 0.0
 
 
+def test_pages_need_markers(converted: Path, tmp_path: Path) -> None:
+    pred = tmp_path / "pred"
+    shutil.copytree(converted, pred)
+    markdown = pred / "report" / "report.md"
+    markdown.write_text(_PAGE_MARKER.sub("", markdown.read_text("utf-8")), encoding="utf-8")
+    truth = tmp_path / "truth.json"
+    truth.write_text(json.dumps([markdown_truth_page("report.pdf_0.jpg", "Text.").page]))
+    report = evaluate(pred, truth, workers=1)
+    (missing,) = report["problems"]["missing"]
+    assert missing["reason"].endswith(
+        "has no page markers: `hpdparse render " + str(pred / "report") + " --page-markers` adds "
+        "them (no model needed)"
+    )
+
+
 def test_pages_against_json_truth(converted: Path, tmp_path: Path) -> None:
     pages = _split_pages((converted / "report" / "report.md").read_text("utf-8"))
     assert sorted(pages) == [1, 2]
@@ -62,4 +78,4 @@ def test_pages_against_json_truth(converted: Path, tmp_path: Path) -> None:
     assert report["metrics"]["text_block"]["all"]["Edit_dist"]["ALL_page_avg"] == 0.0
     (missing,) = report["problems"]["missing"]
     assert missing["page"] == "report.pdf_5"
-    assert missing["reason"].endswith("has no <!-- page 6 --> marker (convert with --page-markers)")
+    assert missing["reason"].endswith("report.md has no page 6 (its pages: 1, 2)")
