@@ -33,7 +33,12 @@ def _scored(tasks: list[tuple[str, dict[str, Any], str]], workers: int) -> Itera
 
 
 def default_workers() -> int:
-    return max(1, min(len(os.sched_getaffinity(0)), 16))
+    """One per CPU core this process may use (max 16)."""
+    if hasattr(os, "sched_getaffinity"):  # Linux
+        cores = len(os.sched_getaffinity(0))
+    else:
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 16))
 
 
 def evaluate(pred: Path, truth: Path, workers: int | None = None) -> dict[str, Any]:
