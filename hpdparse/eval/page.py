@@ -86,14 +86,15 @@ def _tables(
     if not truth:
         return [], []
     latex, html = elements.get("latex_table", []), elements.get("html_table", [])
-    if len(latex) > len(html):  # LaTeX tables are scored as missing (OmniDocBench has no converter)
+    if len(latex) > len(html):  # scored as missed, as OmniDocBench end to end scores LaTeX tables
         kept = [t for t in truth if t.get("html") and t.get("latex")]
         return [
             {
                 "gt_idx": [i],
                 "gt": t["html"],
                 "pred": "",
-                "gt_attribute": [t.get("attribute", {})],
+                # by the index among the kept tables, as OmniDocBench reads it
+                "gt_attribute": [truth[i].get("attribute", {})],
                 "latex_prediction": True,
             }
             for i, t in enumerate(kept)
