@@ -13,7 +13,8 @@ from hpdparse.eval import aggregate
 from hpdparse.eval.inputs import TruthPage, find_prediction, load_truth
 from hpdparse.eval.page import score_page
 
-PAGES_PER_TASK = 8
+MAX_PAGES_PER_TASK = 8  # fewer where there are few pages per worker: one table-heavy batch
+# would otherwise keep a worker busy after the others are done
 
 
 def _score(task: tuple[str, dict[str, Any], str]) -> dict[str, Any]:
@@ -28,8 +29,9 @@ def _scored(tasks: list[tuple[str, dict[str, Any], str]], workers: int) -> Itera
     if workers <= 1 or len(tasks) < 2:
         yield from map(_score, tasks)
         return
+    chunk = max(1, min(MAX_PAGES_PER_TASK, len(tasks) // (workers * 4)))
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        yield from pool.map(_score, tasks, chunksize=PAGES_PER_TASK)
+        yield from pool.map(_score, tasks, chunksize=chunk)
 
 
 def default_workers() -> int:
