@@ -22,7 +22,7 @@ from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder, PageJob
 from hpdparse.engines.torch.loading import load_model
 from hpdparse.hpd.checkpoint import open_checkpoint
 from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
-from hpdparse.hpd.tiling import TilingConfig, normalize_torch, tile_image
+from hpdparse.hpd.tiling import normalize_torch, tile_image
 from hpdparse.sources.open import open_source
 
 REPO = Path(__file__).resolve().parents[1]
@@ -49,9 +49,9 @@ def main() -> None:
     ckpt = open_checkpoint(args.model)
     model = load_model(ckpt, device=args.device)
     tok = load_tokenizer(ckpt.path, args.model)
-    ids = token_ids(tok, ckpt.raw_config, args.model)
-    prompts = PromptBuilder(tok, ids, ckpt.tokenizer_config().get("chat_template"))
-    tiling = TilingConfig.from_model_config(ckpt.raw_config)
+    ids = token_ids(tok, ckpt.config, args.model)
+    prompts = PromptBuilder(tok, ids, ckpt.chat_template())
+    tiling = ckpt.config.tiling
     features = []
     files = sorted(args.samples.glob("*.pdf")) + sorted(args.samples.glob("*.png"))
     with torch.no_grad():

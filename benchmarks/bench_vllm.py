@@ -55,8 +55,8 @@ def write_hpd_like_checkpoint(source: Path, out: Path, run: int = 40) -> Path:
     shutil.copytree(source, out)
     ckpt = open_checkpoint(str(out))
     tokenizer = load_tokenizer(ckpt.path, str(out))
-    ids = token_ids(tokenizer, ckpt.raw_config, str(out))
-    builder = PromptBuilder(tokenizer, ids, ckpt.tokenizer_config().get("chat_template"))
+    ids = token_ids(tokenizer, ckpt.config, str(out))
+    builder = PromptBuilder(tokenizer, ids, ckpt.chat_template())
     fork_prompt, plain_prompt = builder.build(1, True), builder.build(1, False)
     fork_only = [t for t in fork_prompt if t not in plain_prompt and fork_prompt.count(t) == 1]
     im_start = tokenizer.token_to_id("<|im_start|>")

@@ -38,6 +38,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 from hpdparse.hpd import protocol as P  # noqa: E402
+from hpdparse.hpd.model_config import HpdModelConfig  # noqa: E402
 
 TINY = REPO / "tests" / "fixtures" / "tiny-hpd"
 REAL_VOCAB = 151681
@@ -288,7 +289,7 @@ def _tokenizer_and_page(spec: Spec, vocab: int) -> tuple[Any, Page]:
         content = by_id.get(i, f"<|reserved_{i}|>")
         tok.add_special_tokens([AddedToken(content, special=True, normalized=False)])
         assert tok.token_to_id(content) == i, (content, i)
-    ids = token_ids(tok, real_config(vocab), "instrument")
+    ids = token_ids(tok, HpdModelConfig.from_dict(real_config(vocab)), "instrument")
     template = json.loads((TINY / "tokenizer_config.json").read_text())["chat_template"]
     builder = PromptBuilder(tok, ids, template)
     fork_prompt, plain_prompt = builder.build(1, True), builder.build(1, False)
