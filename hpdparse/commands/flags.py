@@ -1,12 +1,13 @@
 """Click options made from the settings' declarations (`hpdparse.settings.setting`): a field
 declared with a flag becomes one option with its help, type, bounds, choices and default, under
-the field's own name, so `values` hands the command's keywords back as field values."""
+the field's own name and with the field's values, so a command's keywords are field values."""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
 import functools
+import operator
 import typing
 from collections.abc import Callable
 from typing import Any, Literal
@@ -31,14 +32,8 @@ def flags(settings: type, *names: str, **help: str) -> Decorator:
 
 
 def values(settings: type, kw: Keywords) -> Keywords:
-    """Take the fields of `settings` out of a command's keywords, as field values (a negated
-    flag such as ``--no-fork`` turned back into ``fork``)."""
-    taken = {}
-    for f in dataclasses.fields(settings):
-        if f.name in kw:
-            value = kw.pop(f.name)
-            taken[f.name] = not value if f.metadata.get("negate") else value
-    return taken
+    """Take the fields of `settings` out of a command's keywords."""
+    return {f.name: kw.pop(f.name) for f in dataclasses.fields(settings) if f.name in kw}
 
 
 def _option(settings: type, name: str, help: str | None) -> Decorator:
@@ -52,7 +47,9 @@ def _option(settings: type, name: str, help: str | None) -> Decorator:
     }
     kind = _kind(field_types(settings)[name])
     if kind is bool:
-        default = not default if meta["negate"] else default
+        if meta["negate"]:  # the command's keyword is still the field's value
+            kwargs["callback"] = functools.partial(_parse, operator.not_)
+            default = not default
         return click.option(meta["flag"], name, is_flag=True, default=default, **kwargs)
     choices = _choices(kind)
     if choices:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from hpdparse.engines import registry
 from hpdparse.engines.openai.options import OpenAIOptions
 from hpdparse.engines.options import EngineConfig
 from hpdparse.errors import HpdparseError
-from hpdparse.runner.progress import logged_warnings_shown, make_progress
+from hpdparse.runner.progress import Progress, logged_warnings_shown, make_progress
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.settings import ConvertSettings, ReportSettings
 from hpdparse.settings import Keywords
@@ -125,37 +125,25 @@ def convert(**kw: Any) -> None:
     ray = _ray_settings(kw)
     use_storage(kw.pop("storage_options"), [*kw["inputs"], kw["output"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
-    previous = _stop_cleanly_on_sigterm()
     try:
-        with logged_warnings_shown(progress, quiet):
+        with (
+            _sigterm_as_interrupt(),
+            _one_line_errors(progress, verbose),
+            logged_warnings_shown(progress, quiet),
+        ):
             report = api.convert(
                 kw.pop("inputs"),
                 kw.pop("output"),
-                engine=kw.pop("engine"),
-                engine_options=kw.pop("engine_options"),
                 render_options=options,
-                recursive=kw.pop("recursive"),
                 progress=progress,
                 ray=ray,
-                **values(ConvertSettings, kw),
-                **values(EngineConfig, kw),
-                **values(ReportSettings, kw),
-                server=kw.pop("server"),
+                **kw,
             )
     except KeyboardInterrupt:
         progress.close()
         click.echo("error: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except (HpdparseError, ValueError, OSError) as exc:
-        progress.close()
-        fail(exc, verbose)
-    except Exception as exc:
-        progress.close()
-        fail(exc, verbose, internal=True)
-    finally:
-        _restore_sigterm(previous)
-    progress.close()
-    _finish(report, quiet)
+    _finish(report, progress, quiet)
 
 
 @main.command(epilog=EXIT_CODES_HELP)
@@ -180,7 +168,7 @@ def render(**kw: Any) -> None:
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     use_storage(kw["storage_options"], [*kw["doc_dirs"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
-    try:
+    with _one_line_errors(progress, verbose):
         report = api.render(
             kw["doc_dirs"],
             password=kw["password"],
@@ -189,14 +177,7 @@ def render(**kw: Any) -> None:
             progress=progress,
             **values(ReportSettings, kw),
         )
-    except (HpdparseError, ValueError, OSError) as exc:
-        progress.close()
-        fail(exc, verbose)
-    except Exception as exc:
-        progress.close()
-        fail(exc, verbose, internal=True)
-    progress.close()
-    _finish(report, quiet)
+    _finish(report, progress, quiet)
 
 
 def _ray_settings(kw: Keywords) -> RaySettings | None:
@@ -210,26 +191,39 @@ def _ray_settings(kw: Keywords) -> RaySettings | None:
     return None
 
 
-def _stop_cleanly_on_sigterm() -> Any:
-    """`kill` (SIGTERM) stops a run like Ctrl-C: finished pages stay, workers are shut down.
-    Returns the previous handler."""
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """`kill` (SIGTERM) stops a run like Ctrl-C: finished pages stay, workers are shut down."""
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     try:
-        return signal.signal(signal.SIGTERM, interrupt)
+        previous = signal.signal(signal.SIGTERM, interrupt)
     except ValueError:  # not the main thread (embedded use): leave signals alone
-        return None
-
-
-def _restore_sigterm(previous: Any) -> None:
-    if previous is not None:
-        with contextlib.suppress(ValueError):
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _finish(report: RunReport, quiet: bool) -> None:
+@contextlib.contextmanager
+def _one_line_errors(progress: Progress, verbose: bool) -> Iterator[None]:
+    """A run's error as one line and exit status 1 (a bug's with "internal error")."""
+    try:
+        yield
+    except (HpdparseError, ValueError, OSError) as exc:
+        progress.close()
+        fail(exc, verbose)
+    except Exception as exc:
+        progress.close()
+        fail(exc, verbose, internal=True)
+
+
+def _finish(report: RunReport, progress: Progress, quiet: bool) -> None:
+    progress.close()
     if not quiet:
         print_summary(report, sys.stdout, rich=sys.stdout.isatty())
     sys.exit(report.exit_code)
