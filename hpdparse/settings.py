@@ -75,14 +75,6 @@ def setting(
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def within(value: float, metadata: Mapping[str, Any]) -> bool:
-    """Whether a number is inside its field's bounds."""
-    low, high = metadata.get("low"), metadata.get("high")
-    if low is not None and (value <= low if metadata.get("low_open") else value < low):
-        return False
-    return high is None or value <= high
-
-
 @functools.cache
 def field_types(settings: type) -> Keywords:
     """The type of each field of a dataclass, by name (its annotations evaluated)."""

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-from hpdparse.settings import field_types, setting, within
+from hpdparse.settings import field_types, setting
 
 _MISSING = dataclasses.MISSING
 Options = TypeVar("Options", bound="EngineOptions")
@@ -87,10 +87,9 @@ class EngineOptions:
 
     @classmethod
     def takes(cls) -> str:
-        """What the engine takes, as the unknown-option error says it."""
-        if cls.PASSTHROUGH is None:
-            return ", ".join(cls.settable()) or "none"
-        return _and([cls.PASSTHROUGH_TAKES, *cls.settable()])
+        """What an engine with a `PASSTHROUGH` field takes, as its unknown-option error says."""
+        *first, last = [cls.PASSTHROUGH_TAKES, *cls.settable()]
+        return f"{', '.join(first)} and {last}"
 
     @classmethod
     def from_mapping(
@@ -151,11 +150,6 @@ def check_engine_options(
         )
 
 
-def _and(items: list[str]) -> str:
-    items = [i for i in items if i]
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
 def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
     """`value` checked against the field's type (and bound), converted where that loses
     nothing; a one-line EngineError otherwise."""
@@ -202,7 +196,13 @@ def _as(kind: Any, value: Any) -> Any:
 
 
 def _within(value: Any, metadata: Mapping[str, Any]) -> bool:
-    return not isinstance(value, (int, float)) or within(value, metadata)
+    """Whether a number is inside its field's bounds (anything else is)."""
+    if not isinstance(value, (int, float)):
+        return True
+    low, high = metadata.get("low"), metadata.get("high")
+    if low is not None and (value <= low if metadata.get("low_open") else value < low):
+        return False
+    return high is None or value <= high
 
 
 def _describe(allowed: list[Any], metadata: Mapping[str, Any]) -> str:
