@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 import click
 
-from hpdparse.settings import Keywords, field_types
+from hpdparse.settings import Keywords, declaration, field_types
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -38,30 +38,30 @@ def values(settings: type, kw: Keywords) -> Keywords:
 
 def _option(settings: type, name: str, help: str | None) -> Decorator:
     field = {f.name: f for f in dataclasses.fields(settings)}[name]
-    meta = field.metadata
+    declared = declaration(field)
     default = field.default
     kwargs: Keywords = {
-        "help": help or meta["help"],
-        "show_default": meta["show_default"],
-        "metavar": meta["metavar"],
+        "help": help or declared.help,
+        "show_default": declared.show_default,
+        "metavar": declared.metavar,
     }
     kind = _kind(field_types(settings)[name])
     if kind is bool:
-        if meta["negate"]:  # the command's keyword is still the field's value
+        if declared.negate:  # the command's keyword is still the field's value
             kwargs["callback"] = functools.partial(_parse, operator.not_)
             default = not default
-        return click.option(meta["flag"], name, is_flag=True, default=default, **kwargs)
+        return click.option(declared.flag, name, is_flag=True, default=default, **kwargs)
     choices = _choices(kind)
     if choices:
         kwargs["type"] = click.Choice(choices)
         default = str(default)
-    elif kind in (int, float) and (meta["low"] is not None or meta["high"] is not None):
+    elif kind in (int, float) and (declared.low is not None or declared.high is not None):
         number_range = click.IntRange if kind is int else click.FloatRange
-        kwargs["type"] = number_range(meta["low"], meta["high"], min_open=meta["low_open"])
-    if meta["parse"] is not None:
-        kwargs["callback"] = functools.partial(_parse, meta["parse"])
+        kwargs["type"] = number_range(declared.low, declared.high, min_open=declared.low_open)
+    if declared.parse is not None:
+        kwargs["callback"] = functools.partial(_parse, declared.parse)
         default = None
-    return click.option(meta["flag"], name, default=default, **kwargs)
+    return click.option(declared.flag, name, default=default, **kwargs)
 
 
 def _parse(

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-from hpdparse.settings import field_types, setting
+from hpdparse.settings import Declaration, declaration, field_types, setting
 
 _MISSING = dataclasses.MISSING
 Options = TypeVar("Options", bound="EngineOptions")
@@ -81,9 +81,7 @@ class EngineOptions:
     @classmethod
     def settable(cls) -> tuple[str, ...]:
         """The keys ``--engine-option`` takes (passthrough keys aside), sorted."""
-        return tuple(
-            sorted(f.name for f in dataclasses.fields(cls) if f.metadata.get("settable", True))
-        )
+        return tuple(sorted(f.name for f in dataclasses.fields(cls) if declaration(f).settable))
 
     @classmethod
     def takes(cls) -> str:
@@ -129,8 +127,9 @@ class EngineOptions:
         """A one-line summary for ``--help``: the examples with their help texts."""
         parts = [cls.PASSTHROUGH_HELP] if cls.PASSTHROUGH_HELP else []
         for f in dataclasses.fields(cls):
-            if f.metadata.get("settable", True) and f.metadata.get("example"):
-                parts.append(f"{f.metadata['example']} ({f.metadata['help']})")
+            declared = declaration(f)
+            if declared.settable and declared.example:
+                parts.append(f"{declared.example} ({declared.help})")
         return ", ".join(parts)
 
 
@@ -158,10 +157,10 @@ def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
         return None
     for kind in allowed:
         converted = _as(kind, value)
-        if converted is not _MISSING and _within(converted, f.metadata):
+        if converted is not _MISSING and _within(converted, declaration(f)):
             return converted
     raise EngineError(
-        f"{engine} engine: {f.name} must be {_describe(allowed, f.metadata)}, got {value!r:.80}"
+        f"{engine} engine: {f.name} must be {_describe(allowed, declaration(f))}, got {value!r:.80}"
     )
 
 
@@ -195,17 +194,17 @@ def _as(kind: Any, value: Any) -> Any:
     return _MISSING
 
 
-def _within(value: Any, metadata: Mapping[str, Any]) -> bool:
+def _within(value: Any, declared: Declaration) -> bool:
     """Whether a number is inside its field's bounds (anything else is)."""
     if not isinstance(value, (int, float)):
         return True
-    low, high = metadata.get("low"), metadata.get("high")
-    if low is not None and (value <= low if metadata.get("low_open") else value < low):
+    low, high = declared.low, declared.high
+    if low is not None and (value <= low if declared.low_open else value < low):
         return False
     return high is None or value <= high
 
 
-def _describe(allowed: list[Any], metadata: Mapping[str, Any]) -> str:
+def _describe(allowed: list[Any], declared: Declaration) -> str:
     words = []
     for kind in allowed:
         if kind is type(None):
@@ -215,8 +214,8 @@ def _describe(allowed: list[Any], metadata: Mapping[str, Any]) -> str:
         elif kind is int or kind is float:
             noun = "integer" if kind is int else "number"
             adjective = ""
-            if metadata.get("low") == 0:
-                adjective = "positive " if metadata.get("low_open") else "non-negative "
+            if declared.low == 0:
+                adjective = "positive " if declared.low_open else "non-negative "
             words.append(f"{'an' if not adjective and kind is int else 'a'} {adjective}{noun}")
         else:
             words.append(
