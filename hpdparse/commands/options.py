@@ -87,16 +87,15 @@ class Location(click.ParamType):
 LOCATION = Location()
 
 
-def storage_options_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--storage-option KEY=VALUE (repeatable), for commands that take URLs."""
-    return click.option(
-        "--storage-option",
-        "storage_options",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Setting of the fsspec file system of s3://, gs://, az://... URLs (credentials, "
-        "endpoint_url, anon...), repeatable; VALUE is read as JSON when it parses, else as text.",
-    )(f)
+# For the commands that take URLs.
+storage_options_option = click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Setting of the fsspec file system of s3://, gs://, az://... URLs (credentials, "
+    "endpoint_url, anon...), repeatable; VALUE is read as JSON when it parses, else as text.",
+)
 
 
 def use_storage(options: tuple[str, ...], locations: list[Any]) -> None:
