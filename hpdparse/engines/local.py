@@ -32,10 +32,9 @@ class LocalEngine(Engine):
         if self._checkpoint is not None:
             return
         from hpdparse.hpd.checkpoint import open_checkpoint
-        from hpdparse.hpd.tiling import TilingConfig
 
         checkpoint = open_checkpoint(self.config.model, self.config.revision)
-        self._tiling = TilingConfig.from_model_config(checkpoint.raw_config)
+        self._tiling = checkpoint.config.tiling
         self._checkpoint = checkpoint
 
     @property

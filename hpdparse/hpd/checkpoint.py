@@ -36,12 +36,9 @@ class Checkpoint:
     revision: str | None  # the hub commit when known
     config: HpdModelConfig
 
-    @property
-    def raw_config(self) -> dict[str, Any]:
-        return self.config.raw
-
-    def tokenizer_config(self) -> dict[str, Any]:
-        return _read_json(self.path / "tokenizer_config.json", self.model_id)
+    def chat_template(self) -> str | None:
+        """tokenizer_config.json's chat template (read on each call)."""
+        return _read_json(self.path / "tokenizer_config.json", self.model_id).get("chat_template")
 
 
 def _read_json(path: Path, model_id: str) -> dict[str, Any]:

@@ -22,9 +22,19 @@ import sys
 from array import array
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 ENCODING = "u16-millinats-b64"
+
+
+class LogprobsJson(TypedDict):
+    """A page's log-probabilities as raw/page-NNNN.json holds them."""
+
+    encoding: str
+    segments: list[list[int]]  # [header length, content length] of each segment
+    values: str  # ENCODING of every value, segment after segment
+
+
 SCALE = 1000.0  # quantisation step: 1/SCALE nats
 _MAX = 65535
 
@@ -93,7 +103,7 @@ class PageLogprobs:
             segments.append(Segment(tuple(values[start:cut]), tuple(values[cut:end])))
         return cls(tuple(segments))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> LogprobsJson:
         """The compact record saved in raw/page-NNNN.json."""
         flat = [v for s in self.segments for v in (*s.header, *s.content)]
         quantised = array("H", map(_quantise, flat))

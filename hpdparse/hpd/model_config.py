@@ -1,13 +1,16 @@
 """The HPD checkpoint's config.json (InternVL's original `internvl_chat` format), typed.
 
-Only the keys the torch model and the engines need are typed; `raw` keeps the whole dict (tiling
-reads its own keys from it through `hpdparse.hpd.tiling.TilingConfig.from_model_config`).
+Only the keys the torch model and the engines need are typed, the tiling among them
+(`hpdparse.hpd.tiling.TilingConfig.from_model_config`); `llm` keeps the decoder's own settings
+for transformers.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+from hpdparse.hpd.tiling import TilingConfig
 
 ARCHITECTURE = "InternVLChatModel"
 
@@ -49,7 +52,7 @@ class HpdModelConfig:
     fork_token_id: int
     child_token_id: int
     eos_token_id: int | None
-    raw: dict[str, Any] = field(repr=False, compare=False)
+    tiling: TilingConfig
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> HpdModelConfig:
@@ -71,12 +74,18 @@ class HpdModelConfig:
             fork_token_id=int(d["fork_token_id"]),
             child_token_id=int(d["child_token_id"]),
             eos_token_id=None if eos is None else int(eos),
-            raw=d,
+            tiling=TilingConfig.from_model_config(d),
         )
 
     @property
     def hidden_size(self) -> int:
         return int(self.llm["hidden_size"])
+
+    @property
+    def max_position_embeddings(self) -> int | None:
+        """The decoder's longest sequence, when config.json says."""
+        limit = self.llm.get("max_position_embeddings")
+        return int(limit) if limit else None
 
     @property
     def vision_layers_used(self) -> int:

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd import protocol as P
+
+if TYPE_CHECKING:
+    from hpdparse.hpd.model_config import HpdModelConfig
 
 IMAGE_PLACEHOLDER = "<image>"
 INTERNVL_SYSTEM = (
@@ -54,7 +57,7 @@ def load_tokenizer(path: Path, model_id: str) -> Any:
         raise EngineError(f"model {model_id}: cannot read tokenizer.json: {exc}") from None
 
 
-def token_ids(tokenizer: Any, config_raw: dict[str, Any], model_id: str) -> TokenIds:
+def token_ids(tokenizer: Any, config: HpdModelConfig, model_id: str) -> TokenIds:
     """Look up every protocol token; fork/child must agree with config.json."""
 
     def need(token: str) -> int:
@@ -73,11 +76,13 @@ def token_ids(tokenizer: Any, config_raw: dict[str, Any], model_id: str) -> Toke
         block=need(P.BLOCK),
         endoftext=tokenizer.token_to_id(P.ENDOFTEXT),
     )
-    for key, tid in (("fork_token_id", ids.fork), ("child_token_id", ids.child)):
-        if int(config_raw[key]) != tid:
+    for key, tid, wanted in (
+        ("fork_token_id", ids.fork, config.fork_token_id),
+        ("child_token_id", ids.child, config.child_token_id),
+    ):
+        if wanted != tid:
             raise EngineError(
-                f"model {model_id}: config.json {key} {config_raw[key]} is not the "
-                f"tokenizer's id {tid}"
+                f"model {model_id}: config.json {key} {wanted} is not the tokenizer's id {tid}"
             )
     return ids
 

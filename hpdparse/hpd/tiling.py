@@ -62,7 +62,7 @@ class TilingConfig:
     def from_model_config(cls, config: Mapping[str, Any]) -> TilingConfig:
         """Read an InternVL-layout ``config.json`` dict; missing keys keep the defaults."""
         vision = config.get("vision_config") or {}
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, int | float | bool] = {}
         tile = config.get("force_image_size") or vision.get("image_size")
         if tile is not None:
             kwargs["tile_size"] = _single_int(tile, "force_image_size/image_size")
@@ -152,7 +152,7 @@ def tile_image(image: Image.Image, config: TilingConfig = DEFAULT_CONFIG) -> np.
 
     C is 1 for a grey page (mode L, or RGB with all three channels equal) and 3 otherwise. Grey
     tiles are the RGB tiles' common channel: ``np.repeat(tiles, 3, axis=3)`` gives exactly the
-    RGB tiles, and :func:`normalize`/:func:`normalize_torch` expand them that way, so every engine
+    RGB tiles, and :func:`normalize_torch` expands them that way, so every engine
     sees the same pixels either way; a grey page costs a third of the bytes in pipes and memory.
 
     Bytes are identical to a plain PIL bicubic ``resize`` of the RGB image plus crops, which is what
@@ -250,31 +250,14 @@ def _scale_bias(config: TilingConfig) -> tuple[np.ndarray, np.ndarray]:
     return scale, bias
 
 
-def normalize(
-    tiles: np.ndarray, config: TilingConfig = DEFAULT_CONFIG, dtype: Any = np.float32
-) -> np.ndarray:
-    """uint8 tiles (N, t, t, C) -> normalised floats (N, 3, t, t), ImageNet mean/std by default.
-
-    Grey tiles (C == 1) give exactly the floats of their 3-channel expansion: the channel is
-    broadcast while each colour's mean and std are applied.
-    """
-    _check_tiles(tiles)
-    scale, bias = _scale_bias(config)
-    chw = tiles.transpose(0, 3, 1, 2)
-    n, _, height, width = chw.shape
-    out = np.empty((n, 3, height, width), dtype=np.float32)
-    np.multiply(chw, scale.astype(np.float32)[:, None, None], out=out)
-    out += bias.astype(np.float32)[:, None, None]
-    return out if np.dtype(dtype) == np.float32 else out.astype(dtype)
-
-
 def normalize_torch(
     tiles: np.ndarray | torch.Tensor,
     config: TilingConfig = DEFAULT_CONFIG,
     dtype: torch.dtype | None = None,
     device: torch.device | str | None = None,
 ) -> torch.Tensor:
-    """Like :func:`normalize`, as a torch tensor: uint8 moves to ``device``, floats made there.
+    """uint8 tiles (N, t, t, C) -> normalised floats (N, 3, t, t) as a torch tensor (ImageNet
+    mean/std by default): uint8 moves to ``device``, floats made there.
 
     ``tiles`` may be a numpy array or a uint8 tensor (on any device). Grey tiles (C == 1) cross to
     the device as one channel and are expanded there, to exactly the floats of their RGB tiles.

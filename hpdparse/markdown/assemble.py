@@ -6,14 +6,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from hpdparse.engines.base import FINISH_ERROR, DecodeRecord
-from hpdparse.markdown.records import PAGE_FAILED, PAGE_OK, DocumentRecord, PageRecord
-from hpdparse.sources.document import PageGeometry
+from hpdparse.markdown.records import DocumentRecord
 from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.raw_pages import RawPage
 from hpdparse.store.state import DocumentState
-
-NO_GEOMETRY = PageGeometry(0, 0)  # a page with no raw output
-FAILED_DECODE = DecodeRecord(FINISH_ERROR)
 
 
 def assemble_record(
@@ -22,16 +18,14 @@ def assemble_record(
     """The document as its raw pages hold it: a page with a valid raw output is OK, any other
     selected page is failed (with the error recorded in the state, if any). `written`: raw files
     this process wrote, taken as they are instead of read back (`DocumentFolder.read_raw_pages`)."""
-    pages: list[PageRecord] = []
+    pages: list[RawPage] = []
     saved = folder.read_raw_pages(state.selected, written)
     for number in state.selected:
-        raw = saved[number]
-        if raw is None:
+        page = saved[number]
+        if page is None:
             error = state.failed_pages.get(number) or "no raw output for this page"
-            failed = PageRecord(number, NO_GEOMETRY, FAILED_DECODE, PAGE_FAILED, error=error)
-            pages.append(failed)
-        else:
-            pages.append(PageRecord(number, raw.meta.geometry, raw.meta.decode, PAGE_OK, raw.text))
+            page = RawPage.failed(number, error)
+        pages.append(page)
     return DocumentRecord(
         source=state.source.path,
         stem=state.stem,
@@ -56,4 +50,4 @@ def settings_of(state: DocumentState) -> dict[str, Any]:
 
 
 def failed_numbers(record: DocumentRecord) -> dict[int, str]:
-    return {p.number: p.error or "failed" for p in record.pages if p.status == PAGE_FAILED}
+    return {p.number: p.error or "failed" for p in record.pages if not p.result.ok}

@@ -24,7 +24,6 @@ from hpdparse.hpd.labels import (
 from hpdparse.hpd.stream import FLAG_REPETITION, FLAG_TRUNCATED, Block, ParsedPage
 from hpdparse.markdown.formulas import clean_latex, split_display, wrap_arithmetic
 from hpdparse.markdown.lists import BULLETED_ITEM, inside, is_ordered, split_items
-from hpdparse.markdown.records import PageRecord
 from hpdparse.markdown.tables import parse_table, to_html
 from hpdparse.markdown.text import is_sentinel, join_lines
 from hpdparse.markdown.units import (
@@ -38,6 +37,7 @@ from hpdparse.markdown.units import (
     TABLE,
     Unit,
 )
+from hpdparse.store.raw_pages import RawPage
 
 FLAG_SENTINEL = "sentinel"  # a "no text here" sentence: dropped
 FLAG_TABLE_CLOSED = "table_closed"  # </table> was missing
@@ -51,7 +51,7 @@ _FENCE = re.compile(r"^```([A-Za-z0-9_+#.-]{0,30})[^\n]*\n(.*?)\n?```\s*$", re.S
 class PageBuilder:
     """Builds the units of one page. `image_numbers` counts crops per kind on this page."""
 
-    def __init__(self, page: PageRecord, parsed: ParsedPage, images: bool, dollar: bool) -> None:
+    def __init__(self, page: RawPage, parsed: ParsedPage, images: bool, dollar: bool) -> None:
         self.page = page
         self.parsed = parsed
         self.images = images

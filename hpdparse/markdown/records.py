@@ -1,29 +1,12 @@
-"""Records of a converted document: what the pipeline collects and the renderer turns into files."""
+"""The record of a converted document: its raw pages (`store.raw_pages.RawPage`, failed ones
+included) and what made them, which the renderer turns into files."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
-from hpdparse.engines.base import DecodeRecord
-from hpdparse.sources.document import PageGeometry
-
-PAGE_OK = "ok"
-PAGE_FAILED = "failed"
-
-
-@dataclass
-class PageRecord:
-    """One page of a document after the engine (or after reading raw/ back from disk): its
-    geometry and how its decoding ended are the records made where the page was rasterized and
-    decoded (held by reference)."""
-
-    number: int  # 1-based page number in the source document
-    geometry: PageGeometry  # the image the model saw (0 x 0 for a page that failed)
-    decode: DecodeRecord  # finish reason ("stop", "length", "error"), tokens, seconds, stats
-    status: str = PAGE_OK  # PAGE_OK or PAGE_FAILED
-    raw: str = ""  # raw HPD stream; "" when failed
-    error: str | None = None
+from hpdparse.store.raw_pages import RawPage
 
 
 @dataclass
@@ -33,7 +16,7 @@ class DocumentRecord:
     source: str  # absolute path of the input file
     stem: str  # output name: OUT/<stem>/<stem>.md
     page_count: int  # pages in the source (selected or not)
-    pages: list[PageRecord]  # the selected pages, ascending by number
+    pages: list[RawPage]  # the selected pages, ascending by number
     engine: str = ""
     model: str = ""
     revision: str | None = None

@@ -20,7 +20,7 @@ from hpdparse.markdown.headings import assign_levels, heading_markdown, numberin
 from hpdparse.markdown.json_export import document_json
 from hpdparse.markdown.lists import render_list
 from hpdparse.markdown.merge import Merge, merge_across_pages
-from hpdparse.markdown.records import PAGE_FAILED, DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.tables import render_table
 from hpdparse.markdown.text import escape_block_start, render_inline
 from hpdparse.markdown.text_layer import verify_page
@@ -39,6 +39,7 @@ from hpdparse.markdown.units import (
 )
 from hpdparse.settings import TextLayerMode, setting
 from hpdparse.sources.text_layer import PageText
+from hpdparse.store.raw_pages import PAGE_FAILED, RawPage
 
 FLAG_RENDER_ERROR = "render_error"  # a bug in the renderer: the page is only in the JSON
 
@@ -182,13 +183,13 @@ def _render(
     pages: list[ParsedPage] = []
 
     for page in doc.pages:
-        parsed = parse_page(page.raw or "", page.decode.finish_reason)
+        parsed = parse_page(page.text, page.result.finish_reason)
         scores = block_scores(page, parsed)
         confidence = page_confidence(scores)
         if options.page_markers:
             units.append(Unit(COMMENT, page.number, None, text=_marker(page, confidence)))
         if page.status == PAGE_FAILED:
-            reason = page.error or page.decode.finish_reason or "unknown error"
+            reason = page.error or page.result.finish_reason or "unknown error"
             units.append(
                 Unit(BARRIER, page.number, None, text=f"page {page.number} failed: {reason}")
             )
@@ -246,9 +247,9 @@ def _as_parsed(block: Block) -> Block:
     return parsed
 
 
-def _with_facts(parsed: ParsedPage, page: PageRecord) -> ParsedPage:
+def _with_facts(parsed: ParsedPage, page: RawPage) -> ParsedPage:
     """`parsed` given the facts of its page's record: number, status, geometry, decoding."""
-    geometry, decode = page.geometry, page.decode
+    geometry, decode = page.geometry, page.result
     parsed.number, parsed.status, parsed.error = page.number, page.status, page.error
     parsed.label, parsed.dpi = geometry.label, geometry.dpi
     parsed.width_px, parsed.height_px = geometry.width_px, geometry.height_px
@@ -338,7 +339,7 @@ def comment(text: str) -> str:
     return f"<!-- {body} -->"
 
 
-def _marker(page: PageRecord, confidence: float | None) -> str:
+def _marker(page: RawPage, confidence: float | None) -> str:
     marker = f"page {page.number}"
     label = page.geometry.label
     if label and label != str(page.number):

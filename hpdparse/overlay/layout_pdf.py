@@ -65,7 +65,7 @@ class _ImagePages:
         self.images: list[bytes] = []
         self.sizes: list[tuple[float, float]] = []
         for number in numbers:
-            image = source.rasterize(number, 72).image
+            image = source.rasterize(number, 72)[0]
             buffer = io.BytesIO()
             image.save(buffer, format="JPEG", quality=IMAGE_JPEG_QUALITY)
             self.images.append(buffer.getvalue())

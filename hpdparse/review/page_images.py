@@ -26,7 +26,7 @@ def page_image(
     source: str, number: int, dpi: int, password: str | None, max_side: int = DEFAULT_MAX_SIDE
 ) -> PageImage:
     """Page `number` of `source` rasterized at `dpi` (as convert did); raises InputError."""
-    image = rasterize_page(source, number, dpi, password).image
+    image = rasterize_page(source, number, dpi, password)[0]
     width, height = image.size
     if max(width, height) > max_side:
         scale = max_side / max(width, height)

@@ -2,9 +2,9 @@
 
 Stages (each callable on its own, keeping no hidden state):
     plan.plan_document(folder, source, settings, info)    skip, or claim + pages to decode
-    read_ahead.ReadAhead(pool, ...).pages(jobs)           rasterize + prepare ahead, in order
+    read_ahead.ReadAhead(pool, ...).pages(pages)          rasterize + prepare ahead: PageRequests
     engine.run(requests, max_in_flight)                   decode (hpdparse.engines)
-    save_page.save_page(folder, number, result, geometry, info, dpi)   store a raw page
+    folder.write_raw_page(RawPage(number, result, geometry, info, reuse))   store a raw page
     finish.start_converted(folder, state, options, cutter, report)()   write the document
                                  (two steps: render here, then the writing on any thread)
 Around them: settings (ConvertSettings and defaults), workers (the rasterizer pool, crops),

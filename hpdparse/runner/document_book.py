@@ -187,6 +187,7 @@ class DocumentBook:
             self._overlay,
             doc.written,
             pages_saved,
+            text_layers=doc.text_layers,
             unfinished=True,  # planning removed its .md
         )
         if self.finish_later is None:
@@ -209,7 +210,7 @@ class DocumentBook:
 
     def close(self, doc: DocumentRun, status: str, error: str | None) -> None:
         doc.done = True
-        doc.written = {}
+        doc.written, doc.text_layers = {}, {}
         r = doc.report
         r.status = status
         r.error = error

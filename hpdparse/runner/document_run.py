@@ -1,5 +1,5 @@
 """What a run tracks about one document while it converts it (`DocumentBook` keeps them):
-counters, and the raw files of its pages written in this run until it is finished."""
+counters, and the raw files and text layers of its pages got in this run until it is finished."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpdparse.sources.location import UrlSource
+from hpdparse.sources.text_layer import PageText
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.report import DocumentReport
 from hpdparse.store.state import DocumentState
@@ -28,3 +29,6 @@ class DocumentRun:
     # The raw page files written in this run (name -> bytes), so that finishing the document
     # does not read them back; emptied once the document is closed.
     written: dict[str, bytes] = field(default_factory=dict)
+    # The text layers its decoded pages were rasterized with (--text-layer prefer; None: the page
+    # has none), so that finishing the document does not read them from the file again.
+    text_layers: dict[int, PageText | None] = field(default_factory=dict)

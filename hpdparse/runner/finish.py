@@ -22,12 +22,13 @@ from pathlib import Path
 
 from hpdparse.export.files import Exports, build_exports
 from hpdparse.markdown.assemble import assemble_record, failed_numbers
-from hpdparse.markdown.records import PAGE_OK
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
 from hpdparse.runner.images import ImageCutter, group_crops
 from hpdparse.runner.overlay import OverlayWriter
-from hpdparse.sources.text_layer import read_page_texts
+from hpdparse.settings import TextLayerMode
+from hpdparse.sources.text_layer import PageText, read_page_texts
 from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.raw_pages import RawPage
 from hpdparse.store.report import TEXT_LAYER_KEYS, DocumentReport
 from hpdparse.store.state import DocumentState
 from hpdparse.store.statuses import STATUS_CONVERTED, STATUS_FAILED, STATUS_PARTIAL
@@ -73,6 +74,7 @@ def start_finish(
     written: Mapping[str, bytes] | None = None,
     before_writing: Callable[[], None] | None = None,
     unfinished: bool = False,
+    text_layers: Mapping[int, PageText | None] | None = None,
 ) -> Callable[[], FinishedDocument]:
     """`finish_document` in two steps. This one, on the thread that owns the rasterizer pool,
     rebuilds and renders the document and starts cutting its images (and drawing the overlay);
@@ -80,6 +82,7 @@ def start_finish(
     old files out, images in, then `before_writing` (which raises OSError when the document
     must not be written: a raw page of it could not be saved), then .json, state, .md.
     `unfinished`: the folder is known to hold no .md (convert's plan removed it).
+    `text_layers`: pages' text layers already read (--text-layer prefer), not read again.
     Both raise what `finish_document` raises."""
     record = assemble_record(folder, state, written)
     failed = failed_numbers(record)
@@ -91,9 +94,8 @@ def start_finish(
         first = failed[min(failed)] if failed else f"{state.source.path}: no page converted"
         return lambda: FinishedDocument(written=False, status=STATUS_FAILED, error=first)
     texts = None
-    if options.text_layer != "off":  # --text-layer verify/prefer: the PDF's text, to compare
-        numbers = [p.number for p in record.pages if p.status == PAGE_OK]
-        texts = read_page_texts(record.source, numbers)
+    if options.text_layer != TextLayerMode.OFF:  # verify and prefer compare with the PDF's text
+        texts = _text_layers(record.source, record.pages, text_layers or {})
     rendered = render_document(record, options, texts)
     exports = build_exports(rendered, options)
     pages = rendered.pages
@@ -126,6 +128,17 @@ def start_finish(
     return write
 
 
+def _text_layers(
+    source: str, pages: list[RawPage], known: Mapping[int, PageText | None]
+) -> dict[int, PageText]:
+    """The text layers of the pages with a raw output: those in `known`, the others read now."""
+    numbers = [p.number for p in pages if p.result.ok]
+    missing = [n for n in numbers if n not in known]
+    texts = read_page_texts(source, missing) if missing else {}
+    texts.update({n: text for n in numbers if (text := known.get(n)) is not None})
+    return texts
+
+
 def _outcome(state: DocumentState, crop_errors: list[str]) -> FinishedDocument:
     source = state.source.path
     warnings = [f"{source}: {message}" for message in crop_errors]
@@ -148,6 +161,7 @@ def start_converted(
     written: Mapping[str, bytes] | None = None,
     before_writing: Callable[[], None] | None = None,
     unfinished: bool = False,
+    text_layers: Mapping[int, PageText | None] | None = None,
 ) -> Callable[[], FinishedDocument]:
     """`finish_document` as a conversion run does it, in the two steps of `start_finish`: neither
     raises (a folder that cannot be written, or a renderer bug, fails this document, not the run),
@@ -155,7 +169,16 @@ def start_converted(
     (`report.output_dir` is cleared when the folder is gone)."""
     try:
         write = start_finish(
-            folder, state, options, cut_images, report, overlay, written, before_writing, unfinished
+            folder,
+            state,
+            options,
+            cut_images,
+            report,
+            overlay,
+            written,
+            before_writing,
+            unfinished,
+            text_layers,
         )
     except Exception as exc:
         failure = _failure(folder, state, exc)

@@ -1,5 +1,6 @@
 """Rasterize ahead: pages are rasterized and prepared for the engine in a `WorkerPool` a bounded
-number of pages ahead of whoever consumes them, and come back in the order they were asked for.
+number of pages ahead of whoever consumes them, and come back, as their `PageRequest`s, in the
+order they were asked for.
 
 A rasterizer process that dies (MuPDF can crash on a damaged file) or hangs does not stop the
 run: the pool is rebuilt and the pages of the window are asked again; the page at the head of the
@@ -19,26 +20,19 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from hpdparse.runner.workers import PreparedPage, WorkerPool, prepare_page
+from hpdparse.engines.base import PageRequest
+from hpdparse.runner.workers import WorkerPool, prepare_page
 
 RASTERIZE_ATTEMPTS = 2  # a page whose rasterizer process dies twice is given up as failed
 
 Owner = TypeVar("Owner")
 
 
-@dataclass(frozen=True)
-class PageJob(Generic[Owner]):
-    """A page to rasterize: page `number` (1-based) of file `source`; `owner` is the caller's
-    handle for the page's document, handed back with the page."""
-
+@dataclass
+class _Slot(Generic[Owner]):
     owner: Owner
     source: str
     number: int
-
-
-@dataclass
-class _Slot(Generic[Owner]):
-    job: PageJob[Owner]
     future: Future
     attempts: int = 1
 
@@ -55,10 +49,10 @@ class ReadAhead:
         window: int,
         timeout: float,
         attempts: int = RASTERIZE_ATTEMPTS,
-        text_layer: bool = False,
+        read_text_layer: bool = False,
     ) -> None:
         self.pool = pool
-        self.text_layer = text_layer  # read each page's words too (--text-layer prefer)
+        self.read_text_layer = read_text_layer  # each page's words too (--text-layer prefer)
         self.dpi = dpi
         self.password = password
         self.window = max(1, window)
@@ -66,42 +60,47 @@ class ReadAhead:
         self.attempts = attempts
 
     def pages(
-        self, jobs: Iterable[PageJob[Owner]]
-    ) -> Iterator[tuple[PageJob[Owner], PreparedPage | str]]:
-        """(job, prepared page) for every job, in order; a page that cannot be rasterized or
-        prepared comes as (job, its one-line error). `jobs` is pulled lazily, only to keep the
-        window full, so it may plan documents as it goes."""
+        self, pages: Iterable[tuple[Owner, str, int]]
+    ) -> Iterator[tuple[Owner, int, PageRequest | str]]:
+        """For each (owner, source, number) of `pages`, page `number` (1-based) of file `source`,
+        `owner` the caller's handle for the page's document: (owner, number, its request keyed
+        (owner, number)), in order; a page that cannot be rasterized or prepared comes with its
+        one-line error instead. `pages` is pulled lazily, only to keep the window full, so it may
+        plan documents as it goes."""
         window: deque[_Slot[Owner]] = deque()
-        pending = iter(jobs)
+        pending = iter(pages)
         exhausted = False
         while True:
             while not exhausted and len(window) < self.window:
-                job = next(pending, None)
-                if job is None:
+                page = next(pending, None)
+                if page is None:
                     exhausted = True
                     break
-                window.append(_Slot(job, self._submit(job)))
+                owner, source, number = page
+                window.append(_Slot(owner, source, number, self._submit(source, number)))
             if not window:
                 return
             head = window[0]
             try:
-                prepared = head.future.result(timeout=self.timeout)
+                request = head.future.result(timeout=self.timeout)
             except (BrokenProcessPool, FuturesTimeout) as exc:
                 failure = self._recover(window, timed_out=isinstance(exc, FuturesTimeout))
                 if failure is not None:
                     yield failure
                 continue
             window.popleft()
-            yield head.job, prepared
+            if isinstance(request, PageRequest):
+                request.key = (head.owner, head.number)
+            yield head.owner, head.number, request
 
-    def _submit(self, job: PageJob[Owner]) -> Future:
+    def _submit(self, source: str, number: int) -> Future:
         return self.pool.submit(
-            prepare_page, job.source, job.number, self.dpi, self.password, self.text_layer
+            prepare_page, source, number, self.dpi, self.password, self.read_text_layer
         )
 
     def _recover(
         self, window: deque[_Slot[Owner]], timed_out: bool
-    ) -> tuple[PageJob[Owner], str] | None:
+    ) -> tuple[Owner, int, str] | None:
         """A rasterizer process died or hangs. Which page killed it is unknown, so the pages in
         the window are asked again in a new pool; the head page fails after a timeout or its last
         attempt (returned with its error)."""
@@ -115,10 +114,10 @@ class ReadAhead:
                 if timed_out
                 else "the renderer crashed"
             )
-            job = head.job
-            failure = (job, f"{job.source}: page {job.number} cannot be rendered: {reason}")
+            error = f"{head.source}: page {head.number} cannot be rendered: {reason}"
+            failure = (head.owner, head.number, error)
         else:
             head.attempts += 1
         for slot in window:
-            slot.future = self._submit(slot.job)
+            slot.future = self._submit(slot.source, slot.number)
         return failure

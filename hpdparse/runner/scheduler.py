@@ -6,13 +6,15 @@
   documents are converted to PDF a few documents ahead, in the rasterizer processes
   (`runner.conversions`);
 - rasterize ahead (`runner.read_ahead`): pages are rasterized and prepared (`engine.preparer()`)
-  in the rasterizer processes at most `read_ahead` pages ahead of the engine and handed to
-  `engine.run` through a lazy iterator, so the engine holds at most `batch_size` pages and the
-  host at most `read_ahead` more, however long the documents are;
-- store a raw page (`runner.save_page`): results come back in completion order and each page's
-  raw text is handed at once to `store.concurrent_writes`, which writes pages on a few threads
-  (a document is finished only once all of its pages are written); the run's `DocumentBook`
-  keeps counters and failed pages per document, and closes each document as it ends;
+  into their `PageRequest`s (with --text-layer prefer, their text layer read there, once, and
+  kept for the finish) in the rasterizer processes at most `read_ahead` pages ahead of the engine
+  and handed to `engine.run` through a lazy iterator, so the engine holds at most `batch_size`
+  pages and the host at most `read_ahead` more, however long the documents are;
+- store a raw page (`store.raw_pages.RawPage`): results come back in completion order and each
+  page's raw record is handed at once to `store.concurrent_writes`, which writes pages on a few
+  threads (a document is finished only once all of its pages are written); the run's
+  `DocumentBook` keeps counters and failed pages per document, and closes each document as it
+  ends;
 - finish (`runner.finish`): when a document's last page is in, it is rebuilt from its raw pages
   and its crops started on the main thread, then written, its .md last, in the background
   (`runner.background_finish`) while the engine goes on; it counts as finished once written.
@@ -45,15 +47,17 @@ from hpdparse.runner.images import PoolCutter
 from hpdparse.runner.overlay import PoolOverlay
 from hpdparse.runner.plan import finished_earlier
 from hpdparse.runner.progress import Progress
-from hpdparse.runner.read_ahead import PageJob, ReadAhead
-from hpdparse.runner.save_page import raw_page_of
+from hpdparse.runner.read_ahead import ReadAhead
 from hpdparse.runner.settings import ConvertSettings, text_layer_info
-from hpdparse.runner.workers import PreparedPage, WorkerPool
+from hpdparse.runner.workers import WorkerPool
 from hpdparse.settings import TextLayerMode
+from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.office import use_conversion_folder
+from hpdparse.sources.text_layer import PageText
 from hpdparse.store.concurrent_writes import ConcurrentWrites
 from hpdparse.store.document_folder import raw_page_files
 from hpdparse.store.output_store import open_output_store
+from hpdparse.store.raw_pages import RawPage
 from hpdparse.store.report import RunReport
 
 
@@ -75,7 +79,8 @@ class Converter:
         self._store = open_output_store(settings.output_dir)
         self._info: EngineInfo | None = None  # set in run(), after engine.open()
         self._events: deque[Event] = deque()
-        self._inflight: dict[tuple[int, int], tuple[DocumentRun, PreparedPage]] = {}
+        # What the engine's result does not carry back, by request key (document, page number).
+        self._inflight: dict[tuple[DocumentRun, int], tuple[PageGeometry, PageText | None]] = {}
         self._pool: WorkerPool | None = None
         self._saver = ConcurrentWrites()  # saves decoded pages; a new one for each run()
         self._book = DocumentBook(settings, self.progress)  # a new one for each run()
@@ -175,21 +180,19 @@ class Converter:
             s.password,
             s.read_ahead_count(),
             s.rasterize_timeout,
-            text_layer=self._info.text_layer == TextLayerMode.PREFER,
+            read_text_layer=self._info.text_layer == TextLayerMode.PREFER,
         )
-        for job, prepared in read_ahead.pages(self._page_jobs()):
-            doc = job.owner
-            if isinstance(prepared, str):
-                self._events.append(PageFailed(doc, job.number, prepared))
+        for doc, number, request in read_ahead.pages(self._pages()):
+            if isinstance(request, str):
+                self._events.append(PageFailed(doc, number, request))
                 continue
             if doc.done:
                 continue
-            key = (id(doc), job.number)
-            self._inflight[key] = (doc, prepared)
-            yield PageRequest(key=key, payload=prepared.payload, text_layer=prepared.text)
-            prepared.payload = prepared.text = None  # the engine holds them now
+            assert request.geometry is not None
+            self._inflight[doc, number] = (request.geometry, request.text_layer)
+            yield request
 
-    def _page_jobs(self) -> Iterator[PageJob[DocumentRun]]:
+    def _pages(self) -> Iterator[tuple[DocumentRun, str, int]]:
         """Every page to decode, planning documents lazily, one after the other (Office and HTML
         ones converted ahead)."""
         assert self._info is not None and self._pool is not None
@@ -210,27 +213,30 @@ class Converter:
             for number in to_decode:
                 if doc.done:
                     break
-                yield PageJob(doc, str(doc.source), number)
+                yield doc, str(doc.source), number
 
     # --- results and events (main thread) ---
 
     def _on_result(self, result: PageResult) -> None:
-        number = result.key[1]
-        doc, prepared = self._inflight.pop(result.key)
+        doc, number = result.key
+        geometry, text_layer = self._inflight.pop(result.key)
         if not result.ok:
             error = " ".join((result.error or "the engine gave no text").split())
             self._book.page_failed(doc, number, f"{doc.source}: page {number}: {error}")
         else:
             if not doc.done:
-                self._save(doc, number, result, prepared)
+                if self._info is not None and self._info.text_layer == TextLayerMode.PREFER:
+                    doc.text_layers[number] = text_layer  # read once, by the rasterizer
+                self._save(doc, number, result, geometry)
             self._book.page_decoded(doc, result.prompt_tokens, result.output_tokens, result.stats)
         self._book.complete(doc)
 
     def _save(
-        self, doc: DocumentRun, number: int, result: PageResult, prepared: PreparedPage
+        self, doc: DocumentRun, number: int, result: PageResult, geometry: PageGeometry
     ) -> None:
-        assert self._info is not None
-        raw = raw_page_of(number, result, prepared.geometry, self._info, self.settings.dpi)
+        info = self._info
+        assert info is not None
+        raw = RawPage(number, result, geometry, info, info.reuse_key_at(self.settings.dpi))
         files, folder = raw_page_files(raw), doc.folder
         doc.written.update(files)  # kept for finishing (a failed write fails the document)
         self._saver.submit(doc, lambda: folder.write_raw_files(files))

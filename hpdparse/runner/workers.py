@@ -1,5 +1,6 @@
 """The rasterizer processes: pages are rasterized with PyMuPDF and prepared for the engine
-(`engine.preparer()`: PNG bytes or HPD tiles) in a pool of worker processes ahead of the engine;
+(`engine.preparer()`: PNG bytes or HPD tiles, into the page's `PageRequest`) in a pool of worker
+processes ahead of the engine;
 figure crops are cut there too (the main process writes them: `runner.images`). The pool is
 forkserver (or spawn, never fork: vLLM and torch run threads in the main process) and is rebuilt
 when MuPDF crashes a worker on a damaged file. Office and HTML inputs are converted to PDF there
@@ -18,7 +19,6 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,14 +29,13 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+from hpdparse.engines.base import PageRequest
 from hpdparse.errors import InputError
 from hpdparse.malloc import M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, mallopt
-from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.location import input_filesystem_modules, source_location
 from hpdparse.sources.office import DEFAULT_CONVERT_TIMEOUT, use_conversion_folder
 from hpdparse.sources.open import open_source
 from hpdparse.sources.rasterize import page_text_of, rasterize_page
-from hpdparse.sources.text_layer import PageText
 
 _preparer: Callable[[Image.Image], Any] | None = None
 
@@ -78,37 +77,29 @@ def _exit_when_orphaned(main_pid: int) -> None:
             os._exit(0)
 
 
-@dataclass
-class PreparedPage:
-    """A page ready for the engine (`payload`, dropped once the engine holds it) and its
-    geometry, recorded where it was rasterized; with `text_layer`, the page's words."""
-
-    payload: Any
-    geometry: PageGeometry
-    text: PageText | None = None
-
-
 def prepare_page(
-    path: str, number: int, dpi: int, password: str | None, text_layer: bool = False
-) -> PreparedPage | str:
-    """Rasterize + prepare one page (and read its text layer, for --text-layer prefer); an
-    error comes back as its one-line message (a text layer that cannot be read is none)."""
+    path: str, number: int, dpi: int, password: str | None, read_text_layer: bool = False
+) -> PageRequest | str:
+    """Rasterize + prepare one page into its request (keyed by the page number: the caller keys
+    it its own way) with its geometry and, with `read_text_layer` (--text-layer prefer), its
+    text layer; an error comes back as its one-line message (a text layer that cannot be read is
+    none)."""
     text = None
-    if text_layer:
+    if read_text_layer:
         with contextlib.suppress(Exception):
             text = page_text_of(path, number, password)
     try:
-        page = rasterize_page(path, number, dpi, password)
+        image, geometry = rasterize_page(path, number, dpi, password)
     except InputError as exc:
         return str(exc)
     except Exception as exc:  # a renderer bug must fail the page, not the run
         return f"{path}: page {number} cannot be rendered: {type(exc).__name__}: {exc}"
     try:
         assert _preparer is not None
-        payload = _preparer(page.image)
+        payload = _preparer(image)
     except Exception as exc:
         return f"{path}: page {number} cannot be prepared: {type(exc).__name__}: {exc}"
-    return PreparedPage(payload, page.geometry, text)
+    return PageRequest(number, payload, geometry, text_layer=text)
 
 
 def convert_document(path: str) -> str | None:
@@ -133,10 +124,9 @@ def cut_crops(
     """Rasterize page `number` again as the model saw it and cut the crops (file name, pixel
     box): each one's file name and PNG bytes, for the caller to write; an error as one line."""
     try:
-        page = rasterize_page(path, number, dpi, password)
+        image, _ = rasterize_page(path, number, dpi, password)
     except InputError as exc:
         return f"images of page {number} not written: {exc}"
-    image = page.image
     pngs = []
     for filename, bbox in crops:
         x1, y1, x2, y2 = bbox

@@ -15,12 +15,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from starlette.types import Receive, Scope, Send
+
 from hpdparse import wire
 from hpdparse.engines.base import CANCELLED, FINISH_ERROR, PageResult
 from hpdparse.serve.detokenize import IncrementalText
 from hpdparse.serve.logprobs import TokenTexts, token_entries, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, ServeMetrics
 from hpdparse.wire import WireError
+from hpdparse.wire.bodies import TokenLogprob, Usage
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +129,7 @@ class PageTicket:
         self.changed.set()
 
 
-async def disconnected(receive: Any) -> None:
+async def disconnected(receive: Receive) -> None:
     """Returns when the client closes the connection (call once the body has been read)."""
     while (await receive())["type"] != "http.disconnect":
         pass
@@ -152,7 +155,7 @@ def error_of(outcome: Outcome) -> WireError | None:
     return None
 
 
-def page_usage(result: PageResult, max_tokens: int) -> dict[str, Any]:
+def page_usage(result: PageResult, max_tokens: int) -> Usage:
     """OpenAI usage, and the token limit the page was decoded with (a request's own, or the
     server's --max-tokens when the request asked for more or nothing)."""
     return wire.usage(result.prompt_tokens, result.output_tokens, max_tokens=max_tokens)
@@ -177,12 +180,12 @@ class PageStream:
         self.include_usage = include_usage
         self.text = IncrementalText(detokenize)
         self.token_texts = token_texts  # set: the content chunks carry their tokens' logprobs
-        self.unsent: list[dict[str, Any]] | None = []  # entries of tokens whose text is held
+        self.unsent: list[TokenLogprob] | None = []  # entries of tokens whose text is held
         self.client_gone = client_gone
         self.id = wire.completion_id()
         self.created = int(time.time())
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = [
             (b"content-type", b"text/event-stream; charset=utf-8"),
             (b"cache-control", b"no-cache"),
@@ -199,7 +202,7 @@ class PageStream:
                 self.ticket.cancel.set()
                 scope["hpdparse.status"] = CLIENT_CLOSED
 
-    async def _send(self, send: Any, data: bytes, more: bool = True) -> None:
+    async def _send(self, send: Send, data: bytes, more: bool = True) -> None:
         await send({"type": "http.response.body", "body": data, "more_body": more})
 
     def _chunk(self, **fields: Any) -> bytes:
@@ -222,7 +225,7 @@ class PageStream:
                 self.unsent.extend(token_entries(token_ids, values, self.token_texts))
         return token_ids
 
-    async def _events(self, send: Any) -> None:
+    async def _events(self, send: Send) -> None:
         ticket = self.ticket
         await self._send(send, self._chunk(role="assistant", content=""))
         while not ticket.outcome.done():
@@ -249,7 +252,5 @@ class PageStream:
             await self._send(send, self._content_chunk(rest))
         await self._send(send, self._chunk(finish_reason=outcome.finish_reason))
         if self.include_usage:
-            usage = page_usage(outcome, ticket.max_tokens)
-            chunk = wire.usage_chunk(self.id, self.model, self.created, usage)
-            await self._send(send, wire.sse_event(chunk))
+            await self._send(send, self._chunk(usage=page_usage(outcome, ticket.max_tokens)))
         await self._send(send, wire.SSE_DONE, more=False)

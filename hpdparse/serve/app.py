@@ -24,6 +24,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hpdparse import wire
 from hpdparse.serve.answers import (
@@ -41,6 +42,7 @@ from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_imag
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue, QueueClosed
 from hpdparse.serve.settings import ServeSettings
 from hpdparse.wire import WireError
+from hpdparse.wire.bodies import ModelCard
 
 log = logging.getLogger(__name__)
 
@@ -71,17 +73,17 @@ class Service:
 
     def __post_init__(self) -> None:
         self.created = self.created or int(time.time())
-        self.admission = Admission(self.settings.max_queued, self.settings.max_waiting)
+        self.places = QueuePlaces(self.settings.max_queued, self.settings.max_waiting)
         self.metrics = ServeMetrics(
             in_engine=lambda: self.pages.in_engine,
             queued=lambda: self.pages.queued,
-            waiting=lambda: self.admission.waiting,
+            waiting=lambda: self.places.waiting,
             up=lambda: self.state is State.READY and self.engine.up,
         )
         self.token_texts = TokenTexts(self.engine.detokenize)
 
 
-class Admission:
+class QueuePlaces:
     """Places in the queue: at most `places` pages held outside the engine (being read,
     decoded, prepared or queued); at most `max_waiting` requests wait for one."""
 
@@ -103,7 +105,7 @@ class Admission:
         self._places.release()
 
 
-def build_app(service: Service) -> Any:
+def build_app(service: Service) -> ASGIApp:
     """The ASGI app: routes, OpenAI-style errors, request counting, API keys."""
 
     async def not_found(request: Request, exc: Exception) -> Response:
@@ -128,17 +130,17 @@ class CountRequests:
     """Counts each answered request by route and status (a route handler may override the
     status it counts as in ``scope["hpdparse.status"]``)."""
 
-    def __init__(self, app: Any, metrics: ServeMetrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: ServeMetrics) -> None:
         self.app = app
         self.metrics = metrics
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         sent: list[int] = []
 
-        async def counting_send(message: dict[str, Any]) -> None:
+        async def counting_send(message: Message) -> None:
             if message["type"] == "http.response.start":
                 sent.append(message["status"])
             await send(message)
@@ -160,13 +162,14 @@ def error_response(error: WireError, **headers: str) -> Response:
 
 
 async def models(service: Service, request: Request) -> Response:
-    entry = {
+    card: ModelCard = {
+        "object": "model",
         "id": service.policy.model_name,
         "created": service.created,
         "owned_by": "hpdparse",
         "root": service.root_model,
     }
-    return JSONResponse(wire.model_list([entry]))
+    return JSONResponse(wire.model_list([card]))
 
 
 async def health(service: Service, request: Request) -> Response:
@@ -211,7 +214,7 @@ async def _chat(service: Service, request: Request) -> Response:
     refusal = _refusal(service)
     if refusal is not None:
         raise refusal
-    await service.admission.enter()
+    await service.places.enter()
     ticket: PageTicket | None = None
     try:
         raw = await _read_body(request, limit)
@@ -223,7 +226,7 @@ async def _chat(service: Service, request: Request) -> Response:
             asyncio.get_running_loop(),
             max_tokens=ask.max_tokens,
             streamed=ask.stream,
-            release=service.admission.leave,
+            release=service.places.leave,
             metrics=service.metrics,
             logprobs=ask.logprobs,
         )
@@ -235,7 +238,7 @@ async def _chat(service: Service, request: Request) -> Response:
         del payload
     finally:
         if ticket is None:
-            service.admission.leave()
+            service.places.leave()
     client_gone = asyncio.ensure_future(disconnected(request.receive))
     if await first_of(ticket.taken_or_done.wait(), client_gone):
         return _client_left(request, ticket)

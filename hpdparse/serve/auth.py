@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from typing import Any
+
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hpdparse.wire import error_body
 
@@ -39,11 +40,11 @@ class ApiKeys:
 class AuthMiddleware:
     """Pure ASGI middleware: a 401 in the OpenAI error format before the app sees the request."""
 
-    def __init__(self, app: Any, keys: ApiKeys) -> None:
+    def __init__(self, app: ASGIApp, keys: ApiKeys) -> None:
         self.app = app
         self.keys = keys
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if (
             scope["type"] != "http"
             or not self.keys

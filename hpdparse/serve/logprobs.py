@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+
+from hpdparse.wire.bodies import ChatCompletion, ChatCompletionChunk, TokenLogprob
 
 _FLOOR = -9999.0  # what vLLM answers for a log-probability of -inf (JSON has no infinity)
 
@@ -34,7 +35,7 @@ class TokenTexts:
 
 def token_entries(
     token_ids: Sequence[int], values: Sequence[float], texts: TokenTexts
-) -> list[dict[str, Any]]:
+) -> list[TokenLogprob]:
     """The ``logprobs.content`` entries of these tokens."""
     entries = []
     for token_id, value in zip(token_ids, values, strict=True):
@@ -50,7 +51,8 @@ def token_entries(
     return entries
 
 
-def with_logprobs(answer: dict[str, Any], entries: list[dict[str, Any]] | None) -> dict[str, Any]:
+def with_logprobs(
+    answer: ChatCompletion | ChatCompletionChunk, entries: list[TokenLogprob] | None
+) -> None:
     """A completion or stream chunk with its choice's ``logprobs`` set (null for None)."""
     answer["choices"][0]["logprobs"] = None if entries is None else {"content": entries}
-    return answer

@@ -76,7 +76,7 @@ def check_request(request: ChatRequest, policy: PagePolicy) -> PageAsk:
         )
     if request.n not in (None, 1):
         raise WireError(400, f"n must be 1: one answer per page, got {request.n}", "n")
-    if request.body.get("echo"):
+    if request.echo:
         raise WireError(400, "echo is not supported by this server", "echo")
     limit = policy.max_tokens
     return PageAsk(
@@ -84,17 +84,17 @@ def check_request(request: ChatRequest, policy: PagePolicy) -> PageAsk:
         stream=request.stream,
         include_usage=request.include_usage,
         max_tokens=min(request.max_tokens, limit) if request.max_tokens else limit,
-        logprobs=_wants_logprobs(request.body),
+        logprobs=_wants_logprobs(request),
     )
 
 
-def _wants_logprobs(body: dict) -> bool:
+def _wants_logprobs(request: ChatRequest) -> bool:
     """The request's ``logprobs`` (true or false); ``top_logprobs`` may only be 0: the engines
     report the chosen token's log-probability, not its rivals'."""
-    logprobs = body.get("logprobs")
+    logprobs = request.logprobs
     if logprobs is not None and not isinstance(logprobs, bool):
         raise WireError(400, "logprobs must be true or false", "logprobs")
-    top = body.get("top_logprobs")
+    top = request.top_logprobs
     if top is not None and (isinstance(top, bool) or not isinstance(top, int) or top < 0):
         raise WireError(400, "top_logprobs must be a non-negative integer", "top_logprobs")
     if top:

@@ -5,12 +5,15 @@ spans (fsspec's `glob`); an object one HEAD."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hpdparse.errors import InputError
 from hpdparse.remote import filesystem, redact, scheme_of, storage_message
 from hpdparse.sources.document import SUPPORTED_SUFFIXES
-from hpdparse.sources.location import UrlSource
+from hpdparse.sources.location import UrlSource, object_info
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 _MAGIC = ("*", "?", "[")
 
@@ -26,10 +29,10 @@ def discover_url(spec: str, recursive: bool) -> tuple[list[UrlSource], InputErro
             if not members:
                 return [], _error(spec, "no PDF or image file matches this pattern")
             return members, None
-        info = _info(fs, path)
+        info = object_info(fs, path)
         if info is None:
             return [], _error(spec, "no such file or folder")
-        if info.get("type") != "directory":
+        if info.kind != "directory":
             return [UrlSource(spec)], None
         members = _folder_members(fs, path, recursive, scheme_of(spec))
         if not members:
@@ -48,13 +51,6 @@ def _error(spec: str, reason: str) -> InputError:
     return InputError(f"{redact(spec)}: {reason}", path=redact(spec))
 
 
-def _info(fs: Any, path: str) -> dict[str, Any] | None:
-    try:
-        return fs.info(path)
-    except FileNotFoundError:
-        return None
-
-
 def _hidden(relative: str) -> bool:
     return any(part.startswith(".") for part in relative.split("/") if part)
 
@@ -64,14 +60,16 @@ def _supported(name: str) -> bool:
     return dot > name.rfind("/") and name[dot:].lower() in SUPPORTED_SUFFIXES
 
 
-def _url_of(fs: Any, name: str, scheme: str) -> str:
+def _url_of(fs: AbstractFileSystem, name: str, scheme: str) -> str:
     """The URL of object `name` in the scheme the user wrote: fsspec would write every az://
     object as abfs:// and every gcs:// one as gs://, and messages would name URLs never given."""
     url = fs.unstrip_protocol(name)
     return f"{scheme}://{url.split('://', 1)[1]}" if "://" in url else url
 
 
-def _folder_members(fs: Any, path: str, recursive: bool, scheme: str) -> list[UrlSource]:
+def _folder_members(
+    fs: AbstractFileSystem, path: str, recursive: bool, scheme: str
+) -> list[UrlSource]:
     root = path.rstrip("/")
     if recursive:
         names = list(fs.find(root))
@@ -85,7 +83,9 @@ def _folder_members(fs: Any, path: str, recursive: bool, scheme: str) -> list[Ur
     return members
 
 
-def _glob_members(fs: Any, pattern: str, recursive: bool, scheme: str) -> list[UrlSource]:
+def _glob_members(
+    fs: AbstractFileSystem, pattern: str, recursive: bool, scheme: str
+) -> list[UrlSource]:
     if not recursive:
         pattern = pattern.replace("**", "*")
     found: dict[UrlSource, None] = {}

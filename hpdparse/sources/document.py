@@ -69,17 +69,6 @@ URL, a temporary copy of a large one, or None (the file at the path itself)."""
 _MUPDF_CODE = re.compile(r"^code=\d+:\s*")
 
 
-@dataclass
-class PageInfo:
-    """A page as the user sees it: 1-based number, its label (/PageLabels) if any, and its size in
-    points after /Rotate and the CropBox (None for images)."""
-
-    number: int
-    label: str | None
-    width_pt: float | None
-    height_pt: float | None
-
-
 @dataclass(frozen=True)
 class PageGeometry:
     """The page as the model saw it, recorded once where it is rasterized and carried by
@@ -95,24 +84,6 @@ class PageGeometry:
     height_pt: float | None = None
 
 
-@dataclass
-class RasterizedPage:
-    """A page as an RGB image. `dpi` is the effective dpi after the size limits (None for
-    images)."""
-
-    number: int
-    image: Image.Image
-    dpi: int | None
-    info: PageInfo
-
-    @property
-    def geometry(self) -> PageGeometry:
-        info = self.info
-        return PageGeometry(
-            self.image.width, self.image.height, self.dpi, info.label, info.width_pt, info.height_pt
-        )
-
-
 class SourceDocument:
     """An open input document (PDF or image). Use as a context manager or call close()."""
 
@@ -120,10 +91,9 @@ class SourceDocument:
     kind: str
     page_count: int
 
-    def page_info(self, number: int) -> PageInfo:
-        raise NotImplementedError
-
-    def rasterize(self, number: int, dpi: int) -> RasterizedPage:
+    def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:
+        """Page `number` (1-based) as an RGB image, and its geometry: `dpi` is the one asked
+        for, the geometry's the effective one after the size limits (None for images)."""
         raise NotImplementedError
 
     def close(self) -> None:

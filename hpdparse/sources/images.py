@@ -14,8 +14,7 @@ from hpdparse.errors import InputError
 from hpdparse.sources.document import (
     IMAGE_FORMATS,
     Content,
-    PageInfo,
-    RasterizedPage,
+    PageGeometry,
     SourceDocument,
     capped_scale,
     one_line_error,
@@ -64,14 +63,10 @@ class ImageDocument(SourceDocument):
             raise InputError(f"{path}: {failure}", path=path)
         self.page_count = getattr(self._image, "n_frames", 1) if self._image.format == "TIFF" else 1
 
-    def page_info(self, number: int) -> PageInfo:
-        self._check_number(number)
-        return PageInfo(number=number, label=None, width_pt=None, height_pt=None)
-
-    def rasterize(self, number: int, dpi: int) -> RasterizedPage:
+    def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:
         """The image (frame `number` of a TIFF) as RGB, upright per EXIF, scaled down to the size
         limits; `dpi` is not used (images are taken as they are)."""
-        info = self.page_info(number)
+        self._check_number(number)
         image = self._image
         assert image is not None
         try:
@@ -92,7 +87,7 @@ class ImageDocument(SourceDocument):
                 f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
                 path=self.path,
             ) from None
-        return RasterizedPage(number=number, image=rgb, dpi=None, info=info)
+        return rgb, PageGeometry(rgb.width, rgb.height)
 
     def close(self) -> None:
         if self._image is not None:

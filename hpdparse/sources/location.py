@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from functools import total_ordering
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from hpdparse.errors import InputError
 from hpdparse.remote import filesystem, is_url, local_path_of, redact, storage_message
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 T = TypeVar("T")
 
@@ -23,6 +27,17 @@ LARGE_OBJECT_BYTES = 256 << 20
 _opened_modules: dict[str, None] = {}  # the modules of the input file systems used, in order
 
 
+@dataclass(frozen=True)
+class ObjectInfo:
+    """What a store says of an object (fsspec's `info`): its kind ("file" when the store
+    does not say, "directory" for a prefix), its size, its last modification time in ns (0 when
+    the store gives none)."""
+
+    kind: str
+    size: int
+    mtime_ns: int
+
+
 @total_ordering
 class UrlSource:
     """An input file at a URL. str() is the URL (credentials in it removed)."""
@@ -30,14 +45,11 @@ class UrlSource:
     def __init__(self, url: str) -> None:
         self.url = url
         self._held = False  # within held(): the answers below are kept
-        self._info: dict[str, Any] | None = None
+        self._info: ObjectInfo | None = None
         self._data: bytes | None = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"url": self.url}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"])  # type: ignore[misc]
+    def __reduce__(self) -> tuple[type[UrlSource], tuple[str]]:
+        return UrlSource, (self.url,)  # the URL alone: what is held stays in this process
 
     @contextlib.contextmanager
     def held(self) -> Iterator[UrlSource]:
@@ -85,15 +97,14 @@ class UrlSource:
         """True when the object exists (one HEAD request). InputError (one line naming the URL)
         when the store cannot tell (no credentials, access denied, unreachable...)."""
         info = self._object_info(missing_ok=True)
-        return info is not None and info.get("type", "file") == "file"
+        return info is not None and info.kind == "file"
 
     def stat(self) -> tuple[int, int]:
         """The object's size and last modification time in ns (0 when the store gives none); one
         HEAD request. InputError when it cannot be read."""
         info = self._object_info(missing_ok=False)
         assert info is not None
-        size = int(info.get("size") or 0)
-        return size, _mtime_ns(info)
+        return info.size, info.mtime_ns
 
     def read_bytes(self) -> bytes:
         """The whole object (one GET). InputError (one line naming the URL) when it cannot be
@@ -105,10 +116,10 @@ class UrlSource:
             self._data = data
         return data
 
-    def _object_info(self, missing_ok: bool) -> dict[str, Any] | None:
+    def _object_info(self, missing_ok: bool) -> ObjectInfo | None:
         info = self._info
         if info is None:
-            info = self._request(lambda fs, path: _info_or_none(fs, path))
+            info = self._request(object_info)
             if self._held:
                 self._info = info
         if info is None and not missing_ok:
@@ -119,7 +130,7 @@ class UrlSource:
         """Copy the object to the local file `target` (streamed). InputError when it cannot."""
         self._request(lambda fs, path: fs.get_file(path, str(target)))
 
-    def _request(self, call: Callable[[Any, str], T]) -> T:
+    def _request(self, call: Callable[[AbstractFileSystem, str], T]) -> T:
         fs, path = filesystem(self.url)
         _opened_modules[type(fs).__module__] = None
         try:
@@ -131,14 +142,17 @@ class UrlSource:
             raise InputError(message, path=str(self)) from None
 
 
-def _info_or_none(fs: Any, path: str) -> dict[str, Any] | None:
+def object_info(fs: AbstractFileSystem, path: str) -> ObjectInfo | None:
+    """What the store says of the object at `path` (one HEAD); None when there is none."""
     try:
-        return fs.info(path)
+        info = fs.info(path)
     except FileNotFoundError:
         return None
+    size = int(info.get("size") or 0)
+    return ObjectInfo(info.get("type", "file"), size, _mtime_ns(info))
 
 
-def _mtime_ns(info: dict[str, Any]) -> int:
+def _mtime_ns(info: Mapping[str, object]) -> int:
     for key in ("LastModified", "last_modified", "updated", "mtime", "created"):
         value = info.get(key)
         if isinstance(value, datetime):

@@ -14,8 +14,7 @@ from hpdparse.errors import InputError
 from hpdparse.sources.document import (
     IMAGE_FORMATS,
     Content,
-    PageInfo,
-    RasterizedPage,
+    PageGeometry,
     SourceDocument,
     capped_scale,
     effective_dpi,
@@ -167,26 +166,14 @@ class PdfDocument(SourceDocument):
                 path=self.path,
             ) from None
 
-    def _info(self, page: pymupdf.Page, number: int) -> PageInfo:
-        rect = page.rect
-        label = page_label(self.label_rules, number - 1) if self.label_rules else None
-        return PageInfo(number=number, label=label, width_pt=rect.width, height_pt=rect.height)
-
-    def page_info(self, number: int) -> PageInfo:
-        try:
-            return self._info(self._load_page(number), number)
-        finally:
-            self._note_warnings(f"reading page {number}")
-
-    def rasterize(self, number: int, dpi: int) -> RasterizedPage:
+    def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:
         """Render page `number` (1-based) at `dpi`, within the size limits, honouring /Rotate and
         the CropBox; annotations and form fields are drawn."""
         if dpi <= 0:
             raise ValueError(f"dpi must be positive, not {dpi}")
         try:
             page = self._load_page(number)
-            info = self._info(page, number)
-            width, height = info.width_pt or 0.0, info.height_pt or 0.0
+            width, height = page.rect.width, page.rect.height
             if width < 0.01 or height < 0.01:
                 raise InputError(
                     f"{self.path}: page {number} cannot be rendered: empty page box", path=self.path
@@ -203,7 +190,8 @@ class PdfDocument(SourceDocument):
                     f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
                     path=self.path,
                 ) from None
-            return RasterizedPage(number=number, image=image, dpi=used_dpi, info=info)
+            label = page_label(self.label_rules, number - 1) if self.label_rules else None
+            return image, PageGeometry(image.width, image.height, used_dpi, label, width, height)
         finally:
             self._note_warnings(f"rasterizing page {number}")
 

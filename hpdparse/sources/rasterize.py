@@ -8,7 +8,9 @@ import threading
 from collections import OrderedDict
 from pathlib import Path
 
-from hpdparse.sources.document import RasterizedPage, SourceDocument
+from PIL import Image
+
+from hpdparse.sources.document import PageGeometry, SourceDocument
 from hpdparse.sources.location import source_location
 from hpdparse.sources.open import open_source
 from hpdparse.sources.pdf import PdfDocument
@@ -21,8 +23,11 @@ _cache: OrderedDict[tuple[str, str | None, int, int], SourceDocument] = OrderedD
 _cache_lock = threading.Lock()
 
 
-def rasterize_page(path: str, number: int, dpi: int, password: str | None = None) -> RasterizedPage:
-    """Rasterize one page of a file; a picklable function for worker processes (or threads).
+def rasterize_page(
+    path: str, number: int, dpi: int, password: str | None = None
+) -> tuple[Image.Image, PageGeometry]:
+    """Rasterize one page of a file (its image and geometry: `SourceDocument.rasterize`); a
+    picklable function for worker processes (or threads).
 
     Keeps the last few documents open per process, so rasterizing the pages of a document one call
     at a time does not reopen it each time (a file changed on disk since is opened afresh; an

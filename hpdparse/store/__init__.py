@@ -4,8 +4,9 @@ output_root (`OutputStore`: the root OUT, which folder each source gets), output
 (`open_output_store`, `open_document_folder`), outputs (a finished document's files, for review),
 document_folder (`DocumentFolder`: everything in one document folder),
 backend (`FolderBackend`: the bytes of a folder, the seam for another storage such as s3://),
-local (the file-system backend), layout (file names), naming (folder names), raw_pages (the raw
-page record), state (resume state), statuses, report (the run report), atomic (durable writes).
+local (the file-system backend), layout (file names), naming (folder names), raw_pages (a
+page's record, `RawPage`), state (resume state), statuses, report (the run report), atomic
+(durable writes).
 
 Layout of one document folder (``OUT/<stem>/``)::
 
@@ -13,7 +14,7 @@ Layout of one document folder (``OUT/<stem>/``)::
     <stem>.json            blocks per page (from the renderer)
     images/page-0003-figure-01.png
     raw/page-0003.txt      the raw model text, exactly; written first
-    raw/page-0003.json     its metadata (`raw_pages.RawPageMeta`: engine, model, prompt, dpi ...
+    raw/page-0003.json     its metadata (`raw_pages.RawPage`: engine, model, prompt, dpi ...
                            and the sha256 of the .txt), written after the .txt: a page is reusable
                            only when its .json exists and its sha256 matches the .txt
     raw/document.json      resume state: the source (path, size, sha256), the settings of the run

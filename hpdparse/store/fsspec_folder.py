@@ -24,13 +24,16 @@ import contextlib
 import errno
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from hpdparse.remote import filesystem, join, missing_bucket_reason, redact, storage_reason
 from hpdparse.store.atomic import atomic_write_bytes
 from hpdparse.store.backend import FolderBackend
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.output_root import OutputStore
+
+if TYPE_CHECKING:
+    from fsspec import AbstractFileSystem
 
 T = TypeVar("T")
 
@@ -59,20 +62,17 @@ class FsspecFolder(FolderBackend):
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
-        self._fs: Any = None
+        self._fs: AbstractFileSystem | None = None
         self._root = ""
 
     def __repr__(self) -> str:
         return f"FsspecFolder({redact(self.url)!r})"
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"url": self.url}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["url"])  # type: ignore[misc]
+    def __reduce__(self) -> tuple[type[FsspecFolder], tuple[str]]:
+        return FsspecFolder, (self.url,)  # the URL alone: each process opens its file system
 
     @property
-    def fs(self) -> Any:
+    def fs(self) -> AbstractFileSystem:
         if self._fs is None:
             self._fs, self._root = filesystem(self.url)
             self._root = self._root.rstrip("/")

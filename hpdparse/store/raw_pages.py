@@ -1,9 +1,10 @@
-"""Raw pages: the model's text of one page (raw/page-NNNN.txt) and its metadata record
-(raw/page-NNNN.json), `RawPageMeta`, which this module alone turns into JSON and back.
+"""Raw pages: a page of a document as its folder keeps it, `RawPage`: the model's text exactly
+(raw/page-NNNN.txt) and its metadata record (raw/page-NNNN.json), which this module alone turns
+into JSON and back. A selected page with no raw output is a `RawPage` too, a failed one.
 
 The text is written first, then the metadata with the text's sha256: the metadata file is the
 commit point, so a page is reusable only when both exist and agree. The JSON keys are those of
-`RawPageMeta.to_json` in their order, then "sha256"; folders written by earlier versions read the
+`RawPage.meta_json` in their order, then "sha256"; folders written by earlier versions read the
 same.
 """
 
@@ -12,100 +13,115 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hpdparse.engines.base import DecodeRecord, EngineInfo, ReuseKey
+from hpdparse.engines.base import FINISH_ERROR, EngineInfo, PageResult, ReuseKey
 from hpdparse.hpd.logprobs import PageLogprobs
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.atomic import sha256_text
 
+PAGE_OK = "ok"
+PAGE_FAILED = "failed"
+NO_GEOMETRY = PageGeometry(0, 0)  # a page with no raw output
 
-@dataclass(frozen=True)
-class RawPageMeta:
-    """What produced a raw page and how: the engine's identity, the key that decides whether a
-    later run may reuse the page, the rasterized page's geometry, how decoding ended. The records
-    are the ones made where the page was rasterized and decoded, held by reference."""
 
-    page: int
-    info: EngineInfo
-    reuse: ReuseKey
-    geometry: PageGeometry
-    decode: DecodeRecord
+@dataclass
+class RawPage:
+    """One page of a document after the engine, or read back from raw/: the engine's answer
+    (`result`: the raw text, how decoding ended, tokens, seconds, statistics, log-probabilities),
+    the rasterized page's geometry, what produced it (`info`) and the key that decides whether a
+    later run may reuse it (`reuse`). The records are the ones made where the page was rasterized
+    and decoded, held by reference. A failed page has a FINISH_ERROR result with its error, no
+    geometry (0 x 0) and no `info` or `reuse`."""
 
-    def to_json(self) -> dict[str, Any]:
-        """The metadata object; "logprobs" only when the page has them (a page without them is
-        written as before they were recorded)."""
-        info, geometry, decode = self.info, self.geometry, self.decode
+    number: int  # 1-based page number in the source document
+    result: PageResult
+    geometry: PageGeometry = NO_GEOMETRY
+    info: EngineInfo | None = None
+    reuse: ReuseKey | None = None
+
+    @classmethod
+    def failed(cls, number: int, error: str) -> RawPage:
+        return cls(number, PageResult(number, "", FINISH_ERROR, error=error))
+
+    @property
+    def text(self) -> str:
+        """The raw HPD stream exactly; "" for a failed page."""
+        return self.result.text
+
+    @property
+    def status(self) -> str:
+        return PAGE_OK if self.result.ok else PAGE_FAILED
+
+    @property
+    def error(self) -> str | None:
+        return self.result.error
+
+    def reusable(self, key: ReuseKey) -> bool:
+        """True when the page was made by the same model, revision, prompt and max tokens, from
+        a page rasterized at the same requested dpi."""
+        return self.reuse == key
+
+    def meta_json(self) -> dict[str, Any]:
+        """The metadata object (seconds to the ms); "logprobs" only when the page has them (a
+        page without them is written as before they were recorded)."""
+        info, reuse, geometry, result = self.info, self.reuse, self.geometry, self.result
+        assert info is not None and reuse is not None, "a failed page has no raw record"
         data = {
-            "page": self.page,
+            "page": self.number,
             "engine": info.engine,
             "model": info.model,
             "revision": info.revision,
             "prompt": info.prompt,
             "max_tokens": info.max_tokens,
-            "reuse_key": self.reuse.engine,
-            "requested_dpi": self.reuse.requested_dpi,  # the run's --dpi: part of the reuse rule
+            "reuse_key": reuse.engine,
+            "requested_dpi": reuse.requested_dpi,  # the run's --dpi: part of the reuse rule
             "dpi": geometry.dpi,
             "width_px": geometry.width_px,
             "height_px": geometry.height_px,
             "width_pt": geometry.width_pt,
             "height_pt": geometry.height_pt,
             "label": geometry.label,
-            "finish_reason": decode.finish_reason,
-            "prompt_tokens": decode.prompt_tokens,
-            "output_tokens": decode.output_tokens,
-            "seconds": decode.seconds,
-            "stats": decode.stats,
+            "finish_reason": result.finish_reason,
+            "prompt_tokens": result.prompt_tokens,
+            "output_tokens": result.output_tokens,
+            "seconds": round(result.seconds, 3),
+            "stats": result.stats,
         }
-        if decode.logprobs is not None:
-            data["logprobs"] = decode.logprobs.to_json()
+        if result.logprobs is not None:
+            data["logprobs"] = result.logprobs.to_json()
         return data
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> RawPageMeta:
-        """The record of a metadata file, tolerant of missing fields (earlier versions); raises
-        TypeError or ValueError for values of the wrong type."""
+    def from_json(cls, number: int, text: str, data: dict[str, Any]) -> RawPage:
+        """The page of a metadata object and its text, tolerant of missing fields (earlier
+        versions); raises TypeError or ValueError for values of the wrong type."""
         get = data.get
-        return cls(
-            page=get("page"),
-            info=EngineInfo(
-                get("engine"), get("model"), get("revision"), get("prompt"), get("max_tokens")
-            ),
-            reuse=ReuseKey(get("reuse_key"), get("requested_dpi")),
-            geometry=PageGeometry(
-                width_px=int(get("width_px") or 0),
-                height_px=int(get("height_px") or 0),
-                dpi=get("dpi"),
-                label=get("label"),
-                width_pt=get("width_pt"),
-                height_pt=get("height_pt"),
-            ),
-            decode=DecodeRecord(
-                finish_reason=get("finish_reason"),
-                prompt_tokens=int(get("prompt_tokens") or 0),
-                output_tokens=int(get("output_tokens") or 0),
-                seconds=float(get("seconds") or 0.0),
-                stats=dict(get("stats") or {}),
-                logprobs=PageLogprobs.from_json(get("logprobs")),
-            ),
+        result = PageResult(
+            number,
+            text,
+            get("finish_reason"),
+            prompt_tokens=int(get("prompt_tokens") or 0),
+            output_tokens=int(get("output_tokens") or 0),
+            seconds=float(get("seconds") or 0.0),
+            stats=dict(get("stats") or {}),
+            logprobs=PageLogprobs.from_json(get("logprobs")),
         )
-
-
-@dataclass(frozen=True)
-class RawPage:
-    """One decoded page as saved: its number, the raw model text exactly, its metadata."""
-
-    number: int
-    text: str
-    meta: RawPageMeta
-
-    def reusable(self, key: ReuseKey) -> bool:
-        """True when the page was made by the same model, revision, prompt and max tokens, from
-        a page rasterized at the same requested dpi."""
-        return self.meta.reuse == key
+        geometry = PageGeometry(
+            width_px=int(get("width_px") or 0),
+            height_px=int(get("height_px") or 0),
+            dpi=get("dpi"),
+            label=get("label"),
+            width_pt=get("width_pt"),
+            height_pt=get("height_pt"),
+        )
+        info = EngineInfo(
+            get("engine"), get("model"), get("revision"), get("prompt"), get("max_tokens")
+        )
+        return cls(number, result, geometry, info, ReuseKey(get("reuse_key"), get("requested_dpi")))
 
 
 def encode_raw_page(page: RawPage) -> tuple[bytes, dict[str, Any]]:
     """The bytes of the .txt and the object of the .json (the record, then the text's sha256)."""
-    meta = page.meta.to_json()
+    meta = page.meta_json()
     meta["sha256"] = sha256_text(page.text)
     return page.text.encode("utf-8"), meta
 
@@ -116,6 +132,6 @@ def decode_raw_page(number: int, text: str, meta: Any) -> RawPage | None:
     if not isinstance(meta, dict) or meta.get("sha256") != sha256_text(text):
         return None
     try:
-        return RawPage(number, text, RawPageMeta.from_json(meta))
+        return RawPage.from_json(number, text, meta)
     except (TypeError, ValueError):
         return None

@@ -89,11 +89,6 @@ class ActorReport:
     engine_seconds: float = 0.0  # the engine's time summed over the pages it decoded
     restarts: int = 0
 
-    def to_json(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["engine_seconds"] = round(self.engine_seconds, 3)
-        return data
-
 
 @dataclass
 class ClusterReport:
@@ -110,7 +105,8 @@ class ClusterReport:
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
-        data["actors"] = [a.to_json() for a in self.actors]
+        for actor in data["actors"]:
+            actor["engine_seconds"] = round(actor["engine_seconds"], 3)
         return data
 
 
@@ -219,9 +215,10 @@ class RunReport:
         atomic_write_json(path, self.to_json())
 
 
-def text_layer_json(documents: list[DocumentReport]) -> dict[str, Any] | None:
+def text_layer_json(documents: list[DocumentReport]) -> dict[str, int | float | None] | None:
     """The documents' text layer counts summed, with the share of blocks that disagree with a
     trusted text layer; None when no block was checked (--text-layer off, no text layer)."""
+    totals: dict[str, int | float | None]
     totals = {k: sum(d.text_layer.get(k, 0) for d in documents) for k in TEXT_LAYER_KEYS}
     if not totals["checked"]:
         return None

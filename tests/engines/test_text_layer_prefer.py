@@ -16,6 +16,7 @@ import pytest
 from hpdparse import api
 from hpdparse.engines import EngineConfig, create_engine
 from hpdparse.engines.text_layer import FileAnswers, file_answers
+from hpdparse.hpd.model_config import HpdModelConfig
 from hpdparse.hpd.prompt import load_tokenizer, token_ids
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.progress import Progress
@@ -32,7 +33,7 @@ STREAMS = REPO / "tests" / "fixtures" / "streams"
 def tokenizer_and_ids():
     tokenizer = load_tokenizer(TINY, "tiny")
     config = json.loads((TINY / "config.json").read_text(encoding="utf-8"))
-    return tokenizer, token_ids(tokenizer, config, "tiny")
+    return tokenizer, token_ids(tokenizer, HpdModelConfig.from_dict(config), "tiny")
 
 
 def header(tokenizer, ids, text: str) -> list[int]:
@@ -78,12 +79,28 @@ def raw_meta(out: Path, stem: str) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted((out / stem / "raw").glob("page-*.json"))]
 
 
-def test_prefer_on_torch_gives_the_same_output_with_fewer_decoded_tokens(tmp_path: Path) -> None:
+def test_prefer_on_torch_gives_the_same_output_with_fewer_decoded_tokens(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pytest.importorskip("torch")
+    import hpdparse.runner.finish as finish
+
+    read_at_finish: list[list[int]] = []
+    read = finish.read_page_texts
+    monkeypatch.setattr(
+        finish,
+        "read_page_texts",
+        lambda path, numbers: read_at_finish.append(list(numbers)) or read(path, numbers),
+    )
     out = tmp_path / "out"
     stems = ["paper", "memo"]
     report = convert([SAMPLES / f"{s}.pdf" for s in stems], out, "prefer")
     assert report.exit_code == 0
+    # Each page's text was read once, by its rasterizer, and checked with it at the finish.
+    assert read_at_finish == []
+    for stem in stems:
+        data = json.loads((out / stem / f"{stem}.json").read_text(encoding="utf-8"))
+        assert all(p["text_layer"]["disagree"] == 0 for p in data["pages"])
     for stem in stems:
         expected = (GOLDEN / stem / "expected.md").read_text(encoding="utf-8")
         assert (out / stem / f"{stem}.md").read_text(encoding="utf-8") == expected

@@ -376,7 +376,9 @@ class _Handler(BaseHTTPRequestHandler):
             elif fake.models_fault:
                 self._send(int(fake.models_fault), _error_body(int(fake.models_fault), "fault"))
             else:
-                models = [{"id": m, "owned_by": "fakeserver"} for m in fake.models]
+                models = [
+                    {"object": "model", "id": m, "owned_by": "fakeserver"} for m in fake.models
+                ]
                 self._send(200, json.dumps(wire.model_list(models)).encode())
         elif self.path == "/health":
             self._send(200, b"", "text/plain")
@@ -531,7 +533,7 @@ class FakeHPDServer:
     def _read_chat(self, raw: bytes) -> ChatRequest:
         """Parse, log and count one chat request; take its fault from the queue ("ok": none)."""
         chat = wire.read_chat_request(raw)
-        body = chat.body
+        body = json.loads(raw)
         model = str(chat.model)
         if model not in self.models:
             raise wire.WireError(404, f"The model `{model}` does not exist.")

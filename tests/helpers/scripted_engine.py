@@ -72,7 +72,7 @@ def scripted_stream(digest: str) -> str:
 
 def expected_stream(pdf: Path, number: int, dpi: int) -> str:
     """What the scripted engine answers for page `number` of `pdf` rasterized at `dpi`."""
-    return scripted_stream(page_digest(rasterize_page(str(pdf), number, dpi).image))
+    return scripted_stream(page_digest(rasterize_page(str(pdf), number, dpi)[0]))
 
 
 class ScriptedEngine(Engine):

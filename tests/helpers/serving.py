@@ -112,7 +112,7 @@ def sample_pngs(keys: list[tuple[str, int]]) -> dict[tuple[str, int], bytes]:
 
     files = {Path(name).stem: SAMPLES / name for name in INPUTS}
     return {
-        (stem, page): encode_page_png(rasterize_page(str(files[stem]), page, 200).image)
+        (stem, page): encode_page_png(rasterize_page(str(files[stem]), page, 200)[0])
         for stem, page in keys
     }
 

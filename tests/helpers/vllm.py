@@ -75,8 +75,8 @@ def write_forking_checkpoint(out: Path) -> Path:
     shutil.copytree(TINY, out)
     ckpt = open_checkpoint(str(out))
     tokenizer = load_tokenizer(ckpt.path, str(out))
-    ids = token_ids(tokenizer, ckpt.raw_config, str(out))
-    builder = PromptBuilder(tokenizer, ids, ckpt.tokenizer_config().get("chat_template"))
+    ids = token_ids(tokenizer, ckpt.config, str(out))
+    builder = PromptBuilder(tokenizer, ids, ckpt.chat_template())
     last = {builder.build(1, fork)[-1] for fork in (True, False)}
     assert len(last) == 1, "fork and plain prompts should end on the same token"
 

@@ -175,7 +175,7 @@ def test_weights_that_do_not_fit_are_one_line(tiny_copy: Path) -> None:
     ckpt = open_checkpoint(str(tiny_copy))
     with pytest.raises(EngineError, match="weights missing.*language_model.model.norm.weight"):
         load_model(ckpt)
-    _edit_config(tiny_copy, llm_config={**ckpt.raw_config["llm_config"], "hidden_size": 256})
+    _edit_config(tiny_copy, llm_config={**ckpt.config.llm, "hidden_size": 256})
     state["language_model.model.norm.weight"] = state["mlp1.3.bias"].clone()
     save_file(state, str(tiny_copy / "model.safetensors"))
     with pytest.raises(EngineError, match="weights do not fit config.json") as err:

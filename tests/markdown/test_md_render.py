@@ -7,11 +7,12 @@ import re
 
 import pytest
 
-from hpdparse.engines.base import DecodeRecord
+from hpdparse.engines.base import PageResult
 from hpdparse.markdown.json_export import SCHEMA_VERSION
 from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.render import RenderOptions, comment, render_document
 from hpdparse.sources.document import PageGeometry
+from hpdparse.store.raw_pages import RawPage
 from tests.helpers.records import page_record
 
 
@@ -105,9 +106,7 @@ def test_headers_footers_only_with_keep_headers() -> None:
 
 def test_failed_page_comment_cannot_be_closed() -> None:
     doc = _doc("<BLOCK>text [1, 2, 3, 4]<CHILD>fine", "")
-    doc.pages[1].status = "failed"
-    doc.pages[1].decode = DecodeRecord("error")
-    doc.pages[1].error = "bad --> <script>alert(1)</script>\n--!> end"
+    doc.pages[1] = RawPage.failed(2, "bad --> <script>alert(1)</script>\n--!> end")
     rendered = render_document(doc)
     assert rendered.markdown.endswith(
         "<!-- page 2 failed: bad -› ‹script›alert(1)‹/script› -!› end -->\n"
@@ -124,7 +123,7 @@ def test_comment_helper() -> None:
 
 def test_truncated_page_is_flagged_and_commented() -> None:
     doc = _doc("<BLOCK>text [1, 2, 3, 4]<CHILD>cut here")
-    doc.pages[0].decode = DecodeRecord("length")
+    doc.pages[0].result = PageResult(1, doc.pages[0].text, "length")
     rendered = render_document(doc)
     assert "<!-- page 1: output truncated at the token limit -->" in rendered.markdown
     assert "truncated" in rendered.json["pages"][0]["flags"]

@@ -9,10 +9,11 @@ from pathlib import Path
 
 from hpdparse.hpd.logprobs import PageLogprobs, Segment
 from hpdparse.hpd.protocol import BLOCK
-from hpdparse.markdown.records import DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.render import RenderOptions, render_document
 from hpdparse.markdown.text_layer import AGREE
 from hpdparse.sources.text_layer import read_page_texts
+from hpdparse.store.raw_pages import RawPage
 from tests.helpers.records import page_record
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ def sample(stem: str, wrong: tuple[str, str] | None = None) -> DocumentRecord:
             raw = raw.replace(*wrong)
         page = page_record(entry["page"], raw, width_px=1000, height_px=1294, finish_reason="stop")
         segments = (Segment((SURE,), (SURE,) * 3),) * (raw.count(BLOCK) + 1)
-        page.decode = type(page.decode)(finish_reason="stop", logprobs=PageLogprobs(segments))
+        page.result.logprobs = PageLogprobs(segments)
         pages.append(page)
     return DocumentRecord(str(REPO / "samples" / f"{stem}.pdf"), stem, len(pages), pages)
 
@@ -89,5 +90,5 @@ def test_off_and_documents_without_a_text_layer_record_no_check() -> None:
 
 def test_failed_pages_are_not_checked() -> None:
     doc = sample("memo")
-    doc.pages[0] = PageRecord(1, doc.pages[0].geometry, doc.pages[0].decode, "failed", "", "boom")
+    doc.pages[0] = RawPage.failed(1, "boom")
     assert rendered(doc).json["pages"][0]["text_layer"] is None

@@ -193,7 +193,7 @@ def _rotated_cropped_pdf(path: Path) -> Path:
 
 def test_the_page_under_the_boxes_is_the_page_the_model_saw(tmp_path: Path) -> None:
     source = _rotated_cropped_pdf(tmp_path / "rotated.pdf")
-    seen = rasterize_page(str(source), 1, 144).image
+    seen = rasterize_page(str(source), 1, 144)[0]
     pages = [ParsedPage(number=1, width_px=seen.width, height_px=seen.height)]
     with pymupdf.open("pdf", layout_pdf(pages, "rotated", source)) as pdf:
         page = pdf[0]

@@ -76,7 +76,7 @@ def test_failed_page_makes_document_partial_and_is_retried(
     srv: FakeHPDServer, tmp_path: Path
 ) -> None:
     pdf = make_pdf(tmp_path / "in" / "doc.pdf", 4)
-    target = rasterize_page(str(pdf), 3, 72).image
+    target = rasterize_page(str(pdf), 3, 72)[0]
     from tests.helpers.fakeserver import image_fingerprint
 
     bad = image_fingerprint(target)

@@ -12,12 +12,12 @@ from hpdparse.runner.finish import finish_document, start_converted
 from hpdparse.runner.images import InProcessCutter
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.render_folders import render_folders
-from hpdparse.runner.save_page import save_page
 from hpdparse.runner.scheduler import Converter
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.output_store import open_document_folder
+from hpdparse.store.raw_pages import RawPage
 from hpdparse.store.report import DocumentReport
 from hpdparse.store.state import DocumentState
 from tests.helpers.pdfs import make_pdf
@@ -36,7 +36,10 @@ def planned(tmp_path: Path, pages: int) -> tuple[Path, DocumentFolder, DocumentS
 
 def save(folder: DocumentFolder, number: int) -> None:
     text = f"<BLOCK>text [100, 100, 900, 140]<CHILD>Words of page {number}."
-    save_page(folder, number, PageResult((0, number), text, "stop"), PAGE, SCRIPTED_INFO, 72)
+    result = PageResult((0, number), text, "stop")
+    folder.write_raw_page(
+        RawPage(number, result, PAGE, SCRIPTED_INFO, SCRIPTED_INFO.reuse_key_at(72))
+    )
 
 
 def test_all_pages_in_gives_a_converted_document(tmp_path: Path) -> None:

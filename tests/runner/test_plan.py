@@ -14,12 +14,12 @@ from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.finish import start_converted
 from hpdparse.runner.images import InProcessCutter
 from hpdparse.runner.plan import plan_document
-from hpdparse.runner.save_page import save_page
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.page_ranges import parse_page_ranges
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.output_store import open_document_folder
+from hpdparse.store.raw_pages import RawPage
 from hpdparse.store.report import DocumentReport
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.scripted_engine import SCRIPTED_INFO
@@ -33,7 +33,8 @@ def settings(tmp_path: Path, **kw) -> ConvertSettings:
 
 def save(folder: DocumentFolder, number: int, requested_dpi: int = 72) -> None:
     result = PageResult((0, number), f"<BLOCK>text [1, 2, 300, 40]<CHILD>page {number}", "stop")
-    save_page(folder, number, result, PAGE, SCRIPTED_INFO, requested_dpi)
+    reuse = SCRIPTED_INFO.reuse_key_at(requested_dpi)
+    folder.write_raw_page(RawPage(number, result, PAGE, SCRIPTED_INFO, reuse))
 
 
 def test_a_new_document_claims_its_folder(tmp_path: Path) -> None:

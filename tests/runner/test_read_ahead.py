@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pymupdf
 
-from hpdparse.runner.read_ahead import PageJob, ReadAhead
+from hpdparse.runner.read_ahead import ReadAhead
 from hpdparse.runner.workers import WorkerPool
 from tests.helpers.preparers import CrashOnWidePages, page_size
 
@@ -25,27 +25,34 @@ def make_pdf(path: Path, sizes: list[tuple[int, int]]) -> Path:
     return path
 
 
-def counted(jobs: list[PageJob[str]], pulls: list[int]) -> Iterator[PageJob[str]]:
-    for job in jobs:
-        pulls.append(job.number)
-        yield job
+Page = tuple[str | None, str, int]  # (owner, source, number)
+
+
+def counted(pages: list[Page], pulls: list[int]) -> Iterator[Page]:
+    for page in pages:
+        pulls.append(page[2])
+        yield page
 
 
 def test_pages_come_back_in_order_a_window_ahead(tmp_path: Path) -> None:
     pdf = str(make_pdf(tmp_path / "a.pdf", [PORTRAIT] * 7))
-    jobs = [PageJob("a", pdf, n) for n in range(1, 8)]
+    pages: list[Page] = [("a", pdf, n) for n in range(1, 8)]
     pulls: list[int] = []
     pool = WorkerPool(2, page_size)
     try:
         read_ahead = ReadAhead(pool, dpi=72, password=None, window=3, timeout=60)
         seen = []
-        for i, (job, prepared) in enumerate(read_ahead.pages(counted(jobs, pulls)), start=1):
+        for i, (owner, number, request) in enumerate(
+            read_ahead.pages(counted(pages, pulls)), start=1
+        ):
             # When page i comes out the window was filled: at most 3 pages asked beyond it.
             assert len(pulls) == min(7, i + 2)
-            assert not isinstance(prepared, str), prepared
-            assert job.owner == "a" and prepared.payload == (595, 842)
-            assert (prepared.geometry.width_px, prepared.geometry.dpi) == (595, 72)
-            seen.append(job.number)
+            assert not isinstance(request, str), request
+            assert owner == "a" and request.key == ("a", number)
+            assert request.payload == (595, 842) and request.geometry is not None
+            assert (request.geometry.width_px, request.geometry.dpi) == (595, 72)
+            assert request.text_layer is None  # not asked for
+            seen.append(number)
     finally:
         pool.shutdown()
     assert seen == list(range(1, 8))
@@ -53,31 +60,29 @@ def test_pages_come_back_in_order_a_window_ahead(tmp_path: Path) -> None:
 
 def test_a_page_that_cannot_be_rasterized_fails_alone(tmp_path: Path) -> None:
     pdf = str(make_pdf(tmp_path / "a.pdf", [PORTRAIT] * 2))
-    jobs = [PageJob(None, pdf, 1), PageJob(None, pdf, 5), PageJob(None, pdf, 2)]
+    pages: list[Page] = [(None, pdf, 1), (None, pdf, 5), (None, pdf, 2)]
     pool = WorkerPool(1, page_size)
     try:
-        out = list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(jobs))
+        out = list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(pages))
     finally:
         pool.shutdown()
-    assert [job.number for job, _ in out] == [1, 5, 2]
-    error = out[1][1]
+    assert [number for _, number, _ in out] == [1, 5, 2]
+    error = out[1][2]
     assert (
         isinstance(error, str)
         and error == f"{pdf}: page 5 does not exist (the document has 2 pages)"
     )
-    assert not isinstance(out[0][1], str) and not isinstance(out[2][1], str)
+    assert not isinstance(out[0][2], str) and not isinstance(out[2][2], str)
 
 
 def test_a_crashing_page_is_retried_then_fails_and_the_others_survive(tmp_path: Path) -> None:
     pdf = str(make_pdf(tmp_path / "a.pdf", [PORTRAIT, LANDSCAPE, PORTRAIT, PORTRAIT]))
     pool = WorkerPool(1, CrashOnWidePages(700))
     try:
-        jobs = [PageJob(None, pdf, n) for n in range(1, 5)]
-        out = list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(jobs))
+        pages: list[Page] = [(None, pdf, n) for n in range(1, 5)]
+        out = list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(pages))
     finally:
         pool.shutdown()
-    assert [job.number for job, _ in out] == [1, 2, 3, 4]
-    assert out[1][1] == f"{pdf}: page 2 cannot be rendered: the renderer crashed"
-    assert [prepared.payload for _, prepared in out if not isinstance(prepared, str)] == [
-        PORTRAIT
-    ] * 3
+    assert [number for _, number, _ in out] == [1, 2, 3, 4]
+    assert out[1][2] == f"{pdf}: page 2 cannot be rendered: the renderer crashed"
+    assert [r.payload for _, _, r in out if not isinstance(r, str)] == [PORTRAIT] * 3

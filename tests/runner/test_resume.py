@@ -27,7 +27,7 @@ DPI = 72
 
 
 def fingerprint(pdf: Path, number: int) -> str:
-    return image_fingerprint(rasterize_page(str(pdf), number, DPI).image)
+    return image_fingerprint(rasterize_page(str(pdf), number, DPI)[0])
 
 
 def convert(srv: FakeHPDServer, inputs, out: Path, **kw):

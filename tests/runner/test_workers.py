@@ -14,7 +14,7 @@ from tests.helpers.paths import SAMPLES
 
 def test_crops_are_cut_from_the_page_as_the_model_saw_it() -> None:
     pdf = str(SAMPLES / "paper.pdf")
-    page = rasterize_page(pdf, 1, 100).image
+    page = rasterize_page(pdf, 1, 100)[0]
     crops = [
         ("images/page-0001-figure-01.png", (10, 20, 110, 70)),
         ("images/page-0001-figure-02.png", (-50, page.height - 30, 40, page.height + 500)),

@@ -21,8 +21,7 @@ from hpdparse.sources.document import (
     MAX_RASTER_SIDE_PX,
     MIN_RASTER_SIDE_PX,
     PDF_SUFFIXES,
-    PageInfo,
-    RasterizedPage,
+    PageGeometry,
     SourceDocument,
     effective_dpi,
 )
@@ -219,11 +218,10 @@ def test_open_pdf_basics(tmp_path):
     with open_source(path) as doc:
         assert isinstance(doc, SourceDocument)
         assert (doc.kind, doc.page_count, doc.path) == ("pdf", 3, path)
-        assert doc.page_info(3) == PageInfo(number=3, label=None, width_pt=612, height_pt=792)
-        page = doc.rasterize(2, 72)
-        assert isinstance(page, RasterizedPage)
-        assert (page.number, page.dpi, page.image.mode, page.image.size) == (2, 72, "RGB", A4)
-        assert page.info.number == 2
+        assert doc.rasterize(3, 72)[1] == PageGeometry(612, 792, 72, None, 612, 792)
+        image, geometry = doc.rasterize(2, 72)
+        assert (geometry.dpi, image.mode, image.size) == (72, "RGB", A4)
+        assert (geometry.width_px, geometry.height_px) == image.size
         with pytest.raises(
             InputError, match=r"three\.pdf: page 4 does not exist \(the document has 3 pages\)"
         ):
@@ -233,10 +231,10 @@ def test_open_pdf_basics(tmp_path):
 def test_render_at_200_dpi_has_expected_size_and_ink(tmp_path):
     path = make_pdf(tmp_path / "a.pdf")
     with open_source(path) as doc:
-        page = doc.rasterize(1, 200)
-    assert page.dpi == 200
-    assert page.image.size == (round(595 * 200 / 72), round(842 * 200 / 72))
-    assert page.image.getextrema()[0][0] < 100  # the text was drawn in black
+        image, geometry = doc.rasterize(1, 200)
+    assert geometry.dpi == 200
+    assert image.size == (round(595 * 200 / 72), round(842 * 200 / 72))
+    assert image.getextrema()[0][0] < 100  # the text was drawn in black
 
 
 def test_page_labels(tmp_path):
@@ -252,8 +250,7 @@ def test_page_labels(tmp_path):
     )
     doc.save(tmp_path / "labels.pdf")
     with open_source(tmp_path / "labels.pdf") as source:
-        labels = [source.page_info(n).label for n in range(1, 6)]
-        assert source.rasterize(3, 36).info.label == "A-1"
+        labels = [source.rasterize(n, 36)[1].label for n in range(1, 6)]
     assert labels == ["i", "ii", "A-1", "A-2", "AA"]
 
 
@@ -312,7 +309,7 @@ def test_truncated_pdf_converts_or_fails_cleanly(tmp_path):
             with open_source(path) as doc:
                 for number in range(1, doc.page_count + 1):
                     try:
-                        assert doc.rasterize(number, 36).image.mode == "RGB"
+                        assert doc.rasterize(number, 36)[0].mode == "RGB"
                     except InputError as error:
                         assert f"page {number} cannot be rendered" in str(error)
         except InputError as error:
@@ -338,7 +335,7 @@ def test_passwords(tmp_path, method, password):
     before = open_fds()
     with open_source(path, password) as doc:
         assert doc.page_count == 2
-        assert doc.rasterize(2, 72).image.size == A4
+        assert doc.rasterize(2, 72)[0].size == A4
     with open_source(path, "owner-" + password) as doc:
         assert doc.page_count == 2
     with pytest.raises(InputError) as missing:
@@ -378,12 +375,12 @@ def test_rotate_90_renders_landscape_turned_clockwise(tmp_path):
     page.set_rotation(90)
     doc.save(tmp_path / "rot.pdf")
     with open_source(tmp_path / "rot.pdf") as source:
-        rendered = source.rasterize(1, 72)
-    assert rendered.image.size == (1000, 500)
-    assert (rendered.info.width_pt, rendered.info.height_pt) == (1000, 500)
+        image, geometry = source.rasterize(1, 72)
+    assert image.size == (1000, 500)
+    assert (geometry.width_pt, geometry.height_pt) == (1000, 500)
     # /Rotate 90 turns the page clockwise: the top-left corner goes to the top right.
-    assert rendered.image.getpixel((1000 - 10, 10)) == RED
-    assert rendered.image.getpixel((10, 10)) == WHITE
+    assert image.getpixel((1000 - 10, 10)) == RED
+    assert image.getpixel((10, 10)) == WHITE
 
 
 def test_cropbox_limits_the_render(tmp_path):
@@ -394,25 +391,24 @@ def test_cropbox_limits_the_render(tmp_path):
     page.set_cropbox(pymupdf.Rect(100, 100, 300, 400))
     doc.save(tmp_path / "crop.pdf")
     with open_source(tmp_path / "crop.pdf") as source:
-        rendered = source.rasterize(1, 144)
-    assert rendered.image.size == (400, 600)
-    assert (rendered.info.width_pt, rendered.info.height_pt) == (200, 300)
-    assert rendered.image.getpixel((20, 20)) == RED
-    assert BLUE not in [color for _, color in rendered.image.getcolors(1 << 20)]
+        image, geometry = source.rasterize(1, 144)
+    assert image.size == (400, 600)
+    assert (geometry.width_pt, geometry.height_pt) == (200, 300)
+    assert image.getpixel((20, 20)) == RED
+    assert BLUE not in [color for _, color in image.getcolors(1 << 20)]
 
 
 def test_huge_page_is_capped(tmp_path):
     path = make_pdf(tmp_path / "huge.pdf", sizes=[(14400, 14400), (2384, 3370), (14400, 300)])
     with open_source(path) as doc:
         for number in (1, 2, 3):
-            rendered = doc.rasterize(number, 200)
-            width, height = rendered.image.size
+            image, geometry = doc.rasterize(number, 200)
+            width, height = image.size
             assert max(width, height) <= MAX_RASTER_SIDE_PX + 1
             assert width * height <= MAX_RASTER_PIXELS * 1.001
-            assert rendered.dpi < 200
-            info = rendered.info
-            assert abs(width - info.width_pt * rendered.dpi / 72) <= 1
-            assert abs(height - info.height_pt * rendered.dpi / 72) <= 1
+            assert geometry.dpi < 200
+            assert abs(width - geometry.width_pt * geometry.dpi / 72) <= 1
+            assert abs(height - geometry.height_pt * geometry.dpi / 72) <= 1
     assert effective_dpi(2384, 3370, 200) == 101  # A0: the pixel limit is the tighter one
     assert effective_dpi(14400, 300, 200) == 25  # a banner: the side limit
 
@@ -421,10 +417,10 @@ def test_tiny_page_gets_a_minimum_size(tmp_path):
     path = make_pdf(tmp_path / "tiny.pdf", sizes=[(3.84, 3.84), (48, 71)])
     with open_source(path) as doc:
         for number in (1, 2):
-            rendered = doc.rasterize(number, 200)
-            assert max(rendered.image.size) >= MIN_RASTER_SIDE_PX
-            assert max(rendered.image.size) <= MIN_RASTER_SIDE_PX + 2
-            assert rendered.dpi > 200
+            image, geometry = doc.rasterize(number, 200)
+            assert max(image.size) >= MIN_RASTER_SIDE_PX
+            assert max(image.size) <= MIN_RASTER_SIDE_PX + 2
+            assert geometry.dpi > 200
     assert effective_dpi(612, 792, 200) == 200  # ordinary pages keep the dpi asked for
     assert effective_dpi(612, 792, 30) == 41  # 330 px at 30 dpi: raised to 448 px
     assert effective_dpi(200, 300, 72) == 108  # 300 pt at 72 dpi is 300 px: raised to 448 px
@@ -456,12 +452,11 @@ def test_png_rgba_is_flattened_on_white(tmp_path):
     image.save(tmp_path / "rgba.png")
     with open_source(tmp_path / "rgba.png") as doc:
         assert (doc.kind, doc.page_count) == ("image", 1)
-        rendered = doc.rasterize(1, 200)
-    assert rendered.dpi is None
-    assert rendered.info == PageInfo(number=1, label=None, width_pt=None, height_pt=None)
-    assert rendered.image.mode == "RGB" and rendered.image.size == (40, 30)
-    assert rendered.image.getpixel((5, 5)) == RED
-    assert rendered.image.getpixel((35, 5)) == WHITE
+        image, geometry = doc.rasterize(1, 200)
+    assert geometry == PageGeometry(40, 30, dpi=None, label=None, width_pt=None, height_pt=None)
+    assert image.mode == "RGB" and image.size == (40, 30)
+    assert image.getpixel((5, 5)) == RED
+    assert image.getpixel((35, 5)) == WHITE
 
 
 def test_multi_frame_tiff_pages(tmp_path):
@@ -469,7 +464,7 @@ def test_multi_frame_tiff_pages(tmp_path):
     frames[0].save(tmp_path / "scan.tiff", save_all=True, append_images=frames[1:])
     with open_source(tmp_path / "scan.tiff") as doc:
         assert doc.page_count == 3
-        colours = [doc.rasterize(n, 200).image.getpixel((10, 10)) for n in (3, 1, 2)]
+        colours = [doc.rasterize(n, 200)[0].getpixel((10, 10)) for n in (3, 1, 2)]
     assert colours == [BLUE, RED, (0, 255, 0)]
 
 
@@ -492,7 +487,7 @@ def test_image_modes_become_rgb(tmp_path, mode, value, suffix, expected):
     path = tmp_path / f"img{suffix}"
     image.save(path)
     with open_source(path) as doc:
-        pixel = doc.rasterize(1, 200).image.getpixel((8, 8))
+        pixel = doc.rasterize(1, 200)[0].getpixel((8, 8))
     assert all(abs(a - b) <= 3 for a, b in zip(pixel, expected, strict=True)), pixel
 
 
@@ -502,7 +497,7 @@ def test_palette_png_with_transparency(tmp_path):
     image.paste(1, (0, 0, 5, 10))
     image.save(tmp_path / "pal.png", transparency=0)
     with open_source(tmp_path / "pal.png") as doc:
-        rendered = doc.rasterize(1, 200).image
+        rendered = doc.rasterize(1, 200)[0]
     assert rendered.getpixel((2, 2)) == RED and rendered.getpixel((8, 2)) == WHITE
 
 
@@ -513,7 +508,7 @@ def test_exif_orientation_is_applied(tmp_path):
     exif[0x0112] = 6  # stored image must be turned 90 degrees clockwise to be upright
     image.save(tmp_path / "phone.jpg", exif=exif.tobytes(), quality=95)
     with open_source(tmp_path / "phone.jpg") as doc:
-        rendered = doc.rasterize(1, 200).image
+        rendered = doc.rasterize(1, 200)[0]
     assert rendered.size == (20, 40)
     assert all(abs(a - b) <= 30 for a, b in zip(rendered.getpixel((15, 4)), RED, strict=True))
 
@@ -522,13 +517,13 @@ def test_big_image_is_scaled_down(tmp_path):
     Image.new("L", (6000, 200), 255).save(tmp_path / "wide.png")
     Image.new("L", (4800, 4000), 200).save(tmp_path / "big.png")
     with open_source(tmp_path / "wide.png") as doc:
-        assert doc.rasterize(1, 200).image.size == (MAX_RASTER_SIDE_PX, 166)
+        assert doc.rasterize(1, 200)[0].size == (MAX_RASTER_SIDE_PX, 166)
     with open_source(tmp_path / "big.png") as doc:
-        width, height = doc.rasterize(1, 200).image.size
+        width, height = doc.rasterize(1, 200)[0].size
     assert width * height <= MAX_RASTER_PIXELS and width > 4000
     Image.new("RGB", (4, 4), RED).save(tmp_path / "small.png")
     with open_source(tmp_path / "small.png") as doc:
-        assert doc.rasterize(1, 200).image.size == (4, 4)  # images are never scaled up
+        assert doc.rasterize(1, 200)[0].size == (4, 4)  # images are never scaled up
 
 
 def test_content_decides_for_unknown_or_wrong_suffixes(tmp_path):
@@ -582,10 +577,10 @@ def test_render_page_in_a_worker_process(tmp_path):
     assert pickle.loads(pickle.dumps(rasterize_page)) is rasterize_page
     with ProcessPoolExecutor(max_workers=1) as pool:
         pages = list(pool.map(rasterize_page, [str(path)] * 3, [1, 2, 3], [72, 72, 144]))
-    assert [(p.number, p.image.size, p.dpi) for p in pages] == [
-        (1, A4, 72),
-        (2, (612, 792), 72),
-        (3, (1190, 1684), 144),
+    assert [(image.size, geometry.dpi) for image, geometry in pages] == [
+        (A4, 72),
+        ((612, 792), 72),
+        ((1190, 1684), 144),
     ]
 
 
@@ -593,7 +588,7 @@ def test_render_page_cache_is_bounded_and_errors_are_clean(tmp_path):
     rasterizing.close_cached_documents()
     paths = [make_pdf(tmp_path / f"d{i}.pdf") for i in range(rasterizing._CACHE_SIZE + 3)]
     for path in paths:
-        assert rasterize_page(str(path), 1, 72).image.size == A4
+        assert rasterize_page(str(path), 1, 72)[0].size == A4
     assert len(rasterizing._cache) == rasterizing._CACHE_SIZE
     with pytest.raises(InputError, match=r"d0\.pdf: page 2 does not exist"):
         rasterize_page(str(paths[0]), 2, 36)
@@ -605,8 +600,8 @@ def test_render_page_cache_is_bounded_and_errors_are_clean(tmp_path):
 
 def test_render_page_reopens_a_file_changed_on_disk(tmp_path):
     path = make_pdf(tmp_path / "changing.pdf")
-    assert rasterize_page(str(path), 1, 72).image.size == A4
+    assert rasterize_page(str(path), 1, 72)[0].size == A4
     make_pdf(tmp_path / "changing.pdf", sizes=[(612, 792), (612, 792)])
     os.utime(path, ns=(1, 1))  # a different mtime even on coarse clocks
-    assert rasterize_page(str(path), 2, 72).image.size == (612, 792)
+    assert rasterize_page(str(path), 2, 72)[0].size == (612, 792)
     rasterizing.close_cached_documents()

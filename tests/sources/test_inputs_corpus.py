@@ -37,9 +37,9 @@ def manifest_field(row: dict[str, str], name: str) -> str | None:
 
 def convert_page_one(path: Path, password: str | None) -> tuple[int, tuple[int, int], int | None]:
     with open_source(path, password) as doc:
-        page = doc.rasterize(1, 72)
-        assert page.image.mode == "RGB"
-        return doc.page_count, page.image.size, page.dpi
+        image, geometry = doc.rasterize(1, 72)
+        assert image.mode == "RGB"
+        return doc.page_count, image.size, geometry.dpi
 
 
 def assert_clean(error: InputError, path: Path) -> None:
@@ -105,9 +105,9 @@ def test_rotate_is_honoured(corpus_dir):
     with pymupdf.open(path) as raw:
         assert raw[0].rotation == 90 and raw[0].mediabox.width > raw[0].mediabox.height
     with open_source(path) as doc:
-        assert doc.rasterize(1, 72).image.size == (612, 1008)  # the landscape MediaBox, turned
+        assert doc.rasterize(1, 72)[0].size == (612, 1008)  # the landscape MediaBox, turned
     with open_source(corpus_dir / "pymupdf__test-2812.pdf") as doc:  # pages at 0, 90, 180, 270
-        sizes = [doc.rasterize(n, 72).image.size for n in range(1, 5)]
+        sizes = [doc.rasterize(n, 72)[0].size for n in range(1, 5)]
     assert sizes == [(842, 595)] * 4
 
 
@@ -116,18 +116,18 @@ def test_cropbox_is_honoured(corpus_dir):
     with pymupdf.open(path) as raw:
         assert raw[0].mediabox.width > 2900
     with open_source(path) as doc:
-        page = doc.rasterize(1, 72)
-    assert page.image.size == (596, 842)
-    assert (round(page.info.width_pt), round(page.info.height_pt)) == (595, 842)
+        image, geometry = doc.rasterize(1, 72)
+    assert image.size == (596, 842)
+    assert (round(geometry.width_pt), round(geometry.height_pt)) == (595, 842)
 
 
 def test_huge_and_tiny_corpus_pages(corpus_dir):
     with open_source(corpus_dir / "pdfjs__issue14497.pdf") as doc:  # A0
-        page = doc.rasterize(1, 200)
-    assert page.dpi == 101 and page.image.size == (4728, 3345)
+        image, geometry = doc.rasterize(1, 200)
+    assert geometry.dpi == 101 and image.size == (4728, 3345)
     with open_source(corpus_dir / "pypdf__imagemagick-images.pdf") as doc:  # 3.84 pt square
-        page = doc.rasterize(1, 200)
-    assert page.image.size == (449, 449) and page.dpi > 8000
+        image, geometry = doc.rasterize(1, 200)
+    assert image.size == (449, 449) and geometry.dpi > 8000
 
 
 def test_password_quirks(corpus_dir):
@@ -135,7 +135,7 @@ def test_password_quirks(corpus_dir):
     with open_source(corpus_dir / "pdfjs__issue3371.pdf", "ELXRTQWS") as doc:
         assert doc.page_count == 1
     with open_source(corpus_dir / "pdfjs__issue21579.pdf", "pässwört") as doc:
-        assert doc.rasterize(1, 72).image.size == (460, 200)
+        assert doc.rasterize(1, 72)[0].size == (460, 200)
 
 
 def test_warning_flood_is_not_echoed(corpus_dir, capfd):
@@ -150,7 +150,7 @@ def test_warning_flood_is_not_echoed(corpus_dir, capfd):
 
 
 def test_render_page_on_corpus_files(corpus_dir):
-    page = rasterize_page(str(corpus_dir / "pypdf__r6-user-password.pdf"), 1, 72, "asdfzxcv")
-    assert page.image.size == (596, 842)
+    image, _ = rasterize_page(str(corpus_dir / "pypdf__r6-user-password.pdf"), 1, 72, "asdfzxcv")
+    assert image.size == (596, 842)
     with pytest.raises(InputError, match="a password is needed"):
         rasterize_page(str(corpus_dir / "pypdf__r6-user-password.pdf"), 1, 72)

@@ -91,16 +91,15 @@ def test_native_formats_open_with_their_pages(tmp_path: Path) -> None:
     for path, pages in files.items():
         with open_source(path) as doc:
             assert doc.page_count == pages, path
-            page = doc.rasterize(pages, 72)
-            assert page.image.width > 0 and page.info.width_pt, path
+            image, geometry = doc.rasterize(pages, 72)
+            assert image.width > 0 and geometry.width_pt, path
     with open_source(tmp_path / "comic.cbz") as comic:
-        first, second = comic.rasterize(1, 72).image, comic.rasterize(2, 72).image
+        first, second = comic.rasterize(1, 72)[0], comic.rasterize(2, 72)[0]
         assert first.getpixel((first.width // 2, first.height // 2)) == RED
         assert second.getpixel((second.width // 2, second.height // 2)) == BLUE
     with open_source(tmp_path / "chart.svg") as chart:  # the red rectangle, 600 x 400 pt page
-        info = chart.page_info(1)
-        assert (info.width_pt, info.height_pt) == (600, 400)
-        image = chart.rasterize(1, 72).image
+        image, geometry = chart.rasterize(1, 72)
+        assert (geometry.width_pt, geometry.height_pt) == (600, 400)
         scale = image.width / 600
         assert image.getpixel((int(140 * scale), int(170 * scale))) == RED
 
@@ -113,8 +112,8 @@ def test_native_formats_are_found_in_folders_and_rasterized_by_workers(tmp_path:
     found, errors = discover_inputs([str(tmp_path)], recursive=True)
     assert not errors
     assert sorted(p.name for p in found) == ["book.epub", "comic.cbz"]
-    page = rasterize_page(str(tmp_path / "sub" / "comic.cbz"), 1, 72)
-    assert page.image.getpixel((5, 5)) == BLUE
+    image, _ = rasterize_page(str(tmp_path / "sub" / "comic.cbz"), 1, 72)
+    assert image.getpixel((5, 5)) == BLUE
 
 
 def test_damaged_native_files_are_one_line_errors(tmp_path: Path) -> None:
@@ -157,7 +156,7 @@ def test_office_and_html_files_are_converted(office_files: dict[str, Path]) -> N
                 ".xlsx": "north",
                 ".pptx": "Slide one",
             }.get(suffix, "Quarterly report") in text, (path, text)
-            assert doc.rasterize(1, 72).image.width > 0
+            assert doc.rasterize(1, 72)[0].width > 0
 
 
 @needs_libreoffice

@@ -144,7 +144,7 @@ def test_a_bucket_folder_started_by_one_runner_is_finished_by_the_other(
     pdf = make_pdf(tmp_path / "doc.pdf", pages, "ray-and-plain")
     upload(bucket, "in/", [pdf])
     page_of = {
-        image_fingerprint(rasterize_page(str(pdf), n, 60).image): n for n in range(1, pages + 1)
+        image_fingerprint(rasterize_page(str(pdf), n, 60)[0]): n for n in range(1, pages + 1)
     }
     runner = {"ray": RAY_LOCAL, "plain": []}
     with FakeHPDServer() as fake:

@@ -7,31 +7,33 @@ import dataclasses
 import json
 from pathlib import Path
 
-from hpdparse.engines.base import DecodeRecord, EngineInfo, ReuseKey
+from hpdparse.engines.base import EngineInfo, PageResult, ReuseKey
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.local import LocalFolder
-from hpdparse.store.raw_pages import RawPage, RawPageMeta
+from hpdparse.store.raw_pages import RawPage
 
 KEY = {"model": "m", "revision": None, "prompt": "document parsing with fork.", "max_tokens": 8000}
 
-META = RawPageMeta(
-    page=3,
-    info=EngineInfo("openai", "m", None, "document parsing with fork.", 8000),
-    reuse=ReuseKey(KEY, 200),
-    geometry=PageGeometry(
-        width_px=1241, height_px=1754, dpi=150, label="iii", width_pt=595.5, height_pt=842.0
-    ),
-    decode=DecodeRecord(
+TEXT = "<BLOCK>text [1, 2, 3, 4]<CHILD>héllo\n"
+
+PAGE = RawPage(
+    number=3,
+    result=PageResult(
+        3,
+        TEXT,
         finish_reason="stop",
         prompt_tokens=6412,
         output_tokens=321,
-        seconds=1.234,
+        seconds=1.2341,  # saved to the ms
         stats={"forks": 4, "decoding_steps": 80},
     ),
+    geometry=PageGeometry(
+        width_px=1241, height_px=1754, dpi=150, label="iii", width_pt=595.5, height_pt=842.0
+    ),
+    info=EngineInfo("openai", "m", None, "document parsing with fork.", 8000),
+    reuse=ReuseKey(KEY, 200),
 )
-
-TEXT = "<BLOCK>text [1, 2, 3, 4]<CHILD>héllo\n"
 
 # raw/page-0003.json as hpdparse 0.x wrote it (a dict literal in the scheduler), byte for byte.
 EXPECTED_JSON = """{
@@ -77,7 +79,7 @@ def test_the_file_format_is_unchanged(tmp_path: Path) -> None:
     import hashlib
 
     folder = folder_at(tmp_path)
-    folder.write_raw_page(RawPage(3, TEXT, META))
+    folder.write_raw_page(PAGE)
     sha = hashlib.sha256(TEXT.encode()).hexdigest()
     assert (tmp_path / "raw" / "page-0003.json").read_text() == EXPECTED_JSON.replace("SHA", sha)
     assert (tmp_path / "raw" / "page-0003.txt").read_bytes() == TEXT.encode()
@@ -85,9 +87,9 @@ def test_the_file_format_is_unchanged(tmp_path: Path) -> None:
 
 def test_roundtrip_and_reuse_rules(tmp_path: Path) -> None:
     folder = folder_at(tmp_path)
-    folder.write_raw_page(RawPage(3, TEXT, META))
+    folder.write_raw_page(PAGE)
     page = folder.read_raw_page(3)
-    assert page == RawPage(3, TEXT, META)
+    assert page == dataclasses.replace(PAGE, result=dataclasses.replace(PAGE.result, seconds=1.234))
     assert folder.saved_page_numbers() == [3]
     assert page.reusable(ReuseKey(KEY, 200))
     assert not page.reusable(ReuseKey(KEY, 150))  # other requested dpi (150: what the page got)
@@ -97,7 +99,7 @@ def test_roundtrip_and_reuse_rules(tmp_path: Path) -> None:
 
 def test_a_record_of_an_earlier_version_reads_with_defaults(tmp_path: Path) -> None:
     folder = folder_at(tmp_path)
-    folder.write_raw_page(RawPage(2, TEXT, META))
+    folder.write_raw_page(dataclasses.replace(PAGE, number=2))
     path = tmp_path / "raw" / "page-0002.json"
     old = json.loads(path.read_text())
     for key in ("label", "width_pt", "height_pt", "stats", "seconds", "prompt_tokens"):
@@ -105,16 +107,17 @@ def test_a_record_of_an_earlier_version_reads_with_defaults(tmp_path: Path) -> N
     path.write_text(json.dumps(old))
     page = folder.read_raw_page(2)
     assert page is not None and page.reusable(ReuseKey(KEY, 200))
-    assert page.meta == dataclasses.replace(
-        META,
-        geometry=dataclasses.replace(META.geometry, label=None, width_pt=None, height_pt=None),
-        decode=dataclasses.replace(META.decode, stats={}, seconds=0.0, prompt_tokens=0),
+    assert page == dataclasses.replace(
+        PAGE,
+        number=2,
+        geometry=dataclasses.replace(PAGE.geometry, label=None, width_pt=None, height_pt=None),
+        result=dataclasses.replace(PAGE.result, key=2, stats={}, seconds=0.0, prompt_tokens=0),
     )
 
 
 def test_damaged_pages_are_not_pages(tmp_path: Path) -> None:
     folder = folder_at(tmp_path)
-    folder.write_raw_page(RawPage(3, TEXT, META))
+    folder.write_raw_page(PAGE)
     txt, meta = tmp_path / "raw" / "page-0003.txt", tmp_path / "raw" / "page-0003.json"
     # A text that does not match the recorded sha256 is not a page.
     txt.write_text(TEXT + "tampered")

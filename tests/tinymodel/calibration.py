@@ -132,7 +132,7 @@ def clean_image(key: tuple[str, int]) -> Image.Image:
     if not path.is_file():
         path = SAMPLES / f"{stem}.png"
     with open_source(path) as doc:
-        return doc.rasterize(page, BASE_DPI).image.convert("RGB")
+        return doc.rasterize(page, BASE_DPI)[0].convert("RGB")
 
 
 def crop_share(level: Level, draw: int) -> float:

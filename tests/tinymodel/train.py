@@ -160,13 +160,13 @@ def render_pages(tiling: TilingConfig) -> list[PageData]:
         if pdf.is_file():
             with open_source(pdf) as doc:
                 for dpi in TRAIN_DPIS:
-                    img = doc.rasterize(number, dpi).image
+                    img = doc.rasterize(number, dpi)[0]
                     tiles = tile_image(img, tiling)
                     images[dpi] = normalize_torch(tiles, tiling)
                     counts[dpi] = tiles.shape[0] * tiling.tokens_per_tile
         elif png.is_file():
             with open_source(png) as doc:
-                img = doc.rasterize(number, 200).image
+                img = doc.rasterize(number, 200)[0]
                 tiles = tile_image(img, tiling)
                 images[0] = normalize_torch(tiles, tiling)
                 counts[0] = tiles.shape[0] * tiling.tokens_per_tile

@@ -84,7 +84,7 @@ class Reader:
         ckpt = open_checkpoint(str(start))
         self.config = json.loads((start / "config.json").read_text())
         self.tok = load_tokenizer(ckpt.path, ckpt.model_id)
-        self.ids: TokenIds = token_ids(self.tok, ckpt.raw_config, ckpt.model_id)
+        self.ids: TokenIds = token_ids(self.tok, ckpt.config, ckpt.model_id)
         self.pb = PromptBuilder(self.tok, self.ids, tiny_tok.CHAT_TEMPLATE)
         self.tiling = TilingConfig.from_model_config(self.config)
         self.model: HpdModel = load_model(ckpt)

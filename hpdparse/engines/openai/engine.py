@@ -130,7 +130,7 @@ class OpenAIEngine(Engine):
         self._api_key: str | None = opts.api_key or os.environ.get(API_KEY_VARIABLE)
         self._backoff = opts.retry_backoff
         self._backoff_max = opts.retry_backoff_max
-        self._extra_body: dict[str, Any] = dict(opts.extra_body)
+        self._extra_body = dict(opts.extra_body)
         self._logprobs = LogprobsAsk(opts.logprobs, self.server)
         self._started = False
 
@@ -348,9 +348,10 @@ class OpenAIEngine(Engine):
         self, key: Hashable, response: httpx.Response, retries: int, seconds: float
     ) -> PageResult:
         try:
-            text, finish_reason, usage, pairs = _read_completion(response)
+            answer = _read_completion(response)
         except wire.NotACompletion as error:
             return self._error(key, f"server {self.server}: {error}", retries, seconds)
+        text, finish_reason = answer.content, answer.finish_reason
         if finish_reason in _ERROR_FINISH_REASONS:
             message = f"server {self.server}: answer ended with finish_reason {finish_reason!r}"
             return self._error(key, message, retries, seconds)
@@ -364,27 +365,19 @@ class OpenAIEngine(Engine):
             key=key,
             text=text,
             finish_reason=finish_reason,
-            prompt_tokens=_count(usage, "prompt_tokens"),
-            output_tokens=_count(usage, "completion_tokens"),
+            prompt_tokens=answer.usage["prompt_tokens"],
+            output_tokens=answer.usage["completion_tokens"],
             seconds=seconds,
             stats={"retries": retries},
-            logprobs=self._logprobs.read(pairs),
+            logprobs=self._logprobs.read(answer.logprobs),
         )
 
 
-def _read_completion(
-    response: httpx.Response,
-) -> tuple[str, str | None, dict[str, Any], list[tuple[str, float]] | None]:
+def _read_completion(response: httpx.Response) -> wire.Completion:
     try:
         data = response.json()
     except ValueError:
         raise wire.NotACompletion(
             f"answer is not JSON: {_one_line(response.text, 80) or '(empty body)'}"
         ) from None
-    answer = wire.read_completion(data)
-    return answer.content, answer.finish_reason, answer.usage, answer.logprobs
-
-
-def _count(usage: dict[str, Any], field: str) -> int:
-    value = usage.get(field)
-    return value if isinstance(value, int) and value >= 0 else 0
+    return wire.read_completion(data)

@@ -1,5 +1,5 @@
 """The key/value caches of the torch engine's branches (see `decoding`): a branch's own growable
-`Segment`, and the `StepCache` that hands transformers' attention a batch's padded past."""
+`KvSegment`, and the `StepCache` that hands transformers' attention a batch's padded past."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import torch
 from transformers.cache_utils import DynamicCache
 
 
-class Segment:
+class KvSegment:
     """A growable run of cache positions: keys/values per layer, (kv_heads, capacity, head_dim)."""
 
     def __init__(self, like: list[torch.Tensor], capacity: int) -> None:

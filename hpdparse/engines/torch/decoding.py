@@ -36,7 +36,7 @@ from typing import Any
 import torch
 
 from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP
-from hpdparse.engines.torch.branch_cache import Segment, StepCache
+from hpdparse.engines.torch.branch_cache import KvSegment, StepCache
 from hpdparse.hpd.fork_tree import Branch, ForkTree
 
 SCHEDULES = ("serial", "concurrent")
@@ -85,11 +85,11 @@ class PageDecode:
 class _Branch:
     """A branch's cache and decoding state; its tokens are its fork-tree `node`'s."""
 
-    def __init__(self, page: _Page, node: Branch, prefix: list[tuple[Segment, int]]) -> None:
+    def __init__(self, page: _Page, node: Branch, prefix: list[tuple[KvSegment, int]]) -> None:
         self.page = page
         self.node = node
         self.prefix = prefix  # shared (segment, used length) pairs, read only
-        self.own: Segment | None = None
+        self.own: KvSegment | None = None
         self.length = sum(n for _, n in prefix)  # cache length = position of the next input
         self.pending: int | None = None  # produced, not yet fed
         self.hidden: torch.Tensor | None = None  # hidden state that produced `pending`
@@ -103,11 +103,11 @@ class _Branch:
     def done(self) -> bool:
         return self.node.finished
 
-    def segments(self) -> list[tuple[Segment, int]]:
+    def segments(self) -> list[tuple[KvSegment, int]]:
         own = [(self.own, self.own.n)] if self.own is not None and self.own.n else []
         return self.prefix + own
 
-    def prefix_until(self, position: int) -> list[tuple[Segment, int]]:
+    def prefix_until(self, position: int) -> list[tuple[KvSegment, int]]:
         """The cache of positions [0, position), as shared segments."""
         out, left = [], position
         for seg, n in self.segments():
@@ -331,7 +331,7 @@ class HpdDecoder:
         ks = [k[:, :n] for k in b._new_k]
         vs = [v[:, :n] for v in b._new_v]
         if b.own is None:
-            b.own = Segment(ks, capacity=max(64, 2 * n))
+            b.own = KvSegment(ks, capacity=max(64, 2 * n))
         b.own.append(ks, vs)
         b.length += n
         del b._new_k, b._new_v

@@ -122,8 +122,8 @@ class TorchEngine(LocalEngine):
         self.device = pick_device(self.config.device)
         dtype = pick_dtype(self.config.dtype, self.device)
         self._tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
-        ids = token_ids(self._tokenizer, ckpt.raw_config, ckpt.model_id)
-        chat_template = ckpt.tokenizer_config().get("chat_template")
+        ids = token_ids(self._tokenizer, ckpt.config, ckpt.model_id)
+        chat_template = ckpt.chat_template()
         if isinstance(chat_template, list):  # a list of named templates: take "default"
             named = {t.get("name"): t.get("template") for t in chat_template}
             chat_template = named.get("default")

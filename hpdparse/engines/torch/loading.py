@@ -3,19 +3,22 @@ the files have it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd.checkpoint import Checkpoint
 
+if TYPE_CHECKING:
+    import torch
 
-def load_state_dict(ckpt: Checkpoint) -> dict[str, Any]:
+
+def load_state_dict(ckpt: Checkpoint) -> dict[str, torch.Tensor]:
     """Every tensor of the checkpoint's safetensors files (single file or sharded)."""
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
     files = sorted(ckpt.path.glob("*.safetensors"))
-    state: dict[str, Any] = {}
+    state: dict[str, torch.Tensor] = {}
     for f in files:
         try:
             state.update(load_file(str(f)))

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from hpdparse.engines.pmtp_head import PMtpHead
 from hpdparse.hpd.model_config import HpdModelConfig, VisionConfig
 
 
@@ -155,43 +156,13 @@ def pixel_shuffle(x: torch.Tensor, scale: float, ps_version: str) -> torch.Tenso
     return x
 
 
-class PMtpLayer(nn.Module):
-    def __init__(self, qwen3_config: object) -> None:
-        super().__init__()
-        from transformers.models.qwen3.modeling_qwen3 import Qwen3MLP
-
-        self.mlp = Qwen3MLP(qwen3_config)
-
-
-class PMtpHead(nn.Module):
-    """The recurrent P-MTP draft head (`language_model.mtp.*`); shares embedding and lm_head."""
-
-    def __init__(self, qwen3_config: object) -> None:
-        super().__init__()
-        from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
-
-        hidden = qwen3_config.hidden_size
-        eps = qwen3_config.rms_norm_eps
-        self.fc = nn.Linear(2 * hidden, hidden, bias=False)
-        self.pre_fc_norm_hidden = Qwen3RMSNorm(hidden, eps=eps)
-        self.pre_fc_norm_embedding = Qwen3RMSNorm(hidden, eps=eps)
-        self.layers = nn.ModuleList([PMtpLayer(qwen3_config)])
-        self.norm = Qwen3RMSNorm(hidden, eps=eps)
-
-    def forward(self, hidden: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
-        """One draft step: (h, e) -> h'. Works on any leading shape."""
-        x = self.fc(
-            torch.cat([self.pre_fc_norm_hidden(hidden), self.pre_fc_norm_embedding(embedding)], -1)
-        )
-        return self.norm(x + self.layers[0].mlp(x))
-
-
 class HpdModel(nn.Module):
     """InternVLChatModel with an HPD decoder: vision_model, mlp1, language_model (+ .mtp)."""
 
     def __init__(self, config: HpdModelConfig, with_mtp: bool = True) -> None:
         super().__init__()
         from transformers import Qwen3ForCausalLM
+        from transformers.models.qwen3.modeling_qwen3 import Qwen3RMSNorm
 
         self.config = config
         self.vision_model = InternVisionModel(config.vision, config.vision_layers_used)
@@ -205,7 +176,9 @@ class HpdModel(nn.Module):
         qcfg = config.qwen3_config()
         self.language_model = Qwen3ForCausalLM(qcfg)
         if with_mtp:
-            self.language_model.mtp = PMtpHead(qcfg)
+            self.language_model.mtp = PMtpHead(
+                qcfg.hidden_size, qcfg.intermediate_size, qcfg.rms_norm_eps, Qwen3RMSNorm
+            )
 
     @property
     def has_mtp(self) -> bool:

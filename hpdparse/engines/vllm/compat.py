@@ -36,7 +36,7 @@ import contextlib
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from hpdparse.errors import EngineError
@@ -97,21 +97,21 @@ def strips_covered_image_data(version: str | None = None) -> bool:
     return at_least(STRIPS_COVERED_IMAGE_DATA, version)
 
 
-def per_request_spec_decode_metrics() -> dict[str, Any]:
+def per_request_spec_decode_metrics() -> dict[str, str]:
     """The EngineArgs field that gives each finished request its draft counts, where it exists."""
     return (
         {"per_request_spec_decode_metrics": "summary"} if at_least(PER_REQUEST_SPEC_METRICS) else {}
     )
 
 
-def no_eagle_block_drop() -> dict[str, Any]:
+def no_eagle_block_drop() -> dict[str, bool]:
     """The speculative_config field that keeps EAGLE's last prefix block, where it exists."""
     return {"disable_eagle_block_drop": True} if at_least(EAGLE_BLOCK_DROP_OPTION) else {}
 
 
-def data_parser_kwargs(info: Any) -> dict[str, Any]:
+def data_parser_kwargs(info: Any) -> dict[str, int | bool]:
     """The arguments vLLM's own ``BaseProcessingInfo.get_data_parser`` gives its parser."""
-    kwargs: dict[str, Any] = {"expected_hidden_size": info._get_expected_hidden_size()}
+    kwargs: dict[str, int | bool] = {"expected_hidden_size": info._get_expected_hidden_size()}
     if at_least(PARSER_TAKES_MISSING_EMBEDDINGS):
         kwargs["allow_missing_mm_embeddings"] = info.allow_missing_mm_embeddings
     return kwargs
@@ -143,7 +143,9 @@ def _features_unchanged(mm_features: Any, num_computed_tokens: int, **_: Any) ->
     return mm_features
 
 
-def hf_processor_inputs(args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+def hf_processor_inputs(
+    args: tuple[object, ...], kwargs: Mapping[str, object]
+) -> dict[str, object]:
     """The data a ``_call_hf_processor`` override got, as keyword arguments for a processor:
     ``images`` (and ``text``, the prompt, on vLLM 0.26 to 0.28)."""
     if at_least(PROCESSOR_TAKES_HF_DATA):

@@ -73,7 +73,7 @@ def _socket_folder() -> str:
     return path
 
 
-def engine_args(fields: set[str], extra: dict[str, Any]) -> dict[str, Any]:
+def engine_args(fields: set[str], extra: dict[str, Any]) -> dict[str, str]:
     """EngineArgs for a process-mode engine core: the shared-memory tensor transport where it
     exists and one rank runs the core (the user's own choice wins)."""
     ranks = int(extra.get("tensor_parallel_size") or 1) * int(
@@ -82,7 +82,7 @@ def engine_args(fields: set[str], extra: dict[str, Any]) -> dict[str, Any]:
     # vLLM refuses torch_shm with forked processes; a user's own start method is kept.
     spawn = os.environ.get(START_METHOD_ENV, "spawn") == "spawn"
     chosen = extra.get("mm_tensor_ipc")
-    args = {}
+    args: dict[str, str] = {}
     if chosen is None and "mm_tensor_ipc" in fields and ranks == 1 and spawn:
         chosen = args["mm_tensor_ipc"] = "torch_shm"
     if chosen == "torch_shm":

@@ -3,7 +3,8 @@
 ``mtp.register_draft_model`` registers ``hpdparse.engines.vllm.draft_model:EaglePMtpHpdForCausalLM``
 as a "module:Class" string, so vLLM imports this module (and with it torch and vLLM's layers) only
 when a speculative engine builds its draft; ``hpdparse.engines.vllm.mtp`` itself needs neither.
-What the draft computes and why it carries an attention layer is in ``mtp``'s docstring.
+The head itself is ``hpdparse.engines.pmtp_head.PMtpHead``, made here with vLLM's RMSNorm; what the
+draft computes and why it carries an attention layer is in ``mtp``'s docstring.
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 from vllm.config import VllmConfig
 from vllm.distributed import get_tensor_model_parallel_world_size
@@ -20,40 +20,7 @@ from vllm.model_executor.layers.layernorm import RMSNorm
 from vllm.model_executor.layers.logits_processor import LogitsProcessor
 from vllm.model_executor.model_loader.weight_utils import default_weight_loader
 
-
-class PMtpMlp(nn.Module):
-    def __init__(self, hidden: int, intermediate: int) -> None:
-        super().__init__()
-        self.gate_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.up_proj = nn.Linear(hidden, intermediate, bias=False)
-        self.down_proj = nn.Linear(intermediate, hidden, bias=False)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
-
-
-class PMtpLayer(nn.Module):
-    def __init__(self, hidden: int, intermediate: int) -> None:
-        super().__init__()
-        self.mlp = PMtpMlp(hidden, intermediate)
-
-
-class PMtpHead(nn.Module):
-    """``language_model.mtp.*``; computes what ``modeling.PMtpHead.forward`` computes."""
-
-    def __init__(self, hidden: int, intermediate: int, eps: float) -> None:
-        super().__init__()
-        self.fc = nn.Linear(2 * hidden, hidden, bias=False)
-        self.pre_fc_norm_hidden = RMSNorm(hidden, eps=eps)
-        self.pre_fc_norm_embedding = RMSNorm(hidden, eps=eps)
-        self.layers = nn.ModuleList([PMtpLayer(hidden, intermediate)])
-        self.norm = RMSNorm(hidden, eps=eps)
-
-    def forward(self, hidden: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:
-        x = self.fc(
-            torch.cat([self.pre_fc_norm_hidden(hidden), self.pre_fc_norm_embedding(embedding)], -1)
-        )
-        return self.norm(x + self.layers[0].mlp(x))
+from hpdparse.engines.pmtp_head import PMtpHead
 
 
 class DraftInner(nn.Module):
@@ -78,7 +45,7 @@ class EaglePMtpHpdForCausalLM(nn.Module):
         self.config = config
         hidden = config.hidden_size
         self.model = DraftInner(hidden)
-        self.mtp = PMtpHead(hidden, config.intermediate_size, config.rms_norm_eps)
+        self.mtp = PMtpHead(hidden, config.intermediate_size, config.rms_norm_eps, RMSNorm)
         self.lm_head = nn.Linear(hidden, 1, bias=False)  # placeholder: the target's is shared
         self.logits_processor = LogitsProcessor(config.vocab_size)
         # Never called. vLLM's V1 proposer reads its KV block size from the draft's attention

@@ -45,7 +45,7 @@ from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions, check_engine_options
 from hpdparse.engines.vllm import host_memory
 from hpdparse.engines.vllm.options import WAITING_STEPS, VllmOptions
-from hpdparse.engines.vllm.pages import Admission, PagePrompt
+from hpdparse.engines.vllm.pages import PagePrompt, WaitingLimits
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
 from hpdparse.engines.vllm.scheduling import PageScheduler
 from hpdparse.errors import EngineError
@@ -230,9 +230,8 @@ class VllmEngine(LocalEngine):
 
     def _max_model_len(self) -> int:
         """The configured length, capped at what the decoder's positions allow (tiny models)."""
-        llm = self._checkpoint.raw_config.get("llm_config") or {}
-        limit = llm.get("max_position_embeddings")
-        return min(self.config.max_model_len, int(limit)) if limit else self.config.max_model_len
+        limit = self._checkpoint.config.max_position_embeddings
+        return min(self.config.max_model_len, limit) if limit else self.config.max_model_len
 
     def _read_token_ids(self) -> None:
         """Protocol token ids and prompt ids, read exactly as the PyTorch reference reads them."""
@@ -240,11 +239,11 @@ class VllmEngine(LocalEngine):
 
         ckpt = self._checkpoint
         tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
-        ids = token_ids(tokenizer, ckpt.raw_config, ckpt.model_id)
+        ids = token_ids(tokenizer, ckpt.config, ckpt.model_id)
         self._tokenizer = tokenizer
         self._token_ids = ids
         self._stop_ids = sorted(ids.stop)
-        template = ckpt.tokenizer_config().get("chat_template")
+        template = ckpt.chat_template()
         # One <IMG_CONTEXT>: the model's processor widens it to the page's N*256 image tokens.
         self._prompt_ids = PromptBuilder(tokenizer, ids, template).build(1, self.config.fork)
 
@@ -286,7 +285,7 @@ class VllmEngine(LocalEngine):
         )
         yield from scheduler.results(requests)
 
-    def _admission(self) -> Admission:
+    def _admission(self) -> WaitingLimits:
         """Admission control (`VllmOptions.max_waiting`, `max_waiting_tokens`), reading what waits
         in the in-process engine core's scheduler, or, with the engine core in its own process,
         what has not yet returned a first token (`core_process.frontend_waiting`).
@@ -320,8 +319,8 @@ class VllmEngine(LocalEngine):
                     "bounded by max_in_flight only",
                     f"{type(exc).__name__}: {exc}",
                 )
-            return Admission(None, None, None)
-        return Admission(self.options.max_waiting, tokens, waiting)
+            return WaitingLimits(None, None, None)
+        return WaitingLimits(self.options.max_waiting, tokens, waiting)
 
     def detokenize(self, token_ids: list[int]) -> str:
         if self._llm is None:

@@ -8,53 +8,39 @@ from typing import Any
 from transformers import PretrainedConfig
 from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
+# InternViT's settings and their defaults, under the attribute names vLLM's InternVisionModel reads.
+_VISION_DEFAULTS: dict[str, int | float | bool | str] = {
+    "hidden_size": 1024,
+    "intermediate_size": 4096,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 16,
+    "num_channels": 3,
+    "patch_size": 14,
+    "image_size": 448,
+    "qkv_bias": True,
+    "qk_normalization": False,
+    "norm_type": "layer_norm",
+    "layer_norm_eps": 1e-6,
+    "hidden_act": "gelu",
+    "initializer_factor": 1.0,
+    "initializer_range": 0.02,
+    "dropout": 0.0,
+    "attention_dropout": 0.0,
+    "drop_path_rate": 0.0,
+    "use_flash_attn": False,
+}
+
 
 class HpdVisionConfig(PretrainedConfig):
-    """InternViT settings, with the attribute names vLLM's ``InternVisionModel`` reads."""
+    """InternViT settings (`_VISION_DEFAULTS` for those not given)."""
 
     model_type = "intern_vit_6b"
 
-    def __init__(
-        self,
-        hidden_size: int = 1024,
-        intermediate_size: int = 4096,
-        num_hidden_layers: int = 24,
-        num_attention_heads: int = 16,
-        num_channels: int = 3,
-        patch_size: int = 14,
-        image_size: int = 448,
-        qkv_bias: bool = True,
-        qk_normalization: bool = False,
-        norm_type: str = "layer_norm",
-        layer_norm_eps: float = 1e-6,
-        hidden_act: str = "gelu",
-        initializer_factor: float = 1.0,
-        initializer_range: float = 0.02,
-        dropout: float = 0.0,
-        attention_dropout: float = 0.0,
-        drop_path_rate: float = 0.0,
-        use_flash_attn: bool = False,
-        **kwargs: Any,
-    ) -> None:
+    def __init__(self, **kwargs: Any) -> None:
+        own = {name: kwargs.pop(name, default) for name, default in _VISION_DEFAULTS.items()}
         super().__init__(**kwargs)
-        self.hidden_size = hidden_size
-        self.intermediate_size = intermediate_size
-        self.num_hidden_layers = num_hidden_layers
-        self.num_attention_heads = num_attention_heads
-        self.num_channels = num_channels
-        self.patch_size = patch_size
-        self.image_size = image_size
-        self.qkv_bias = qkv_bias
-        self.qk_normalization = qk_normalization
-        self.norm_type = norm_type
-        self.layer_norm_eps = layer_norm_eps
-        self.hidden_act = hidden_act
-        self.initializer_factor = initializer_factor
-        self.initializer_range = initializer_range
-        self.dropout = dropout
-        self.attention_dropout = attention_dropout
-        self.drop_path_rate = drop_path_rate
-        self.use_flash_attn = use_flash_attn
+        for name, value in own.items():
+            setattr(self, name, value)
 
 
 class HpdChatConfig(PretrainedConfig):

@@ -148,7 +148,7 @@ class HpdTiler:
         self.tokenizer = tokenizer
 
     def __call__(self, text: str | None = None, images: Any = None, **_: object) -> BatchFeature:
-        out: dict[str, Any] = {}
+        out: dict[str, list[list[int]] | list[torch.Tensor] | torch.Tensor] = {}
         if text is not None:  # vLLM 0.26-0.28 tokenise a text prompt through the processor
             out["input_ids"] = [list(self.tokenizer.encode(text, add_special_tokens=False))]
         tiles = [self._tiles(item) for item in images or []]

@@ -3,7 +3,7 @@
 vLLM's ``method="eagle"`` proposer runs a draft model that takes, per position, the target's
 hidden state and the next token, returns ``(hidden for logits, hidden to feed back)`` and is
 called again on its own output for each further draft token. That is P-MTP's recurrence exactly
-(see ``modeling.PMtpHead``, the reference): with ``h`` the target decoder's hidden state AFTER its
+(see ``engines.pmtp_head.PMtpHead``): with ``h`` the target decoder's hidden state AFTER its
 final norm (what vLLM's Qwen3 model returns and what the proposer hands over) and ``e`` the
 embedding of the token ``h`` predicted,
 ``x = fc(cat(pre_fc_norm_hidden(h), pre_fc_norm_embedding(e)))``, ``h' = norm(x + mlp(x))``,
@@ -38,7 +38,7 @@ import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 DRAFT_ARCHITECTURE = "EaglePMtpHpdForCausalLM"
 _DRAFT_CLASS = f"hpdparse.engines.vllm.draft_model:{DRAFT_ARCHITECTURE}"
@@ -69,7 +69,20 @@ def register_draft_model() -> None:
         ModelRegistry.register_model(DRAFT_ARCHITECTURE, _DRAFT_CLASS)
 
 
-def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> dict[str, Any]:
+class SpeculativeConfig(TypedDict, total=False):
+    method: str
+    model: str
+    num_speculative_tokens: int
+    disable_eagle_block_drop: bool  # where vLLM has it (compat.no_eagle_block_drop)
+
+
+class PMtpEngineArgs(TypedDict, total=False):
+    speculative_config: SpeculativeConfig
+    per_request_spec_decode_metrics: str  # where vLLM has it
+    hf_overrides: dict[str, int]
+
+
+def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> PMtpEngineArgs:
     """Extra ``EngineArgs`` that turn P-MTP on for this checkpoint, or ``{}``.
 
     Empty when ``engine_config.mtp`` is off, ``speculative_tokens`` < 1, or the checkpoint has
@@ -100,7 +113,7 @@ def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> dict[str, Any
     }
 
 
-def speculative_config(draft_folder: str | Path, num_tokens: int) -> dict[str, Any]:
+def speculative_config(draft_folder: str | Path, num_tokens: int) -> SpeculativeConfig:
     """vLLM's ``speculative_config`` for the P-MTP draft in ``draft_folder``."""
     from hpdparse.engines.vllm import compat
 
@@ -195,10 +208,6 @@ def _warn_unknown_head_tensors(model_dir: Path, files: list[Path]) -> None:
         )
 
 
-def has_head(model_dir: str | Path) -> bool:
-    return find_head(model_dir) is not None
-
-
 def _fingerprint(model_dir: Path, sources: Iterable[Path]) -> str:
     h = hashlib.sha256(f"v{_FORMAT_VERSION}\n{model_dir.resolve()}\n".encode())
     for f in sorted(set(sources)) + [model_dir / "config.json"]:
@@ -285,7 +294,9 @@ def _recorded_checkpoint(folder: Path) -> str | None:
 
 
 def _image_context_id(model_dir: Path) -> int:
+    from hpdparse.hpd.model_config import HpdModelConfig
     from hpdparse.hpd.prompt import load_tokenizer, token_ids
 
     raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    return token_ids(load_tokenizer(model_dir, str(model_dir)), raw, str(model_dir)).img_context
+    config = HpdModelConfig.from_dict(raw)
+    return token_ids(load_tokenizer(model_dir, str(model_dir)), config, str(model_dir)).img_context

@@ -47,7 +47,7 @@ class PagePrompt:
 
 
 @dataclass(frozen=True)
-class Admission:
+class WaitingLimits:
     """Pull a page only while the requests waiting in vLLM's scheduler hold fewer than
     `max_waiting_tokens` prompt tokens still to compute and no child waits for room, and (when
     set) fewer than `max_waiting` requests wait, queued children included. `waiting` reads

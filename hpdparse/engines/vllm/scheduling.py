@@ -10,7 +10,7 @@ pages) and do not count against `max_in_flight`.
 
 Admission control: a new page is pulled from the (lazy) request iterator only while the requests
 waiting in vLLM's scheduler hold less than two steps' prompt tokens and no child is queued
-(`pages.Admission`, `VllmOptions.max_waiting_tokens`); `max_in_flight` stays the upper bound.
+(`pages.WaitingLimits`, `VllmOptions.max_waiting_tokens`); `max_in_flight` stays the upper bound.
 Which requests report their tokens every step, and what a step costs here: see ``pages``.
 
 A page's `PageRequest.max_tokens` lowers the token limit of each of its branches; once its
@@ -24,7 +24,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from itertools import count
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
@@ -36,14 +36,17 @@ from hpdparse.engines.base import (
 )
 from hpdparse.engines.text_layer import file_answers
 from hpdparse.engines.vllm.pages import (
-    Admission,
     BranchRequest,
     PageInFlight,
     PagePrompt,
+    WaitingLimits,
     child_input,
 )
 from hpdparse.errors import EngineError
 from hpdparse.hpd.fork_tree import Branch, ForkTree
+
+if TYPE_CHECKING:
+    from vllm.inputs.engine import MultiModalInput
 
 
 class PageScheduler:
@@ -60,7 +63,7 @@ class PageScheduler:
         engine_started: Callable[[], bool],
         max_model_len: int,
         max_in_flight: int,
-        admission: Admission,
+        admission: WaitingLimits,
         page_numbers: count,
     ) -> None:
         self._llm = llm  # a started vLLM LLMEngine
@@ -73,7 +76,7 @@ class PageScheduler:
         self._admission = admission
         self._page_numbers = page_numbers
         self._requests: dict[str, BranchRequest] = {}  # by id, until their branch finishes
-        self._queued_children: deque[tuple[BranchRequest, dict[str, Any], int]] = deque()
+        self._queued_children: deque[tuple[BranchRequest, MultiModalInput, int]] = deque()
         # Pages in flight whose request can be cancelled.
         self._cancellable: dict[int, PageInFlight] = {}
         self._pages_in_flight = 0

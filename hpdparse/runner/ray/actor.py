@@ -25,7 +25,7 @@ from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.remote import is_url
-from hpdparse.runner.ray.engine_feed import EngineFeed, PageOutcome
+from hpdparse.runner.ray.engine_feed import EngineFeed
 from hpdparse.runner.ray.run_book import Heartbeat, run_is_over
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import (
@@ -39,10 +39,10 @@ from hpdparse.runner.ray.units import (
     columns,
     rows_of,
 )
-from hpdparse.runner.save_page import save_page
 from hpdparse.runner.settings import MAX_AUTO_WORKERS, ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.store.output_store import open_document_folder
+from hpdparse.store.raw_pages import RawPage
 
 SHARED_FS_HINT = "--ray needs inputs and output on a file system every node sees"
 
@@ -189,16 +189,16 @@ class PageDecoder:
         for number in unit.pages:
             saved = folder.read_raw_page(number)
             if saved is not None and saved.reusable(self.info.reuse_key_at(self.settings.dpi)):
-                meta = saved.meta.decode
+                result = saved.result
                 rows.append(
                     self._row(
                         unit,
                         started,
                         number,
                         PAGE_SAVED,
-                        prompt_tokens=meta.prompt_tokens,
-                        output_tokens=meta.output_tokens,
-                        seconds=meta.seconds,
+                        prompt_tokens=result.prompt_tokens,
+                        output_tokens=result.output_tokens,
+                        seconds=result.seconds,
                     )
                 )
             elif attempt > self.attempts:
@@ -212,8 +212,8 @@ class PageDecoder:
         if not to_decode:
             return rows
         handle = self.feed.submit(unit.unit, unit.source, to_decode)
-        for outcome in self.feed.decode(handle):
-            rows.append(self._page_row(unit, started, folder, outcome))
+        for page in self.feed.decode(handle):
+            rows.append(self._page_row(unit, started, folder, page))
         return rows
 
     def _unreachable(self, unit: WorkUnit) -> str | None:
@@ -227,22 +227,14 @@ class PageDecoder:
             return f"{unit.folder}: output folder not found on {self.host} ({SHARED_FS_HINT})"
         return None
 
-    def _page_row(
-        self, unit: WorkUnit, started: float, folder: Any, outcome: PageOutcome
-    ) -> PageRow:
-        number, result = outcome.number, outcome.result
-        if result is None or outcome.prepared is None:
-            return self._row(
-                unit, started, number, PAGE_FAILED, error=outcome.error or "not rasterized"
-            )
+    def _page_row(self, unit: WorkUnit, started: float, folder: Any, page: RawPage) -> PageRow:
+        """The row of a page back from the feed, saved now unless it failed."""
+        number, result = page.number, page.result
         if not result.ok:
-            error = " ".join((result.error or "the engine gave no text").split())
-            error = f"{unit.source}: page {number}: {error}"
-            return self._row(unit, started, number, PAGE_FAILED, error=error)
+            return self._row(unit, started, number, PAGE_FAILED, error=page.error)
         try:
-            save_page(
-                folder, number, result, outcome.prepared.geometry, self.info, self.settings.dpi
-            )
+            reuse = self.info.reuse_key_at(self.settings.dpi)
+            folder.write_raw_page(RawPage(number, result, page.geometry, self.info, reuse))
         except OSError as exc:
             error = f"{folder.location}: cannot write the output folder: {exc.strerror}"
             return self._row(unit, started, number, PAGE_FAILED, error=error)

@@ -332,14 +332,14 @@ class RayConverter:
             for number in missing:
                 saved = doc.folder.read_raw_page(number)
                 if saved is not None and saved.reusable(self._info.reuse_key_at(self.settings.dpi)):
-                    meta = saved.meta.decode
+                    result = saved.result
                     row = PageRow(
                         unit.unit,
                         unit.doc,
                         number,
                         PAGE_DECODED,
-                        prompt_tokens=meta.prompt_tokens,
-                        output_tokens=meta.output_tokens,
+                        prompt_tokens=result.prompt_tokens,
+                        output_tokens=result.output_tokens,
                     )
                 else:
                     error = (

@@ -7,7 +7,9 @@ processes (`ReadAhead`, so a crashed or hung rasterizer fails its page, not the 
   own thread, fed from a queue across units, so it keeps --batch-size pages in flight;
 - the openai engine (no live source) gets one `run` per unit, in the unit's thread, each with
   the unit's pages.
-Each unit gets its pages back, in completion order, through its own queue (`UnitPages`).
+Each unit gets its pages back, in completion order, through its own queue (`UnitPages`), as
+`RawPage`s to save: the engine's result with the rasterized page's geometry, or a failed page
+(not rasterized, or the engine's error) with its one-line error.
 
 A dead engine (an exception out of `Engine.run`, or no result for `hang_seconds` while pages
 are in flight) cannot be trusted with the next page: the process exits (`die`), Ray restarts
@@ -22,12 +24,13 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from typing import NoReturn
 
 from hpdparse.engines.base import Engine, PageRequest, PageResult
-from hpdparse.runner.read_ahead import PageJob, ReadAhead
-from hpdparse.runner.workers import PreparedPage, WorkerPool
+from hpdparse.runner.read_ahead import ReadAhead
+from hpdparse.runner.workers import WorkerPool
+from hpdparse.sources.document import PageGeometry
+from hpdparse.store.raw_pages import RawPage
 
 EXIT_ENGINE_DEAD = 70
 """Exit status of an actor process whose engine died or hung."""
@@ -40,17 +43,6 @@ def die(message: str) -> NoReturn:
     os._exit(EXIT_ENGINE_DEAD)
 
 
-@dataclass
-class PageOutcome:
-    """One page of a unit back from the feed: the engine's result and the rasterized page's
-    geometry, or `error` (the page could not be rasterized)."""
-
-    number: int
-    result: PageResult | None = None
-    prepared: PreparedPage | None = None
-    error: str | None = None
-
-
 class UnitPages:
     """The pages of one unit on their way through the feed."""
 
@@ -58,11 +50,11 @@ class UnitPages:
         self.unit = unit
         self.source = source
         self.pages = pages
-        self.outcomes: queue.Queue[PageOutcome] = queue.Queue()
+        self.outcomes: queue.Queue[RawPage] = queue.Queue()
         # Only for engines without a live source: this unit's pages, in order, for its own run.
-        self.requests: queue.Queue[PageRequest | PageOutcome] = queue.Queue()
+        self.requests: queue.Queue[PageRequest | RawPage] = queue.Queue()
 
-    def __iter__(self) -> Iterator[PageOutcome]:
+    def __iter__(self) -> Iterator[RawPage]:
         for _ in self.pages:
             yield self.outcomes.get()
 
@@ -94,7 +86,8 @@ class EngineFeed:
         # Prepared pages waiting for the live engine; bounded, so rasterizing stays ahead of
         # the engine by at most the read-ahead window.
         self._requests: queue.Queue[PageRequest] = queue.Queue(maxsize=max(1, read_ahead))
-        self._prepared: dict[tuple[int, int], tuple[UnitPages, PreparedPage]] = {}
+        # The geometry of each page in the engine, by request key (unit, page number).
+        self._geometry: dict[tuple[UnitPages, int], PageGeometry] = {}
         self._lock = threading.Lock()
         self._in_flight = 0
         self._last_progress = time.monotonic()
@@ -110,7 +103,7 @@ class EngineFeed:
             self._units.put(handle)
         return handle
 
-    def decode(self, handle: UnitPages) -> Iterator[PageOutcome]:
+    def decode(self, handle: UnitPages) -> Iterator[RawPage]:
         """The outcomes of a submitted unit, as they come. Without a live engine the unit's own
         engine run happens here, in the caller's thread."""
         if not handle.pages:
@@ -125,29 +118,26 @@ class EngineFeed:
     def _feed(self) -> None:
         while True:
             first = self._units.get()
-            for job, prepared in self._read_ahead.pages(self._jobs(first)):
-                handle = job.owner
-                if isinstance(prepared, str):
-                    failure = PageOutcome(job.number, error=prepared)
+            for handle, number, request in self._read_ahead.pages(self._pages(first)):
+                if isinstance(request, str):
+                    failure = RawPage.failed(number, request)
                     (handle.outcomes if self.live else handle.requests).put(failure)
                     continue
-                key = (handle.unit, job.number)
-                request = PageRequest(key=key, payload=prepared.payload)
-                prepared.payload = None  # the engine holds it now
+                assert request.geometry is not None
                 with self._lock:
-                    self._prepared[key] = (handle, prepared)
+                    self._geometry[handle, number] = request.geometry
                 if self.live:
                     self._requests.put(request)
                 else:
                     handle.requests.put(request)
 
-    def _jobs(self, first: UnitPages) -> Iterator[PageJob[UnitPages]]:
+    def _pages(self, first: UnitPages) -> Iterator[tuple[UnitPages, str, int]]:
         """The pages of `first`, then of the units queued meanwhile; ends when none is queued
         (so the last pages are never held back waiting for more work)."""
         handle: UnitPages | None = first
         while handle is not None:
             for number in handle.pages:
-                yield PageJob(handle, handle.source, number)
+                yield handle, handle.source, number
             try:
                 handle = self._units.get_nowait()
             except queue.Empty:
@@ -180,15 +170,15 @@ class EngineFeed:
 
     # --- an engine without a live source (one run per unit, in the unit's thread) ---
 
-    def _run_unit(self, handle: UnitPages) -> Iterator[PageOutcome]:
+    def _run_unit(self, handle: UnitPages) -> Iterator[RawPage]:
         """The feeder puts each page of the unit, in order, into the unit's own queue: a request,
-        or the outcome of a page that could not be rasterized (passed on as is)."""
-        not_rasterized: list[PageOutcome] = []
+        or the failed page of one that could not be rasterized (passed on as is)."""
+        not_rasterized: list[RawPage] = []
 
         def requests() -> Iterator[PageRequest]:
             for _ in handle.pages:
                 item = handle.requests.get()
-                if isinstance(item, PageOutcome):
+                if isinstance(item, RawPage):
                     not_rasterized.append(item)
                     continue
                 with self._lock:
@@ -209,16 +199,18 @@ class EngineFeed:
 
     # --- results ---
 
-    def _outcome(self, result: PageResult) -> PageOutcome:
+    def _outcome(self, result: PageResult) -> RawPage:
         self._last_progress = time.monotonic()
+        handle, number = result.key
         with self._lock:
-            _handle, prepared = self._prepared.pop(result.key)
-        return PageOutcome(result.key[1], result=result, prepared=prepared)
+            geometry = self._geometry.pop(result.key)
+        if not result.ok:
+            error = " ".join((result.error or "the engine gave no text").split())
+            return RawPage.failed(number, f"{handle.source}: page {number}: {error}")
+        return RawPage(number, result, geometry)
 
     def _deliver(self, result: PageResult) -> None:
-        self._last_progress = time.monotonic()
-        with self._lock:
-            handle, _prepared = self._prepared[result.key]
+        handle, _number = result.key
         handle.outcomes.put(self._outcome(result))
 
     def _watch(self) -> None:

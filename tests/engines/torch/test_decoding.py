@@ -14,7 +14,7 @@ from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder, PageJob  
 from hpdparse.engines.torch.loading import load_model  # noqa: E402
 from hpdparse.hpd.checkpoint import open_checkpoint  # noqa: E402
 from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids  # noqa: E402
-from hpdparse.hpd.tiling import TilingConfig, normalize_torch, tile_image  # noqa: E402
+from hpdparse.hpd.tiling import normalize_torch, tile_image  # noqa: E402
 from hpdparse.sources.open import open_source  # noqa: E402
 from tests.tinymodel.synth import load_ground_truth  # noqa: E402
 
@@ -39,7 +39,7 @@ def sample_image(stem: str, page: int):
     if not path.is_file():
         path = SAMPLES / f"{stem}.png"
     with open_source(path) as doc:
-        return doc.rasterize(page, 200).image
+        return doc.rasterize(page, 200)[0]
 
 
 class Tiny:
@@ -48,10 +48,10 @@ class Tiny:
         self.ckpt = open_checkpoint(str(TINY))
         self.model = load_model(self.ckpt)
         self.tok = load_tokenizer(self.ckpt.path, str(TINY))
-        self.ids = token_ids(self.tok, self.ckpt.raw_config, str(TINY))
-        template = self.ckpt.tokenizer_config()["chat_template"]
+        self.ids = token_ids(self.tok, self.ckpt.config, str(TINY))
+        template = self.ckpt.chat_template()
         self.prompts = PromptBuilder(self.tok, self.ids, template)
-        self.tiling = TilingConfig.from_model_config(self.ckpt.raw_config)
+        self.tiling = self.ckpt.config.tiling
         self.truth = load_ground_truth(STREAMS)
         self.features = {}
         with torch.no_grad():

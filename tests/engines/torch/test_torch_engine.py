@@ -35,7 +35,7 @@ def _image(stem: str, page: int):
     if not path.is_file():
         path = SAMPLES / f"{stem}.png"
     with open_source(path) as doc:
-        return doc.rasterize(page, 200).image
+        return doc.rasterize(page, 200)[0]
 
 
 @pytest.fixture(scope="module")

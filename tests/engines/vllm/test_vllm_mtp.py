@@ -98,10 +98,12 @@ def test_draft_head_computes_the_reference_head() -> None:
     reference = load_model(open_checkpoint(str(TINY)))
     assert reference.has_mtp, "the tiny fixture should carry a P-MTP head"
     cfg = reference.language_model.config
-    from hpdparse.engines.vllm.draft_model import PMtpHead
+    from vllm.model_executor.layers.layernorm import RMSNorm
+
+    from hpdparse.engines.pmtp_head import PMtpHead
 
     with set_current_vllm_config(VllmConfig()):
-        head = PMtpHead(cfg.hidden_size, cfg.intermediate_size, cfg.rms_norm_eps)
+        head = PMtpHead(cfg.hidden_size, cfg.intermediate_size, cfg.rms_norm_eps, RMSNorm)
     state = {k[len(MTP) :]: v for k, v in reference.state_dict().items() if k.startswith(MTP)}
     head.load_state_dict(state, strict=True)
 
@@ -179,7 +181,7 @@ def test_stale_draft_folders_are_removed(tmp_path: Path) -> None:
 def test_draft_folder_from_pmtp_folder(tmp_path: Path) -> None:
     """A checkpoint whose head is only in a P-MTP/ folder (its own names, extra tensors)."""
     ckpt = _without_head(TINY, tmp_path / "ckpt")
-    assert not vllm_mtp.has_head(ckpt)
+    assert vllm_mtp.find_head(ckpt) is None
     main = load_file(str(TINY / "model.safetensors"))
     (ckpt / "P-MTP").mkdir()
     pmtp = {"model." + k[len(MTP) :]: v for k, v in main.items() if k.startswith(MTP)}

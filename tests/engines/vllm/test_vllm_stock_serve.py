@@ -38,7 +38,7 @@ from hpdparse.engines.vllm.plugin import ARCHITECTURE
 from hpdparse.hpd.checkpoint import open_checkpoint
 from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
 from hpdparse.hpd.protocol import instruction
-from hpdparse.hpd.tiling import TilingConfig, tile_image
+from hpdparse.hpd.tiling import tile_image
 from hpdparse.sources.rasterize import rasterize_page
 from tests.helpers.patience import PATIENCE_SECONDS
 
@@ -128,16 +128,16 @@ def _in_process_prompt(image, fork: bool) -> list[int]:
     """The prompt the in-process engines decode from, for this page."""
     ckpt = open_checkpoint(str(TINY))
     tokenizer = load_tokenizer(ckpt.path, str(TINY))
-    ids = token_ids(tokenizer, ckpt.raw_config, str(TINY))
-    builder = PromptBuilder(tokenizer, ids, ckpt.tokenizer_config().get("chat_template"))
-    tiling = TilingConfig.from_model_config(ckpt.raw_config)
+    ids = token_ids(tokenizer, ckpt.config, str(TINY))
+    builder = PromptBuilder(tokenizer, ids, ckpt.chat_template())
+    tiling = ckpt.config.tiling
     tiles = tile_image(image, tiling)
     return builder.build(len(tiles) * tiling.tokens_per_tile, fork)
 
 
 @pytest.mark.parametrize("fork", [False, True], ids=["plain", "fork-instruction"])
 def test_the_served_prompt_is_the_in_process_prompt(stock_server: StockServer, fork: bool) -> None:
-    image = rasterize_page(str(SAMPLES / "report.pdf"), 1, 200).image
+    image = rasterize_page(str(SAMPLES / "report.pdf"), 1, 200)[0]
     body = {
         "model": str(TINY),
         "messages": _messages(encode_page_png(image), fork),

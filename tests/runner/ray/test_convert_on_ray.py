@@ -45,7 +45,7 @@ def on_ray(address: str, **changes: object) -> RaySettings:
 
 
 def fingerprint(pdf: Path, number: int) -> str:
-    return image_fingerprint(rasterize_page(str(pdf), number, DPI).image)
+    return image_fingerprint(rasterize_page(str(pdf), number, DPI)[0])
 
 
 def corpus_inputs() -> list[Path]:

@@ -34,9 +34,7 @@ DPI = 72
 
 
 def fingerprints(pdf: Path, pages: int) -> dict[int, str]:
-    return {
-        n: image_fingerprint(rasterize_page(str(pdf), n, DPI).image) for n in range(1, pages + 1)
-    }
+    return {n: image_fingerprint(rasterize_page(str(pdf), n, DPI)[0]) for n in range(1, pages + 1)}
 
 
 def test_actor_killed_mid_unit_every_page_converted_none_decoded_more_than_twice(

@@ -1,15 +1,15 @@
-"""The OpenAI chat-completions wire format as HPD speaks it: one module for the server
+"""The OpenAI chat-completions wire format as HPD speaks it: one package for the server
 (`hpdparse serve`), the client (`--engine openai`) and the test server (tests/helpers).
 
 A page request is one user message whose content holds the page as an image data URL and,
 optionally, the HPD instruction as text. The answer's content is the page's raw HPD text. This
-module builds and reads those JSON shapes (requests, completions, stream chunks, model lists,
+package builds and reads those JSON shapes (requests, completions, stream chunks, model lists,
 errors) and nothing else: no HTTP, no engine, no image decoding, standard library only, so that
 importing it is cheap. Shapes follow vLLM's OpenAI server: errors are
 ``{"error": {"message", "type", "param", "code"}}``; a stream is server-sent events, one
 ``data: {chunk}`` per delta, the first carrying the assistant role, the last the finish reason,
 then (with ``stream_options.include_usage``) a chunk with no choices and the usage, then
-``data: [DONE]``.
+``data: [DONE]``. The bodies are typed in `hpdparse.wire.bodies`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,12 @@ import binascii
 import json
 import time
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from http import HTTPStatus
 from typing import Any
+
+from hpdparse.wire import bodies
+from hpdparse.wire.bodies import ChatRequest, Completion
 
 CHAT_COMPLETIONS_PATH = "/chat/completions"
 MODELS_PATH = "/models"
@@ -50,7 +53,7 @@ class WireError(Exception):
         self.message = message
         self.param = param
 
-    def body(self) -> dict[str, Any]:
+    def body(self) -> bodies.ErrorBody:
         return error_body(self.status, self.message, self.param)
 
 
@@ -68,7 +71,7 @@ def error_type(status: int) -> str:
         return "InternalServerError" if status >= 500 else "BadRequestError"
 
 
-def error_body(status: int, message: str, param: str | None = None) -> dict[str, Any]:
+def error_body(status: int, message: str, param: str | None = None) -> bodies.ErrorBody:
     """The OpenAI error object for an error answer (or an error event in a stream)."""
     return {
         "error": {"message": message, "type": error_type(status), "param": param, "code": status}
@@ -115,14 +118,14 @@ def chat_request(
     temperature: float = 0.0,
     stream: bool = False,
     logprobs: bool = False,
-    extra: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+    extra: Mapping[str, object] | None = None,
+) -> dict[str, object]:
     """The request body for one page: the image, then the instruction (if any); `logprobs`
-    asks for each chosen token's log-probability."""
-    content: list[dict[str, Any]] = [{"type": "image_url", "image_url": {"url": image_url}}]
+    asks for each chosen token's log-probability; `extra` (a server's own fields) comes last."""
+    content: list[object] = [{"type": "image_url", "image_url": {"url": image_url}}]
     if prompt:
         content.append({"type": "text", "text": prompt})
-    body: dict[str, Any] = {
+    body: dict[str, object] = {
         "model": model,
         "messages": [{"role": "user", "content": content}],
         "temperature": temperature,
@@ -138,41 +141,14 @@ def chat_request(
     return body
 
 
-@dataclass(frozen=True)
-class ChatRequest:
-    """A chat-completions request, checked for shape only (what is served is the server's call).
-
-    `image_urls` and `texts` come from every user message, in order; `max_tokens` is
-    ``max_completion_tokens`` when given, else ``max_tokens``; `body` is the whole JSON object.
-    """
-
-    model: str | None
-    image_urls: list[str]
-    texts: list[str]
-    stream: bool = False
-    include_usage: bool = False
-    max_tokens: int | None = None
-    temperature: float | None = None
-    n: int | None = None
-    body: dict[str, Any] = field(default_factory=dict, repr=False)
-
-    @property
-    def text(self) -> str:
-        """The user's text parts, stripped and joined by spaces."""
-        return " ".join(t.strip() for t in self.texts if t.strip())
-
-
-def read_chat_request(raw: bytes | str | dict[str, Any]) -> ChatRequest:
+def read_chat_request(raw: bytes | str) -> ChatRequest:
     """Parse a chat-completions body; WireError 400 naming the field when its shape is wrong."""
-    if isinstance(raw, dict):
-        body = raw
-    else:
-        try:
-            body = json.loads(raw)
-        except (ValueError, UnicodeDecodeError):
-            raise WireError(400, "the request body is not JSON") from None
-        if not isinstance(body, dict):
-            raise WireError(400, "the request body must be a JSON object")
+    try:
+        body = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise WireError(400, "the request body is not JSON") from None
+    if not isinstance(body, dict):
+        raise WireError(400, "the request body must be a JSON object")
     model = body.get("model")
     if model is not None and not isinstance(model, str):
         raise WireError(400, "model must be a string", "model")
@@ -201,7 +177,9 @@ def read_chat_request(raw: bytes | str | dict[str, Any]) -> ChatRequest:
         max_tokens=max_tokens,
         temperature=None if temperature is None else float(temperature),
         n=_optional_int(body, "n", 1),
-        body=body,
+        logprobs=body.get("logprobs"),
+        top_logprobs=body.get("top_logprobs"),
+        echo=body.get("echo"),
     )
 
 
@@ -235,7 +213,7 @@ def _read_messages(messages: Any) -> tuple[list[str], list[str]]:
     return urls, texts
 
 
-def _optional_int(body: dict[str, Any], name: str, least: int) -> int | None:
+def _optional_int(body: Mapping[str, object], name: str, least: int) -> int | None:
     value = body.get(name)
     if value is None:
         return None
@@ -249,13 +227,17 @@ def completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex}"
 
 
-def usage(prompt_tokens: int, completion_tokens: int, **extra: Any) -> dict[str, Any]:
-    return {
+def usage(
+    prompt_tokens: int, completion_tokens: int, max_tokens: int | None = None
+) -> bodies.Usage:
+    counts: bodies.Usage = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
-        **extra,
     }
+    if max_tokens is not None:
+        counts["max_tokens"] = max_tokens
+    return counts
 
 
 def completion(
@@ -263,9 +245,9 @@ def completion(
     model: str,
     content: str,
     finish_reason: str,
-    usage: dict[str, Any],
+    usage: bodies.Usage,
     created: int | None = None,
-) -> dict[str, Any]:
+) -> bodies.ChatCompletion:
     """A non-streamed answer."""
     return {
         "id": id,
@@ -291,47 +273,30 @@ def chunk(
     content: str | None = None,
     role: str | None = None,
     finish_reason: str | None = None,
-) -> dict[str, Any]:
-    """One stream chunk: a content delta, the opening role, or the closing finish reason."""
-    delta: dict[str, Any] = {}
+    usage: bodies.Usage | None = None,
+) -> bodies.ChatCompletionChunk:
+    """One stream chunk: a content delta, the opening role, or the closing finish reason; with
+    `usage`, the last chunk of a stream with ``stream_options.include_usage`` (no choices)."""
+    delta: bodies.Delta = {}
     if role is not None:
         delta["role"] = role
     if content is not None:
         delta["content"] = content
-    return {
+    data: bodies.ChatCompletionChunk = {
         "id": id,
         "object": "chat.completion.chunk",
         "created": created,
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
     }
+    if usage is not None:
+        data["choices"] = []
+        data["usage"] = usage
+    return data
 
 
-def usage_chunk(id: str, model: str, created: int, usage: dict[str, Any]) -> dict[str, Any]:
-    """The last chunk of a stream with ``stream_options.include_usage``: no choices."""
-    return {
-        "id": id,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [],
-        "usage": usage,
-    }
-
-
-def sse_event(data: dict[str, Any]) -> bytes:
+def sse_event(data: bodies.ChatCompletionChunk | bodies.ErrorBody) -> bytes:
     return b"data: " + json.dumps(data, ensure_ascii=False).encode() + b"\n\n"
-
-
-@dataclass(frozen=True)
-class Completion:
-    """What a client reads from a non-streamed answer."""
-
-    content: str
-    finish_reason: str | None
-    usage: dict[str, Any]
-    # (token, log-probability) of each chosen token, when the answer has them
-    logprobs: list[tuple[str, float]] | None = None
 
 
 def read_completion(data: Any) -> Completion:
@@ -343,13 +308,21 @@ def read_completion(data: Any) -> Completion:
     content = message.get("content") if isinstance(message, dict) else None
     if not isinstance(content, str):
         raise NotACompletion(f"answer has no text content: {_clip(message)}")
-    usage = data.get("usage")
+    counts = data.get("usage")
+    prompt_tokens, completion_tokens = (
+        _count(counts.get(name)) if isinstance(counts, dict) else 0
+        for name in ("prompt_tokens", "completion_tokens")
+    )
     return Completion(
         content,
         choices[0].get("finish_reason"),
-        usage if isinstance(usage, dict) else {},
+        usage(prompt_tokens, completion_tokens),
         read_logprobs(choices[0].get("logprobs")),
     )
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
 
 
 def read_logprobs(data: Any) -> list[tuple[str, float]] | None:
@@ -371,9 +344,9 @@ def read_logprobs(data: Any) -> list[tuple[str, float]] | None:
 
 
 # ---------------------------------------------------------------------------------- models
-def model_list(models: list[dict[str, Any]]) -> dict[str, Any]:
-    """``GET /models``: entries with at least an ``id``; ``object`` is filled in."""
-    return {"object": "list", "data": [{"object": "model", **entry} for entry in models]}
+def model_list(cards: list[bodies.ModelCard]) -> bodies.ModelList:
+    """``GET /models``."""
+    return {"object": "list", "data": cards}
 
 
 def read_model_ids(data: Any) -> list[str]:

@@ -1,0 +1,130 @@
+"""The report of a run: report.json (every figure), the terminal summary, and which pages are
+the worst (for the HTML page, report_html)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+_SUMMARY = [
+    ("text", "text_block", "Edit_dist", "edit distance ↓"),
+    ("display formulas", "display_formula", "Edit_dist", "edit distance ↓"),
+    ("tables", "table", "TEDS", "TEDS ↑"),
+    ("tables", "table", "TEDS_structure_only", "TEDS structure only ↑"),
+    ("tables", "table", "Edit_dist", "edit distance ↓"),
+    ("reading order", "reading_order", "Edit_dist", "edit distance ↓"),
+]
+_BREAKDOWN = [
+    ("text edit", "text_block", "Edit_dist"),
+    ("formula edit", "display_formula", "Edit_dist"),
+    ("table TEDS", "table", "TEDS"),
+    ("order edit", "reading_order", "Edit_dist"),
+]
+
+
+def _plain(value: Any) -> Any:
+    """NaN -> None, so that report.json is strict JSON."""
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def write_json(report: dict[str, Any], path: Path) -> None:
+    public = {k: v for k, v in report.items() if not k.startswith("_")}
+    path.write_text(json.dumps(_plain(public), indent=2, ensure_ascii=False) + "\n", "utf-8")
+
+
+def _figure(value: Any) -> str:
+    if not isinstance(value, float) or math.isnan(value):
+        return "-"
+    return f"{value:.4f}"
+
+
+def _headline(metrics: dict[str, Any], element: str, metric: str) -> Any:
+    figures = metrics[element]["all"].get(metric, {})
+    return figures.get("all") if metric.startswith("TEDS") else figures.get("ALL_page_avg")
+
+
+def summary_table(report: dict[str, Any]) -> Table:
+    pages = report["pages"]
+    table = Table(title=f"hpdparse eval: {pages['scored']} of {pages['truth']} truth pages scored")
+    for column in ("element", "metric", "page average", "whole set"):
+        table.add_column(
+            column, justify="right" if column in ("page average", "whole set") else "left"
+        )
+    metrics = report["metrics"]
+    for label, element, metric, name in _SUMMARY:
+        whole = metrics[element]["all"].get(metric, {}).get("edit_whole")
+        table.add_row(label, name, _figure(_headline(metrics, element, metric)), _figure(whole))
+    overall = report["overall"]
+    table.add_row("overall", "OmniDocBench, 0-100 ↑", _figure(overall["value"]), "")
+    table.caption = (
+        "score: edit distances averaged over pages, TEDS over tables (OmniDocBench's figures); "
+        "whole set: all edits over all lengths. " + overall["substitution"]
+    )
+    return table
+
+
+def breakdown_table(report: dict[str, Any]) -> Table | None:
+    """Page-attribute breakdown (truth with page attributes only)."""
+    metrics = report["metrics"]
+    labels = sorted(
+        {
+            label
+            for e, m in ((e, m) for _, e, m in _BREAKDOWN)
+            for label in metrics[e]["page"].get(m, {})
+        }
+    )
+    if not labels:
+        return None
+    table = Table(title="By page attribute (page averages)")
+    table.add_column("attribute")
+    for name, _, _ in _BREAKDOWN:
+        table.add_column(name, justify="right")
+    for label in labels:
+        row = [_figure(metrics[e]["page"].get(m, {}).get(label)) for _, e, m in _BREAKDOWN]
+        table.add_row(label, *row)
+    return table
+
+
+def problem_lines(report: dict[str, Any]) -> list[str]:
+    problems = report["problems"]
+    lines = [f"missing prediction: {p['page']} ({p['reason']})" for p in problems["missing"]]
+    lines += [f"not scored: {p['page']} ({p['reason']})" for p in problems["failed"]]
+    return lines + problems["truth"] + problems["notes"]
+
+
+def print_summary(report: dict[str, Any], console: Console, breakdown: bool = True) -> None:
+    console.print(summary_table(report))
+    table = breakdown_table(report) if breakdown else None
+    if table is not None:
+        console.print(table)
+    for line in problem_lines(report):
+        console.print(f"[yellow]warning:[/yellow] {line}", markup=True, highlight=False)
+
+
+def page_badness(figures: dict[str, Any]) -> float:
+    """A page's mean shortfall over its elements (edit distances, 1 - TEDS): what orders the
+    worst pages."""
+    parts = [
+        figures[k]
+        for k in ("text_block_edit", "display_formula_edit", "reading_order_edit")
+        if figures[k] is not None
+    ]
+    if figures["table_teds"] is not None:
+        parts.append(1 - figures["table_teds"])
+    return sum(parts) / len(parts) if parts else 0.0
+
+
+def worst_pages(report: dict[str, Any], count: int) -> list[str]:
+    per_page = report["per_page"]
+    return sorted(per_page, key=lambda name: -page_badness(per_page[name]))[:count]
