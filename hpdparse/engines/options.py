@@ -152,7 +152,8 @@ def check_engine_options(
 def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
     """`value` checked against the field's type (and bound), converted where that loses
     nothing; a one-line EngineError otherwise."""
-    allowed = _union_members(hint)
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    allowed = list(typing.get_args(hint)) if union else [hint]
     if value is None and type(None) in allowed:
         return None
     for kind in allowed:
@@ -162,12 +163,6 @@ def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
     raise EngineError(
         f"{engine} engine: {f.name} must be {_describe(allowed, declaration(f))}, got {value!r:.80}"
     )
-
-
-def _union_members(hint: Any) -> list[Any]:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return list(typing.get_args(hint))
-    return [hint]
 
 
 def _as(kind: Any, value: Any) -> Any:

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 
-@dataclass(frozen=True, repr=False)
+@dataclass(frozen=True)
 class PageRanges:
     """A set of 1-based page numbers such as "1-3,7,10-" (open ends allowed: "10-", "-5");
     no ranges: every page."""
@@ -38,9 +38,6 @@ class PageRanges:
             else:
                 parts.append(f"{start}-{end}")
         return ",".join(parts) or "all"
-
-    def __repr__(self) -> str:
-        return f"PageRanges({str(self)!r})"
 
 
 _RANGE_ITEM = re.compile(r"^(\d+)?\s*(-)?\s*(\d+)?$")
