@@ -22,13 +22,14 @@ from hpdparse.commands.options import (
     storage_options_option,
     use_storage,
 )
-from hpdparse.commands.render_options import make_render_options, render_options
 from hpdparse.commands.review import review_command
 from hpdparse.commands.serve import serve_command
 from hpdparse.engines import registry
 from hpdparse.engines.openai.options import OpenAIOptions
 from hpdparse.engines.options import EngineConfig
 from hpdparse.errors import HpdparseError
+from hpdparse.export.files import check_export_options
+from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.progress import Progress, logged_warnings_shown, make_progress
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.settings import ConvertSettings, ReportSettings
@@ -39,6 +40,35 @@ EXIT_CODES_HELP = (
     "Exit codes: 0 every document converted (or skipped as already done); 1 at least one "
     "document or page failed (the others are still converted); 2 usage error; 130 interrupted."
 )
+
+
+# The Markdown, export and text layer options of convert and render (the fields of RenderOptions).
+_render_options = flags(
+    RenderOptions,
+    "keep_headers",
+    "images",
+    "table_format",
+    "math",
+    "page_markers",
+    "merge_paragraphs",
+    "merge_tables",
+    "text_layer",
+    "docling",
+    "chunks",
+    "chunk_tokens",
+    "chunk_tokenizer",
+)
+
+
+def _make_render_options(kw: Keywords) -> RenderOptions:
+    """Take the options out of click's keywords, checked (a missing extra or a tokenizer that
+    cannot load is a usage error)."""
+    options = RenderOptions(**values(RenderOptions, kw))
+    try:
+        check_export_options(options)
+    except (HpdparseError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+    return options
 
 
 def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -94,7 +124,7 @@ def main() -> None:
 @flags(ConvertSettings, "batch_size", "workers")
 @decode_options
 @flags(ConvertSettings, "overwrite")
-@render_options
+@_render_options
 @flags(ConvertSettings, "layout", "convert_timeout", "keep_converted_pdf")
 @click.option(
     "--ray",
@@ -119,7 +149,7 @@ def convert(**kw: Any) -> None:
     as the page is done). A rerun skips finished documents and resumes unfinished ones: only
     pages without saved output are decoded again.
     """
-    options = make_render_options(kw)
+    options = _make_render_options(kw)
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose exclude each other")
@@ -158,14 +188,14 @@ def convert(**kw: Any) -> None:
 @flags(
     ConvertSettings, "password", password="Password of encrypted sources (to cut figure images)."
 )
-@render_options
+@_render_options
 @flags(ConvertSettings, "layout")
 @storage_options_option
 @_run_options("Write a JSON report of this run.")
 def render(**kw: Any) -> None:
     """Rebuild .md, .json and images/ of converted documents from their raw/ pages, without a
     model (the source file, recorded in raw/document.json, is needed for images)."""
-    options = make_render_options(kw)
+    options = _make_render_options(kw)
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     use_storage(kw["storage_options"], [*kw["doc_dirs"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
