@@ -18,7 +18,7 @@ from hpdparse.commands.flags import flags, values
 from hpdparse.commands.options import (
     LOCATION,
     decode_options,
-    fail,
+    one_line_errors,
     storage_options_option,
     use_storage,
 )
@@ -159,7 +159,7 @@ def convert(**kw: Any) -> None:
     try:
         with (
             _sigterm_as_interrupt(),
-            _one_line_errors(progress, verbose),
+            one_line_errors(verbose, progress),
             logged_warnings_shown(progress, quiet),
         ):
             report = api.convert(
@@ -199,7 +199,7 @@ def render(**kw: Any) -> None:
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     use_storage(kw["storage_options"], [*kw["doc_dirs"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
-    with _one_line_errors(progress, verbose):
+    with one_line_errors(verbose, progress):
         report = api.render(
             kw["doc_dirs"],
             password=kw["password"],
@@ -238,19 +238,6 @@ def _sigterm_as_interrupt() -> Iterator[None]:
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-
-
-@contextlib.contextmanager
-def _one_line_errors(progress: Progress, verbose: bool) -> Iterator[None]:
-    """A run's error as one line and exit status 1 (a bug's with "internal error")."""
-    try:
-        yield
-    except (HpdparseError, ValueError, OSError) as exc:
-        progress.close()
-        fail(exc, verbose)
-    except Exception as exc:
-        progress.close()
-        fail(exc, verbose, internal=True)
 
 
 def _finish(report: RunReport, progress: Progress, quiet: bool) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from hpdparse.commands.flags import flags, values
-from hpdparse.commands.options import decode_options, fail
+from hpdparse.commands.options import decode_options, fail, one_line_errors
 from hpdparse.engines import registry
 from hpdparse.engines.options import EngineConfig
 from hpdparse.errors import HpdparseError
@@ -138,10 +138,6 @@ def serve_command(**kw: Any) -> None:
     )
     config = EngineConfig(**values(EngineConfig, kw))
     server = HpdServer(kw["engine"], config, settings, options=kw["engine_options"])
-    try:
+    with one_line_errors(kw["verbose"]):
         code = run_server(server, lambda line: click.echo(line))
-    except (HpdparseError, ValueError, OSError) as exc:
-        fail(exc, kw["verbose"])
-    except Exception as exc:
-        fail(exc, kw["verbose"], internal=True)
     sys.exit(code)
