@@ -41,7 +41,7 @@ from bench_vllm import sample_images  # noqa: E402
 
 from hpdparse.engines.base import EngineConfig, PageRequest  # noqa: E402
 from hpdparse.engines.vllm.engine import VllmEngine  # noqa: E402
-from hpdparse.engines.vllm.options import DEFAULT_MAX_WAITING, VllmOptions  # noqa: E402
+from hpdparse.engines.vllm.options import VllmOptions  # noqa: E402
 
 FULL_PAGE_TILE_BYTES = 25 * 448 * 448 * 3  # the 1B model at 200 dpi A4, RGB
 
@@ -159,7 +159,7 @@ def main() -> None:
     print(
         f"{args.pages} pages, max_in_flight {args.max_in_flight}, KV cache {args.kv_cache_gib} "
         f"GiB, model {args.model}, {args.dpi} dpi (admission: max_waiting "
-        f"{DEFAULT_MAX_WAITING}; off: max_waiting None)"
+        f"{VllmOptions().max_waiting}; off: max_waiting None)"
     )
     rows = []
     for mode in ("on", "off"):

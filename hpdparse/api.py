@@ -8,7 +8,7 @@ print(report.exit_code, report.documents[0].status)   # out/paper/paper.md
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,64 +100,38 @@ def convert(
     convert_settings = ConvertSettings(
         output_location(output_dir), render_options=render_options, **run
     )
-    config = EngineConfig(**engine_config)
+    config, closing = EngineConfig(**engine_config), ReportSettings(**report)
     if ray is not None and not isinstance(engine, str):
         raise ValueError("ray= needs an engine name: each Ray actor makes its own engine")
-
-    def start() -> Converter | RayConverter:
-        if ray is not None:
-            return _ray_converter(
-                engine, config, convert_settings, ray, engine_options, server, progress
-            )
-        if not isinstance(engine, str):  # the caller's engine: the caller starts and closes it
-            return Converter(engine, convert_settings, progress, start_engine=False)
-        made = create_engine(engine, config, engine_options, server=server)
-        return Converter(made, convert_settings, progress, start_engine=True)
-
-    return _run(start, inputs, recursive, ReportSettings(**report))
-
-
-def _ray_converter(
-    engine: str,
-    config: EngineConfig,
-    settings: ConvertSettings,
-    ray: str | RaySettings,
-    engine_options: Mapping[str, Any] | EngineOptions | None,
-    server: str,
-    progress: Progress | None,
-) -> RayConverter:
-    # Imported here: plain convert never loads the Ray runner (nor Ray).
-    from hpdparse.runner.ray.driver import RayConverter
-    from hpdparse.runner.ray.settings import RaySettings
-
-    ray_settings = ray if isinstance(ray, RaySettings) else RaySettings(address=ray)
-    return RayConverter(
-        engine,
-        config,
-        settings,
-        ray_settings,
-        options=engine_options,
-        server=server,
-        progress=progress,
-    )
-
-
-def _run(
-    start: Callable[[], Converter | RayConverter],
-    inputs: Sequence[str | Path],
-    recursive: bool,
-    report: ReportSettings,
-) -> RunReport:
-    """A run's one lifecycle, on this machine or on Ray: make the runner (an engine that cannot
-    be made fails every input, in the report too), convert the inputs found, close the report."""
+    # The run's one lifecycle, on this machine or on Ray: make the runner (an engine that cannot
+    # be made fails every input, in the report too), convert the inputs found, close the report.
     try:
-        runner = start()
+        if ray is not None:
+            # Imported here: plain convert never loads the Ray runner (nor Ray).
+            from hpdparse.runner.ray.driver import RayConverter
+            from hpdparse.runner.ray.settings import RaySettings
+
+            ray_settings = ray if isinstance(ray, RaySettings) else RaySettings(address=ray)
+            runner: Converter | RayConverter = RayConverter(
+                engine,
+                config,
+                convert_settings,
+                ray_settings,
+                options=engine_options,
+                server=server,
+                progress=progress,
+            )
+        elif not isinstance(engine, str):  # the caller's engine: the caller starts and closes it
+            runner = Converter(engine, convert_settings, progress, start_engine=False)
+        else:
+            made = create_engine(engine, config, engine_options, server=server)
+            runner = Converter(made, convert_settings, progress, start_engine=True)
     except EngineError as exc:
-        if report.report_path is not None:
-            _engine_failure_report(inputs, recursive, str(exc)).write(report.report_path)
+        if closing.report_path is not None:
+            _engine_failure_report(inputs, recursive, str(exc)).write(closing.report_path)
         raise
     sources, errors = discover_inputs([str(i) for i in inputs], recursive=recursive)
-    return report.close(runner.run(sources, errors))
+    return closing.close(runner.run(sources, errors))
 
 
 def _engine_failure_report(inputs: Sequence[str | Path], recursive: bool, error: str) -> RunReport:

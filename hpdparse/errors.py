@@ -12,13 +12,7 @@ class HpdparseError(Exception):
     def __init__(self, message: str, *, path: str | os.PathLike[str] | object = None) -> None:
         super().__init__(message)
         # A path, or a source at a URL (its str() is the URL).
-        self.path: str | None = (
-            None
-            if path is None
-            else os.fspath(path)
-            if isinstance(path, (str, os.PathLike))
-            else str(path)
-        )
+        self.path: str | None = None if path is None else str(path)
 
 
 class InputError(HpdparseError):

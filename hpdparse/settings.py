@@ -1,10 +1,10 @@
 """One declaration per option. `setting()` makes a dataclass field that carries everything about
-an option besides its value: the help text, the command-line flag, the bounds (choices come
-from the field's type). The settings classes (`RenderOptions`, `EngineConfig` and the engines'
-options, `ConvertSettings`, `ReportSettings`, `RaySettings`) declare their fields with it; the
-command line's options are made from those fields (hpdparse/commands/flags.py), the Python API
-takes them by their field names, and ``--engine-option`` values are checked against them
-(hpdparse/engines/options.py).
+an option besides its value (a `Declaration`: the help text, the command-line flag, the bounds;
+choices come from the field's type). The settings classes (`RenderOptions`, `EngineConfig` and
+the engines' options, `ConvertSettings`, `ReportSettings`, `RaySettings`) declare their fields
+with it; the command line's options are made from those fields (hpdparse/commands/flags.py), the
+Python API takes them by their field names, and ``--engine-option`` values are checked against
+them (hpdparse/engines/options.py).
 
 Also the ``--text-layer`` mode, one type wherever the mode travels.
 """
@@ -34,53 +34,40 @@ class TextLayerMode(str, Enum):
     PREFER = "prefer"  # also take trusted text from the file, not decoding it (engines/)
 
 
-def setting(
-    default: Any,
-    help: str = "",
-    *,
-    flag: str | None = None,
-    negate: bool = False,
-    low: float | None = None,
-    high: float | None = None,
-    low_open: bool = False,
-    metavar: str | None = None,
-    parse: Callable[[str | None], Any] | None = None,
-    show_default: bool = True,
-    example: str | None = None,
-    settable: bool = True,
-) -> Any:
-    """A dataclass field declared with its help text.
+@dataclasses.dataclass(frozen=True)
+class Declaration:
+    """Everything about an option besides its value. `flag` is its command-line option
+    (``--dpi``; ``--a/--b`` for a pair); `negate`: the flag says the opposite of the field
+    (``--no-fork`` sets ``fork=False``). `low`/`high` bound a number (`low_open`: strictly above
+    `low`); a field typed with a `Literal` or an enum takes one of its values. `parse` turns the
+    option's text into the field's value (ValueError: a bad value). `example` and `settable` are
+    for engine options: the example ``--help`` shows, and whether ``--engine-option`` may set
+    the field."""
 
-        `flag` is its command-line option (``--dpi``; ``--a/--b`` for a pair); `negate`: the flag
-        says the opposite of the field (``--no-fork`` sets ``fork=False``). `low`/`high` bound a
-        number (`low_open`: strictly above `low`); a field typed with a `Literal` or an enum takes
-    one of its values. `parse` turns the option's text
-        into the field's value (ValueError: a bad value). `example` and `settable` are for engine
-        options: the example ``--help`` shows, and whether ``--engine-option`` may set the field."""
-    metadata = {
-        "help": help,
-        "flag": flag,
-        "negate": negate,
-        "low": low,
-        "high": high,
-        "low_open": low_open,
-        "metavar": metavar,
-        "parse": parse,
-        "show_default": show_default,
-        "example": example,
-        "settable": settable,
-    }
+    help: str = ""
+    flag: str | None = None
+    negate: bool = False
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    metavar: str | None = None
+    parse: Callable[[str | None], Any] | None = None
+    show_default: bool = True
+    example: str | None = None
+    settable: bool = True
+
+
+def setting(default: Any, help: str = "", **declared: Any) -> Any:
+    """A dataclass field declared with its help text and the other parts of a `Declaration`."""
+    metadata = {"declaration": Declaration(help, **declared)}
     if isinstance(default, (dict, list)):
         return dataclasses.field(default_factory=lambda: type(default)(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 
-def within(value: float, metadata: Mapping[str, Any]) -> bool:
-    """Whether a number is inside its field's bounds."""
-    low, high = metadata.get("low"), metadata.get("high")
-    if low is not None and (value <= low if metadata.get("low_open") else value < low):
-        return False
-    return high is None or value <= high
+def declaration(field: dataclasses.Field) -> Declaration:
+    """How a dataclass field is declared (one made without `setting()`: no flag, no help)."""
+    return field.metadata.get("declaration", Declaration())
 
 
 @functools.cache

@@ -19,7 +19,7 @@ from hpdparse.engines.options import EngineConfig
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.settings import ConvertSettings, ReportSettings
-from hpdparse.settings import TextLayerMode, share_out
+from hpdparse.settings import TextLayerMode, declaration, share_out
 from hpdparse.sources.page_ranges import parse_page_ranges
 
 DECLARING = (
@@ -33,7 +33,7 @@ DECLARING = (
 
 
 def _flagged(cls: type) -> list[dataclasses.Field]:
-    return [f for f in dataclasses.fields(cls) if f.metadata.get("flag")]
+    return [f for f in dataclasses.fields(cls) if declaration(f).flag]
 
 
 def _options(command: click.Command) -> dict[str, click.Option]:
@@ -44,12 +44,13 @@ def _options(command: click.Command) -> dict[str, click.Option]:
 def test_every_declared_flag_is_a_convert_option_with_the_declared_default(cls: type) -> None:
     options = _options(convert)
     for field in _flagged(cls):
-        option = options[field.metadata["flag"].split("/")[0]]
+        declared = declaration(field)
+        option = options[declared.flag.split("/")[0]]
         assert option.name == field.name
-        assert option.help == field.metadata["help"]
-        if field.metadata["parse"] is not None:  # read from text: no default of its own
-            assert field.metadata["parse"](option.default) == field.default
-        elif field.metadata["negate"]:
+        assert option.help == declared.help
+        if declared.parse is not None:  # read from text: no default of its own
+            assert declared.parse(option.default) == field.default
+        elif declared.negate:
             assert option.default is not field.default
         else:
             assert option.default == field.default
@@ -58,9 +59,9 @@ def test_every_declared_flag_is_a_convert_option_with_the_declared_default(cls: 
 def test_serve_and_render_take_the_same_declarations() -> None:
     serve, render_options = _options(serve_command), _options(render)
     for field in _flagged(EngineConfig):
-        assert serve[field.metadata["flag"]].name == field.name
+        assert serve[declaration(field).flag].name == field.name
     for field in _flagged(RenderOptions):
-        assert render_options[field.metadata["flag"]].name == field.name
+        assert render_options[declaration(field).flag].name == field.name
     assert render_options["--layout"].name == "layout"
 
 

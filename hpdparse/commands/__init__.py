@@ -1,3 +1,4 @@
-"""The command line: `hpdparse convert|render|review|serve` (`main`), the click options made from
-the settings' declarations (`flags`), the options they share (`options`, `render_options`), the
-serve and review commands. The top layer: it may import any other."""
+"""The command line: `hpdparse convert|render|review|serve|eval` (`main`, with convert's and
+render's options), the click options made from the settings' declarations (`flags`), the options
+the commands share (`options`), the serve, review and eval commands. The top layer: it may import
+any other."""

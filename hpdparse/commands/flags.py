@@ -1,19 +1,20 @@
 """Click options made from the settings' declarations (`hpdparse.settings.setting`): a field
 declared with a flag becomes one option with its help, type, bounds, choices and default, under
-the field's own name, so `values` hands the command's keywords back as field values."""
+the field's own name and with the field's values, so a command's keywords are field values."""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
 import functools
+import operator
 import typing
 from collections.abc import Callable
 from typing import Any, Literal
 
 import click
 
-from hpdparse.settings import Keywords, field_types
+from hpdparse.settings import Keywords, declaration, field_types
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -31,40 +32,36 @@ def flags(settings: type, *names: str, **help: str) -> Decorator:
 
 
 def values(settings: type, kw: Keywords) -> Keywords:
-    """Take the fields of `settings` out of a command's keywords, as field values (a negated
-    flag such as ``--no-fork`` turned back into ``fork``)."""
-    taken = {}
-    for f in dataclasses.fields(settings):
-        if f.name in kw:
-            value = kw.pop(f.name)
-            taken[f.name] = not value if f.metadata.get("negate") else value
-    return taken
+    """Take the fields of `settings` out of a command's keywords."""
+    return {f.name: kw.pop(f.name) for f in dataclasses.fields(settings) if f.name in kw}
 
 
 def _option(settings: type, name: str, help: str | None) -> Decorator:
     field = {f.name: f for f in dataclasses.fields(settings)}[name]
-    meta = field.metadata
+    declared = declaration(field)
     default = field.default
     kwargs: Keywords = {
-        "help": help or meta["help"],
-        "show_default": meta["show_default"],
-        "metavar": meta["metavar"],
+        "help": help or declared.help,
+        "show_default": declared.show_default,
+        "metavar": declared.metavar,
     }
     kind = _kind(field_types(settings)[name])
     if kind is bool:
-        default = not default if meta["negate"] else default
-        return click.option(meta["flag"], name, is_flag=True, default=default, **kwargs)
+        if declared.negate:  # the command's keyword is still the field's value
+            kwargs["callback"] = functools.partial(_parse, operator.not_)
+            default = not default
+        return click.option(declared.flag, name, is_flag=True, default=default, **kwargs)
     choices = _choices(kind)
     if choices:
         kwargs["type"] = click.Choice(choices)
         default = str(default)
-    elif kind in (int, float) and (meta["low"] is not None or meta["high"] is not None):
+    elif kind in (int, float) and (declared.low is not None or declared.high is not None):
         number_range = click.IntRange if kind is int else click.FloatRange
-        kwargs["type"] = number_range(meta["low"], meta["high"], min_open=meta["low_open"])
-    if meta["parse"] is not None:
-        kwargs["callback"] = functools.partial(_parse, meta["parse"])
+        kwargs["type"] = number_range(declared.low, declared.high, min_open=declared.low_open)
+    if declared.parse is not None:
+        kwargs["callback"] = functools.partial(_parse, declared.parse)
         default = None
-    return click.option(meta["flag"], name, default=default, **kwargs)
+    return click.option(declared.flag, name, default=default, **kwargs)
 
 
 def _parse(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +18,19 @@ from hpdparse.commands.flags import flags, values
 from hpdparse.commands.options import (
     LOCATION,
     decode_options,
-    fail,
+    one_line_errors,
     storage_options_option,
     use_storage,
 )
-from hpdparse.commands.render_options import make_render_options, render_options
 from hpdparse.commands.review import review_command
 from hpdparse.commands.serve import serve_command
 from hpdparse.engines import registry
 from hpdparse.engines.openai.options import OpenAIOptions
 from hpdparse.engines.options import EngineConfig
 from hpdparse.errors import HpdparseError
-from hpdparse.runner.progress import logged_warnings_shown, make_progress
+from hpdparse.export.files import check_export_options
+from hpdparse.markdown.render import RenderOptions
+from hpdparse.runner.progress import Progress, logged_warnings_shown, make_progress
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.settings import ConvertSettings, ReportSettings
 from hpdparse.settings import Keywords
@@ -39,6 +40,35 @@ EXIT_CODES_HELP = (
     "Exit codes: 0 every document converted (or skipped as already done); 1 at least one "
     "document or page failed (the others are still converted); 2 usage error; 130 interrupted."
 )
+
+
+# The Markdown, export and text layer options of convert and render (the fields of RenderOptions).
+_render_options = flags(
+    RenderOptions,
+    "keep_headers",
+    "images",
+    "table_format",
+    "math",
+    "page_markers",
+    "merge_paragraphs",
+    "merge_tables",
+    "text_layer",
+    "docling",
+    "chunks",
+    "chunk_tokens",
+    "chunk_tokenizer",
+)
+
+
+def _make_render_options(kw: Keywords) -> RenderOptions:
+    """Take the options out of click's keywords, checked (a missing extra or a tokenizer that
+    cannot load is a usage error)."""
+    options = RenderOptions(**values(RenderOptions, kw))
+    try:
+        check_export_options(options)
+    except (HpdparseError, ValueError) as exc:
+        raise click.UsageError(str(exc)) from None
+    return options
 
 
 def _run_options(report_help: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
@@ -94,7 +124,7 @@ def main() -> None:
 @flags(ConvertSettings, "batch_size", "workers")
 @decode_options
 @flags(ConvertSettings, "overwrite")
-@render_options
+@_render_options
 @flags(ConvertSettings, "layout", "convert_timeout", "keep_converted_pdf")
 @click.option(
     "--ray",
@@ -119,44 +149,32 @@ def convert(**kw: Any) -> None:
     as the page is done). A rerun skips finished documents and resumes unfinished ones: only
     pages without saved output are decoded again.
     """
-    options = make_render_options(kw)
+    options = _make_render_options(kw)
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     if quiet and verbose:
         raise click.UsageError("--quiet and --verbose exclude each other")
     ray = _ray_settings(kw)
     use_storage(kw.pop("storage_options"), [*kw["inputs"], kw["output"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
-    previous = _stop_cleanly_on_sigterm()
     try:
-        with logged_warnings_shown(progress, quiet):
+        with (
+            _sigterm_as_interrupt(),
+            one_line_errors(verbose, progress),
+            logged_warnings_shown(progress, quiet),
+        ):
             report = api.convert(
                 kw.pop("inputs"),
                 kw.pop("output"),
-                engine=kw.pop("engine"),
-                engine_options=kw.pop("engine_options"),
                 render_options=options,
-                recursive=kw.pop("recursive"),
                 progress=progress,
                 ray=ray,
-                **values(ConvertSettings, kw),
-                **values(EngineConfig, kw),
-                **values(ReportSettings, kw),
-                server=kw.pop("server"),
+                **kw,
             )
     except KeyboardInterrupt:
         progress.close()
         click.echo("error: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except (HpdparseError, ValueError, OSError) as exc:
-        progress.close()
-        fail(exc, verbose)
-    except Exception as exc:
-        progress.close()
-        fail(exc, verbose, internal=True)
-    finally:
-        _restore_sigterm(previous)
-    progress.close()
-    _finish(report, quiet)
+    _finish(report, progress, quiet)
 
 
 @main.command(epilog=EXIT_CODES_HELP)
@@ -170,18 +188,18 @@ def convert(**kw: Any) -> None:
 @flags(
     ConvertSettings, "password", password="Password of encrypted sources (to cut figure images)."
 )
-@render_options
+@_render_options
 @flags(ConvertSettings, "layout")
 @storage_options_option
 @_run_options("Write a JSON report of this run.")
 def render(**kw: Any) -> None:
     """Rebuild .md, .json and images/ of converted documents from their raw/ pages, without a
     model (the source file, recorded in raw/document.json, is needed for images)."""
-    options = make_render_options(kw)
+    options = _make_render_options(kw)
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
     use_storage(kw["storage_options"], [*kw["doc_dirs"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
-    try:
+    with one_line_errors(verbose, progress):
         report = api.render(
             kw["doc_dirs"],
             password=kw["password"],
@@ -190,14 +208,7 @@ def render(**kw: Any) -> None:
             progress=progress,
             **values(ReportSettings, kw),
         )
-    except (HpdparseError, ValueError, OSError) as exc:
-        progress.close()
-        fail(exc, verbose)
-    except Exception as exc:
-        progress.close()
-        fail(exc, verbose, internal=True)
-    progress.close()
-    _finish(report, quiet)
+    _finish(report, progress, quiet)
 
 
 def _ray_settings(kw: Keywords) -> RaySettings | None:
@@ -211,26 +222,26 @@ def _ray_settings(kw: Keywords) -> RaySettings | None:
     return None
 
 
-def _stop_cleanly_on_sigterm() -> Any:
-    """`kill` (SIGTERM) stops a run like Ctrl-C: finished pages stay, workers are shut down.
-    Returns the previous handler."""
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """`kill` (SIGTERM) stops a run like Ctrl-C: finished pages stay, workers are shut down."""
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt
 
     try:
-        return signal.signal(signal.SIGTERM, interrupt)
+        previous = signal.signal(signal.SIGTERM, interrupt)
     except ValueError:  # not the main thread (embedded use): leave signals alone
-        return None
-
-
-def _restore_sigterm(previous: Any) -> None:
-    if previous is not None:
-        with contextlib.suppress(ValueError):
+        previous = None
+    try:
+        yield
+    finally:
+        if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _finish(report: RunReport, quiet: bool) -> None:
+def _finish(report: RunReport, progress: Progress, quiet: bool) -> None:
+    progress.close()
     if not quiet:
         print_summary(report, sys.stdout, rich=sys.stdout.isatty())
     sys.exit(report.exit_code)

@@ -3,10 +3,11 @@ URLs and their `--storage-option`s, and the one-line error exit."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import click
 from hpdparse.commands.flags import flags
 from hpdparse.engines import registry
 from hpdparse.engines.options import EngineConfig
+from hpdparse.errors import HpdparseError
 from hpdparse.remote import (
     StorageOpenError,
     StorageUsageError,
@@ -23,6 +25,7 @@ from hpdparse.remote import (
     parse_storage_options,
     set_storage_options,
 )
+from hpdparse.runner.progress import Progress
 from hpdparse.settings import Keywords
 from hpdparse.store.report import EXIT_FAILED, EXIT_USAGE
 
@@ -73,6 +76,18 @@ def fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:
     sys.exit(EXIT_FAILED)
 
 
+@contextlib.contextmanager
+def one_line_errors(verbose: bool, progress: Progress | None = None) -> Iterator[None]:
+    """A command's error as one line and exit status 1 (a bug's as an internal error), the
+    progress display closed first."""
+    try:
+        yield
+    except Exception as exc:
+        if progress is not None:
+            progress.close()
+        fail(exc, verbose, internal=not isinstance(exc, (HpdparseError, ValueError, OSError)))
+
+
 class Location(click.ParamType):
     """A local path (a `Path`) or a URL such as s3://bucket/prefix (kept as text)."""
 
@@ -87,16 +102,15 @@ class Location(click.ParamType):
 LOCATION = Location()
 
 
-def storage_options_option(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--storage-option KEY=VALUE (repeatable), for commands that take URLs."""
-    return click.option(
-        "--storage-option",
-        "storage_options",
-        multiple=True,
-        metavar="KEY=VALUE",
-        help="Setting of the fsspec file system of s3://, gs://, az://... URLs (credentials, "
-        "endpoint_url, anon...), repeatable; VALUE is read as JSON when it parses, else as text.",
-    )(f)
+# For the commands that take URLs.
+storage_options_option = click.option(
+    "--storage-option",
+    "storage_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Setting of the fsspec file system of s3://, gs://, az://... URLs (credentials, "
+    "endpoint_url, anon...), repeatable; VALUE is read as JSON when it parses, else as text.",
+)
 
 
 def use_storage(options: tuple[str, ...], locations: list[Any]) -> None:

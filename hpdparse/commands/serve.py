@@ -9,14 +9,13 @@ from typing import Any
 import click
 
 from hpdparse.commands.flags import flags, values
-from hpdparse.commands.options import decode_options, fail
+from hpdparse.commands.options import decode_options, fail, one_line_errors
 from hpdparse.engines import registry
 from hpdparse.engines.options import EngineConfig
 from hpdparse.errors import HpdparseError
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.serve import settings as serve_settings
 from hpdparse.serve.settings import ServeSettings, api_keys_from
-from hpdparse.settings import Keywords
 
 
 @click.command()
@@ -125,20 +124,7 @@ def serve_command(**kw: Any) -> None:
     )
     if kw["verbose"]:
         logging.getLogger("hpdparse.serve").setLevel(logging.DEBUG)
-    settings = _serve_settings(kw)
-    config = EngineConfig(**values(EngineConfig, kw))
-    server = HpdServer(kw["engine"], config, settings, options=kw["engine_options"])
-    try:
-        code = run_server(server, lambda line: click.echo(line))
-    except (HpdparseError, ValueError, OSError) as exc:
-        fail(exc, kw["verbose"])
-    except Exception as exc:
-        fail(exc, kw["verbose"], internal=True)
-    sys.exit(code)
-
-
-def _serve_settings(kw: Keywords) -> ServeSettings:
-    return ServeSettings(
+    settings = ServeSettings(
         host=kw["host"],
         port=kw["port"],
         uds=kw["uds"],
@@ -150,3 +136,8 @@ def _serve_settings(kw: Keywords) -> ServeSettings:
         max_request_bytes=int(kw["max_request_mb"] * 2**20),
         shutdown_timeout=kw["shutdown_timeout"],
     )
+    config = EngineConfig(**values(EngineConfig, kw))
+    server = HpdServer(kw["engine"], config, settings, options=kw["engine_options"])
+    with one_line_errors(kw["verbose"]):
+        code = run_server(server, lambda line: click.echo(line))
+    sys.exit(code)

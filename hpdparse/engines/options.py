@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-from hpdparse.settings import field_types, setting, within
+from hpdparse.settings import Declaration, declaration, field_types, setting
 
 _MISSING = dataclasses.MISSING
 Options = TypeVar("Options", bound="EngineOptions")
@@ -81,16 +81,13 @@ class EngineOptions:
     @classmethod
     def settable(cls) -> tuple[str, ...]:
         """The keys ``--engine-option`` takes (passthrough keys aside), sorted."""
-        return tuple(
-            sorted(f.name for f in dataclasses.fields(cls) if f.metadata.get("settable", True))
-        )
+        return tuple(sorted(f.name for f in dataclasses.fields(cls) if declaration(f).settable))
 
     @classmethod
     def takes(cls) -> str:
-        """What the engine takes, as the unknown-option error says it."""
-        if cls.PASSTHROUGH is None:
-            return ", ".join(cls.settable()) or "none"
-        return _and([cls.PASSTHROUGH_TAKES, *cls.settable()])
+        """What an engine with a `PASSTHROUGH` field takes, as its unknown-option error says."""
+        *first, last = [cls.PASSTHROUGH_TAKES, *cls.settable()]
+        return f"{', '.join(first)} and {last}"
 
     @classmethod
     def from_mapping(
@@ -130,8 +127,9 @@ class EngineOptions:
         """A one-line summary for ``--help``: the examples with their help texts."""
         parts = [cls.PASSTHROUGH_HELP] if cls.PASSTHROUGH_HELP else []
         for f in dataclasses.fields(cls):
-            if f.metadata.get("settable", True) and f.metadata.get("example"):
-                parts.append(f"{f.metadata['example']} ({f.metadata['help']})")
+            declared = declaration(f)
+            if declared.settable and declared.example:
+                parts.append(f"{declared.example} ({declared.help})")
         return ", ".join(parts)
 
 
@@ -151,30 +149,20 @@ def check_engine_options(
         )
 
 
-def _and(items: list[str]) -> str:
-    items = [i for i in items if i]
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
 def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
     """`value` checked against the field's type (and bound), converted where that loses
     nothing; a one-line EngineError otherwise."""
-    allowed = _union_members(hint)
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    allowed = list(typing.get_args(hint)) if union else [hint]
     if value is None and type(None) in allowed:
         return None
     for kind in allowed:
         converted = _as(kind, value)
-        if converted is not _MISSING and _within(converted, f.metadata):
+        if converted is not _MISSING and _within(converted, declaration(f)):
             return converted
     raise EngineError(
-        f"{engine} engine: {f.name} must be {_describe(allowed, f.metadata)}, got {value!r:.80}"
+        f"{engine} engine: {f.name} must be {_describe(allowed, declaration(f))}, got {value!r:.80}"
     )
-
-
-def _union_members(hint: Any) -> list[Any]:
-    if typing.get_origin(hint) in (typing.Union, types.UnionType):
-        return list(typing.get_args(hint))
-    return [hint]
 
 
 def _as(kind: Any, value: Any) -> Any:
@@ -201,11 +189,17 @@ def _as(kind: Any, value: Any) -> Any:
     return _MISSING
 
 
-def _within(value: Any, metadata: Mapping[str, Any]) -> bool:
-    return not isinstance(value, (int, float)) or within(value, metadata)
+def _within(value: Any, declared: Declaration) -> bool:
+    """Whether a number is inside its field's bounds (anything else is)."""
+    if not isinstance(value, (int, float)):
+        return True
+    low, high = declared.low, declared.high
+    if low is not None and (value <= low if declared.low_open else value < low):
+        return False
+    return high is None or value <= high
 
 
-def _describe(allowed: list[Any], metadata: Mapping[str, Any]) -> str:
+def _describe(allowed: list[Any], declared: Declaration) -> str:
     words = []
     for kind in allowed:
         if kind is type(None):
@@ -215,8 +209,8 @@ def _describe(allowed: list[Any], metadata: Mapping[str, Any]) -> str:
         elif kind is int or kind is float:
             noun = "integer" if kind is int else "number"
             adjective = ""
-            if metadata.get("low") == 0:
-                adjective = "positive " if metadata.get("low_open") else "non-negative "
+            if declared.low == 0:
+                adjective = "positive " if declared.low_open else "non-negative "
             words.append(f"{'an' if not adjective and kind is int else 'a'} {adjective}{noun}")
         else:
             words.append(

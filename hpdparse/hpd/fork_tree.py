@@ -172,17 +172,12 @@ class ForkTree:
             return FINISH_LENGTH
         return FINISH_STOP
 
-    @property
-    def answered(self) -> list[Branch]:
-        """The children whose tokens came from `answer`."""
-        return [c for c in self.children if c.answered]
-
     def answer_stats(self) -> dict[str, int]:
         """``file_children`` and ``file_tokens`` (children answered and their tokens), for the
         page's statistics; empty when the tree has no `answer`."""
         if self._answer is None:
             return {}
-        answered = self.answered
+        answered = [c for c in self.children if c.answered]
         return {"file_children": len(answered), "file_tokens": sum(len(c.tokens) for c in answered)}
 
     @property

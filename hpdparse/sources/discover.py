@@ -32,36 +32,30 @@ def discover_inputs(
     found: dict[Path | UrlSource, None] = {}
     errors: list[InputError] = []
     for spec in specs:
-        if is_url(spec):
-            members, error = discover_url(spec, recursive)
-            errors.extend([error] if error else [])
-            for url_member in members:
-                found.setdefault(url_member, None)
-            continue
-        path = Path(local_path_of(spec)).expanduser()
-        if path.is_file():
-            found.setdefault(path.resolve(), None)
-        elif path.is_dir():
-            members = list(_folder_members(path, recursive))
-            if not members:
-                errors.append(
-                    InputError(f"{spec}: {_empty_folder_reason(path, recursive)}", path=spec)
-                )
-            for member in members:
-                found.setdefault(member, None)
-        elif glob.has_magic(spec):
-            members = list(_glob_members(spec, recursive))
-            if not members:
-                errors.append(
-                    InputError(f"{spec}: no PDF or image file matches this pattern", path=spec)
-                )
-            for member in members:
-                found.setdefault(member, None)
-        elif path.exists() or path.is_symlink():
-            errors.append(InputError(f"{spec}: not a regular file or folder", path=spec))
-        else:
-            errors.append(InputError(f"{spec}: no such file or folder", path=spec))
+        discover = discover_url if is_url(spec) else _discover_local
+        members, error = discover(spec, recursive)
+        errors.extend([error] if error else [])
+        found.update(dict.fromkeys(members))
     return list(found), errors
+
+
+def _discover_local(spec: str, recursive: bool) -> tuple[list[Path], InputError | None]:
+    """The input files a local `spec` names, and the error when it names none."""
+    path = Path(local_path_of(spec)).expanduser()
+    if path.is_file():
+        return [path.resolve()], None
+    members: list[Path] = []
+    if path.is_dir():
+        members = list(_folder_members(path, recursive))
+        reason = "" if members else _empty_folder_reason(path, recursive)
+    elif glob.has_magic(spec):
+        members = list(_glob_members(spec, recursive))
+        reason = "no PDF or image file matches this pattern"
+    elif path.exists() or path.is_symlink():
+        reason = "not a regular file or folder"
+    else:
+        reason = "no such file or folder"
+    return members, None if members else InputError(f"{spec}: {reason}", path=spec)
 
 
 def _is_supported(path: Path) -> bool:

@@ -52,10 +52,8 @@ def _open(path: Path | UrlSource, password: str | None, content: Content) -> Sou
             return PdfDocument(path, None, pdf)  # type: ignore[arg-type]
     if suffix in MUPDF_FILETYPES:
         return PdfDocument(path, password, content, MUPDF_FILETYPES[suffix])  # type: ignore[arg-type]
-    if suffix in IMAGE_SUFFIXES and not looks_like_pdf(head):
-        return ImageDocument(path, content)  # type: ignore[arg-type]
-    if (
-        suffix not in PDF_SUFFIXES and not looks_like_pdf(head) and is_image_content(path, content)  # type: ignore[arg-type]
+    if not looks_like_pdf(head) and (
+        suffix in IMAGE_SUFFIXES or (suffix not in PDF_SUFFIXES and is_image_content(path, content))  # type: ignore[arg-type]
     ):
         return ImageDocument(path, content)  # type: ignore[arg-type]
     return PdfDocument(path, password, content)  # type: ignore[arg-type]

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 
+@dataclass(frozen=True)
 class PageRanges:
-    """A set of 1-based page numbers such as "1-3,7,10-" (open ends allowed: "10-", "-5")."""
+    """A set of 1-based page numbers such as "1-3,7,10-" (open ends allowed: "10-", "-5");
+    no ranges: every page."""
 
-    def __init__(self, ranges: Sequence[tuple[int, int | None]] = ()) -> None:
-        self.ranges: tuple[tuple[int, int | None], ...] = tuple(ranges)
+    ranges: tuple[tuple[int, int | None], ...] = ()
 
     @property
     def is_all(self) -> bool:
@@ -28,8 +29,6 @@ class PageRanges:
         return sorted(chosen)
 
     def __str__(self) -> str:
-        if self.is_all:
-            return "all"
         parts = []
         for start, end in self.ranges:
             if end is None:
@@ -38,16 +37,7 @@ class PageRanges:
                 parts.append(str(start))
             else:
                 parts.append(f"{start}-{end}")
-        return ",".join(parts)
-
-    def __repr__(self) -> str:
-        return f"PageRanges({str(self)!r})"
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, PageRanges) and self.ranges == other.ranges
-
-    def __hash__(self) -> int:
-        return hash(self.ranges)
+        return ",".join(parts) or "all"
 
 
 _RANGE_ITEM = re.compile(r"^(\d+)?\s*(-)?\s*(\d+)?$")
@@ -76,4 +66,4 @@ def parse_page_ranges(spec: str | None) -> PageRanges:
         if end is not None and end < start:
             raise ValueError(f"invalid page range {item!r} in {spec!r}: {start} is after {end}")
         ranges.append((start, end))
-    return PageRanges(ranges)
+    return PageRanges(tuple(ranges))

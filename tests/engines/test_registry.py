@@ -26,6 +26,7 @@ from hpdparse.engines.registry import (
 from hpdparse.errors import EngineError
 from hpdparse.serve.server import HpdServer
 from hpdparse.serve.settings import ServeSettings
+from hpdparse.settings import declaration
 from tests.helpers.paths import SAMPLES
 
 
@@ -54,8 +55,8 @@ def test_cli_choices_and_help_come_from_the_registry() -> None:
         assert f"{entry.name}: {entry.description}" in text
         for key in entry.options.settable():
             field = next(f for f in dataclasses.fields(entry.options) if f.name == key)
-            if field.metadata.get("example"):
-                assert field.metadata["example"] in text, key
+            if declaration(field).example:
+                assert declaration(field).example in text, key
     serve = CliRunner().invoke(main, ["serve", "--help"], terminal_width=200).output
     assert "--engine [vllm|torch]" in serve
 

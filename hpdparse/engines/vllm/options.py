@@ -13,7 +13,6 @@ from typing import Any, ClassVar, Literal
 from hpdparse.engines.options import EngineOptions
 from hpdparse.settings import setting
 
-DEFAULT_CPU_KV_CACHE_GIB = 2.0
 # Admission control: pull a new page only while the requests waiting in vLLM's scheduler hold
 # fewer prompt tokens still to compute than this many steps' token budget
 # (max_num_batched_tokens). We top the queue up before every step, so it only has to hold what
@@ -23,9 +22,6 @@ DEFAULT_CPU_KV_CACHE_GIB = 2.0
 # for the same 256 pages), 8 waiting 25-tile pages are ~120 MB of tiles that wait for steps.
 # Twice 16,384 tokens (a GPU's budget) is 128 tiles, at most ~77 MB of colour tiles.
 WAITING_STEPS = 2
-DEFAULT_MAX_WAITING = None
-# Chosen by measurement (README, Performance): see hpdparse/engines/vllm/core_process.py.
-DEFAULT_ENGINE_CORE = "inline"
 
 
 @dataclass
@@ -40,7 +36,7 @@ class VllmOptions(EngineOptions):
     )
 
     max_waiting: int | None = setting(
-        DEFAULT_MAX_WAITING,
+        None,
         "requests waiting in vLLM before no new page enters; null (default): no count limit",
         example="max_waiting=8",
         low=0,
@@ -55,13 +51,14 @@ class VllmOptions(EngineOptions):
         low_open=True,
     )
     engine_core: Literal["inline", "process"] = setting(
-        DEFAULT_ENGINE_CORE,
+        # Chosen by measurement (README, Performance): see engines/vllm/core_process.py.
+        "inline",
         "where vLLM's engine core runs: inline (in this process, one thread) or process (its own "
         "process, vLLM's default: scheduling and the model overlap hpdparse's own work)",
         example="engine_core=process",
     )
     kv_cache_gib: float = setting(
-        DEFAULT_CPU_KV_CACHE_GIB,
+        2.0,
         "GiB of KV cache on CPU",
         example="kv_cache_gib=8",
         low=0,

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from hpdparse.commands.main import main
-from hpdparse.engines.vllm.options import DEFAULT_MAX_WAITING, VllmOptions
+from hpdparse.engines.vllm.options import VllmOptions
 from hpdparse.errors import EngineError
 from tests.helpers.paths import SAMPLES
 
@@ -18,7 +18,6 @@ def test_defaults() -> None:
     options = VllmOptions()
     assert (options.max_waiting, options.max_waiting_tokens) == (None, None)
     assert (options.kv_cache_gib, options.engine_args) == (2.0, {})
-    assert DEFAULT_MAX_WAITING is None
 
 
 def test_other_keys_are_passed_to_vllm_unchanged() -> None:
