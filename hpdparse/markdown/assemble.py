@@ -44,8 +44,8 @@ def settings_of(state: DocumentState) -> dict[str, Any]:
         "dpi": state.dpi,
         "pages": state.pages_spec,
         "selected_pages": len(state.selected),
-        "prompt": state.reuse_key.get("prompt"),
-        "max_tokens": state.reuse_key.get("max_tokens"),
+        "prompt": key.prompt if (key := state.reuse_key) else None,
+        "max_tokens": key.max_tokens if key else None,
     }
 
 

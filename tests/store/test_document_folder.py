@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from hpdparse.engines.base import DecodeKey
 from hpdparse.errors import OutputError
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.local import LocalFolder
@@ -16,7 +17,7 @@ from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.state import DocumentState, SourceIdentity
 from hpdparse.store.statuses import STATUS_CONVERTED
 
-KEY = {"model": "m", "revision": None, "prompt": "document parsing with fork.", "max_tokens": 8000}
+KEY = DecodeKey("m", None, "document parsing with fork.", 8000)
 
 
 def make_state(src: Path, stem: str) -> DocumentState:

@@ -7,13 +7,13 @@ import dataclasses
 import json
 from pathlib import Path
 
-from hpdparse.engines.base import EngineInfo, PageResult, ReuseKey
+from hpdparse.engines.base import DecodeKey, EngineInfo, PageResult, ReuseKey
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.local import LocalFolder
 from hpdparse.store.raw_pages import RawPage
 
-KEY = {"model": "m", "revision": None, "prompt": "document parsing with fork.", "max_tokens": 8000}
+KEY = DecodeKey("m", None, "document parsing with fork.", 8000)
 
 TEXT = "<BLOCK>text [1, 2, 3, 4]<CHILD>héllo\n"
 
@@ -93,8 +93,8 @@ def test_roundtrip_and_reuse_rules(tmp_path: Path) -> None:
     assert folder.saved_page_numbers() == [3]
     assert page.reusable(ReuseKey(KEY, 200))
     assert not page.reusable(ReuseKey(KEY, 150))  # other requested dpi (150: what the page got)
-    assert not page.reusable(ReuseKey({**KEY, "model": "other"}, 200))
-    assert not page.reusable(ReuseKey({**KEY, "max_tokens": 100}, 200))
+    assert not page.reusable(ReuseKey(dataclasses.replace(KEY, model="other"), 200))
+    assert not page.reusable(ReuseKey(dataclasses.replace(KEY, max_tokens=100), 200))
 
 
 def test_a_record_of_an_earlier_version_reads_with_defaults(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hpdparse.engines.base import EngineConfig
+from hpdparse.engines.base import DecodeKey, EngineConfig
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
 from hpdparse.errors import EngineError, HpdparseError
@@ -74,7 +74,7 @@ class PageDecoder:
         server: str,
         settings: ConvertSettings,
         ray_settings: RaySettings,
-        reuse_key: dict[str, Any],
+        reuse_key: DecodeKey,
         driver_cwd: str,
         run_book: Any = None,
     ) -> None:
@@ -124,7 +124,7 @@ class PageDecoder:
         config: EngineConfig,
         options: EngineOptions | Mapping[str, Any] | None,
         server: str,
-        reuse_key: dict[str, Any],
+        reuse_key: DecodeKey,
     ) -> str | None:
         """Starts this actor's engine; why it cannot, if it cannot. The constructor does not
         raise then: Ray Data would retry it again and again, printing the actor's tracebacks, and
@@ -138,8 +138,8 @@ class PageDecoder:
             self.info = self.engine.info
             if self.info.reuse_key() != reuse_key:
                 raise EngineError(
-                    f"it resolves the model to {self.info.reuse_key()}, the driver to "
-                    f"{reuse_key}: install the same checkpoint on every node"
+                    f"it resolves the model to {self.info.reuse_key().to_json()}, the driver to "
+                    f"{reuse_key.to_json()}: install the same checkpoint on every node"
                 )
         except HpdparseError as exc:
             return f"an engine actor could not start on {self.host}: {exc}"
@@ -162,19 +162,17 @@ class PageDecoder:
         gc.collect()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
-        rows: list[dict[str, Any]] = []
+        rows: list[PageRow] = []
         for unit_row in rows_of(batch):
             unit = WorkUnit.from_row(unit_row)
             if self.start_error is not None:
-                started = time.time()
-                error = self.start_error
+                started, error = time.time(), self.start_error
                 rows += [
-                    self._row(unit, started, n, PAGE_NO_ENGINE, error=error).to_row()
-                    for n in unit.pages
+                    self._row(unit, started, n, PAGE_NO_ENGINE, error=error) for n in unit.pages
                 ]
-                continue
-            rows += [row.to_row() for row in self.decode_unit(unit)]
-        return columns(rows)
+            else:
+                rows += self.decode_unit(unit)
+        return columns(row.to_row() for row in rows)
 
     def decode_unit(self, unit: WorkUnit) -> list[PageRow]:
         """Every page of `unit`, decoded now, found saved, or failed."""

@@ -79,7 +79,7 @@ class PageRow:
     pid: int = 0  # the actor's process (a restarted actor has a new one)
     restarted: bool = False  # the actor was restarted (its first process died)
     node: str = ""
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, int | float] = field(default_factory=dict)  # PageResult.stats
 
     def to_row(self) -> dict[str, Any]:
         row = asdict(self)
