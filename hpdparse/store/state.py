@@ -91,7 +91,7 @@ class DocumentState:
     model: str
     revision: str | None
     reuse_key: DecodeKey | None  # None in a state that holds none (never reused then)
-    render_options: dict[str, Any]
+    render_options: dict[str, str | int | bool | None]  # markdown.render.RenderOptions as JSON
     status: str = STATUS_IN_PROGRESS
     failed_pages: dict[int, str] = field(default_factory=dict)
 

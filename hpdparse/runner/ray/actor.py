@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hpdparse.engines.base import DecodeKey, EngineConfig
+from hpdparse.engines.base import DecodeKey, EngineConfig, PageResult
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
 from hpdparse.errors import EngineError, HpdparseError
@@ -187,18 +187,7 @@ class PageDecoder:
         for number in unit.pages:
             saved = folder.read_raw_page(number)
             if saved is not None and saved.reusable(self.info.reuse_key_at(self.settings.dpi)):
-                result = saved.result
-                rows.append(
-                    self._row(
-                        unit,
-                        started,
-                        number,
-                        PAGE_SAVED,
-                        prompt_tokens=result.prompt_tokens,
-                        output_tokens=result.output_tokens,
-                        seconds=result.seconds,
-                    )
-                )
+                rows.append(self._row(unit, started, number, PAGE_SAVED, result=saved.result))
             elif attempt > self.attempts:
                 error = (
                     f"{unit.source}: page {number}: given up after {self.attempts} attempts "
@@ -229,36 +218,31 @@ class PageDecoder:
         """The row of a page back from the feed, saved now unless it failed."""
         number, result = page.number, page.result
         if not result.ok:
-            return self._row(unit, started, number, PAGE_FAILED, error=page.error)
+            return self._row(unit, started, number, PAGE_FAILED, error=page.error or "")
         try:
             reuse = self.info.reuse_key_at(self.settings.dpi)
             folder.write_raw_page(RawPage(number, result, page.geometry, self.info, reuse))
         except OSError as exc:
             error = f"{folder.location}: cannot write the output folder: {exc.strerror}"
             return self._row(unit, started, number, PAGE_FAILED, error=error)
-        return self._row(
-            unit,
-            started,
-            number,
-            PAGE_DECODED,
-            prompt_tokens=result.prompt_tokens,
-            output_tokens=result.output_tokens,
-            seconds=result.seconds,
-            stats=dict(result.stats),
-        )
+        return self._row(unit, started, number, PAGE_DECODED, result=result)
 
     def _row(
-        self, unit: WorkUnit, started: float, number: int, status: str, **figures: Any
+        self,
+        unit: WorkUnit,
+        started: float,
+        number: int,
+        status: str,
+        error: str = "",
+        result: PageResult | None = None,
     ) -> PageRow:
-        return PageRow(
-            unit=unit.unit,
-            doc=unit.doc,
-            page=number,
-            status=status,
-            actor=self.actor,
-            pid=self.pid,
-            restarted=self.restarted,
-            unit_started=started,
-            node=self.node,
-            **figures,
-        )
+        """A page's row; with the tokens and seconds of its `result` when it was decoded now or
+        found saved, and its statistics when decoded now."""
+        row = PageRow(unit.unit, unit.doc, number, status, error, unit_started=started)
+        row.actor, row.pid, row.node = self.actor, self.pid, self.node
+        row.restarted = self.restarted
+        if result is not None:
+            row.prompt_tokens, row.output_tokens = result.prompt_tokens, result.output_tokens
+            row.seconds = result.seconds
+            row.stats = dict(result.stats) if status == PAGE_DECODED else {}
+        return row
