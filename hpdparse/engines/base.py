@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from PIL import Image
@@ -67,14 +67,9 @@ class DecodeKey:
 
     def to_json(self) -> dict[str, Any]:
         """The JSON object, in the order of every version; "text_layer" only when set."""
-        key: dict[str, Any] = {
-            "model": self.model,
-            "revision": self.revision,
-            "prompt": self.prompt,
-            "max_tokens": self.max_tokens,
-        }
-        if self.text_layer is not None:
-            key["text_layer"] = self.text_layer
+        key = asdict(self)
+        if self.text_layer is None:
+            del key["text_layer"]
         return key
 
     @classmethod
