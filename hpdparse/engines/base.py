@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from PIL import Image
@@ -46,29 +46,50 @@ class EngineInfo:
         """What a saved raw page must match to be reused in a run at `requested_dpi` (--dpi)."""
         return ReuseKey(self.reuse_key(), requested_dpi)
 
-    def reuse_key(self) -> dict[str, Any]:
-        """Fields that must match for a saved raw page to be reused (engine is not one:
-        every engine gives the same text for the same model and prompt). Pages made with
-        ``--text-layer prefer`` carry "text_layer": their text is partly the file's, so they are
-        reused only by a prefer run, and a prefer run decodes the pages of other runs again."""
-        key = {
-            "model": self.model,
-            "revision": self.revision,
-            "prompt": self.prompt,
-            "max_tokens": self.max_tokens,
-        }
-        if self.text_layer is not None:
-            key["text_layer"] = self.text_layer
+    def reuse_key(self) -> DecodeKey:
+        """What a saved raw page's text depends on (not the engine: every engine gives the same
+        text for the same model and prompt)."""
+        return DecodeKey(self.model, self.revision, self.prompt, self.max_tokens, self.text_layer)
+
+
+@dataclass(frozen=True)
+class DecodeKey:
+    """What a page's decoded text depends on: raw/*.json's and raw/document.json's "reuse_key".
+    Pages made with ``--text-layer prefer`` carry "text_layer": their text is partly the file's,
+    so they are reused only by a prefer run, and a prefer run decodes the pages of other runs
+    again."""
+
+    model: str
+    revision: str | None
+    prompt: str
+    max_tokens: int
+    text_layer: TextLayerMode | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object, in the order of every version; "text_layer" only when set."""
+        key = asdict(self)
+        if self.text_layer is None:
+            del key["text_layer"]
         return key
+
+    @classmethod
+    def from_json(cls, data: Any) -> DecodeKey | None:
+        """The key a JSON object holds; None when it holds none (a page never reused then)."""
+        try:
+            mode = data.get("text_layer")
+            fields = data["model"], data["revision"], data["prompt"], data["max_tokens"]
+            return cls(*fields, TextLayerMode(mode) if mode is not None else None)
+        except (AttributeError, KeyError, TypeError, ValueError):
+            return None
 
 
 @dataclass(frozen=True)
 class ReuseKey:
     """A saved raw page is reused only when it was made with the same model, revision, prompt and
-    max tokens (`EngineInfo.reuse_key()`, raw/*.json's "reuse_key") from a page rasterized at the
-    same requested dpi ("requested_dpi")."""
+    max tokens (`DecodeKey`) from a page rasterized at the same requested dpi
+    ("requested_dpi")."""
 
-    engine: dict[str, Any]
+    decode: DecodeKey
     requested_dpi: int
 
 

@@ -4,9 +4,8 @@ for `convert`/`render` to render and for `review` to show."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
-from hpdparse.markdown.records import DocumentRecord
+from hpdparse.markdown.records import ConvertedWith, DocumentRecord
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.raw_pages import RawPage
 from hpdparse.store.state import DocumentState
@@ -26,6 +25,7 @@ def assemble_record(
             error = state.failed_pages.get(number) or "no raw output for this page"
             page = RawPage.failed(number, error)
         pages.append(page)
+    key = state.reuse_key  # the JSON's "settings" take its prompt and max tokens
     return DocumentRecord(
         source=state.source.path,
         stem=state.stem,
@@ -34,19 +34,14 @@ def assemble_record(
         engine=state.engine,
         model=state.model,
         revision=state.revision,
-        settings=settings_of(state),
+        settings=ConvertedWith(
+            state.dpi,
+            state.pages_spec,
+            len(state.selected),
+            key and key.prompt,
+            key and key.max_tokens,
+        ),
     )
-
-
-def settings_of(state: DocumentState) -> dict[str, Any]:
-    """The run settings a document's JSON records."""
-    return {
-        "dpi": state.dpi,
-        "pages": state.pages_spec,
-        "selected_pages": len(state.selected),
-        "prompt": state.reuse_key.get("prompt"),
-        "max_tokens": state.reuse_key.get("max_tokens"),
-    }
 
 
 def failed_numbers(record: DocumentRecord) -> dict[int, str]:

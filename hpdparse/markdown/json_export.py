@@ -36,7 +36,7 @@ def document_json(
         "engine": doc.engine,
         "model": doc.model,
         "revision": doc.revision,
-        "settings": doc.settings,
+        "settings": dataclasses.asdict(doc.settings) if doc.settings else {},
         "render_options": render_options,
         "pages": [page_json(page) for page in pages],
         "merges": [

@@ -3,10 +3,20 @@ included) and what made them, which the renderer turns into files."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from hpdparse.store.raw_pages import RawPage
+
+
+@dataclass(frozen=True)
+class ConvertedWith:
+    """What the run that converted a document asked for: the document JSON's "settings"."""
+
+    dpi: int
+    pages: str | None  # --pages as given; None for every page
+    selected_pages: int  # how many pages it selected
+    prompt: str | None  # None when the resume state holds no reuse key
+    max_tokens: int | None
 
 
 @dataclass
@@ -20,4 +30,4 @@ class DocumentRecord:
     engine: str = ""
     model: str = ""
     revision: str | None = None
-    settings: dict[str, Any] = field(default_factory=dict)  # dpi, prompt, max_tokens, pages...
+    settings: ConvertedWith | None = None  # None: "settings" is {} (a record made in memory)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from hpdparse.engines.base import FINISH_ERROR, EngineInfo, PageResult, ReuseKey
+from hpdparse.engines.base import FINISH_ERROR, DecodeKey, EngineInfo, PageResult, ReuseKey
 from hpdparse.hpd.logprobs import PageLogprobs
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.atomic import sha256_text
@@ -72,7 +72,7 @@ class RawPage:
             "revision": info.revision,
             "prompt": info.prompt,
             "max_tokens": info.max_tokens,
-            "reuse_key": reuse.engine,
+            "reuse_key": reuse.decode.to_json(),
             "requested_dpi": reuse.requested_dpi,  # the run's --dpi: part of the reuse rule
             "dpi": geometry.dpi,
             "width_px": geometry.width_px,
@@ -116,7 +116,9 @@ class RawPage:
         info = EngineInfo(
             get("engine"), get("model"), get("revision"), get("prompt"), get("max_tokens")
         )
-        return cls(number, result, geometry, info, ReuseKey(get("reuse_key"), get("requested_dpi")))
+        key = DecodeKey.from_json(get("reuse_key"))
+        reuse = ReuseKey(key, get("requested_dpi")) if key is not None else None
+        return cls(number, result, geometry, info, reuse)
 
 
 def encode_raw_page(page: RawPage) -> tuple[bytes, dict[str, Any]]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from hpdparse.engines.base import DecodeKey
 from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.store.atomic import sha256_file
 from hpdparse.store.statuses import STATUS_IN_PROGRESS
@@ -89,8 +90,8 @@ class DocumentState:
     engine: str
     model: str
     revision: str | None
-    reuse_key: dict[str, Any]
-    render_options: dict[str, Any]
+    reuse_key: DecodeKey | None  # None in a state that holds none (never reused then)
+    render_options: dict[str, str | int | bool | None]  # markdown.render.RenderOptions as JSON
     status: str = STATUS_IN_PROGRESS
     failed_pages: dict[int, str] = field(default_factory=dict)
 
@@ -109,7 +110,7 @@ class DocumentState:
             "engine": self.engine,
             "model": self.model,
             "revision": self.revision,
-            "reuse_key": self.reuse_key,
+            "reuse_key": self.reuse_key.to_json() if self.reuse_key else {},
             "render_options": self.render_options,
             "status": self.status,
             "failed_pages": {str(k): v for k, v in sorted(self.failed_pages.items())},
@@ -133,7 +134,7 @@ class DocumentState:
                 engine=data.get("engine", ""),
                 model=data.get("model", ""),
                 revision=data.get("revision"),
-                reuse_key=data.get("reuse_key", {}),
+                reuse_key=DecodeKey.from_json(data.get("reuse_key")),
                 render_options=data.get("render_options", {}),
                 status=data.get("status", STATUS_IN_PROGRESS),
                 failed_pages={int(k): v for k, v in data.get("failed_pages", {}).items()},

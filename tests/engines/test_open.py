@@ -47,7 +47,7 @@ for name in ENGINES:
     engine = create_engine(name, EngineConfig(model=sys.argv[1]))
     if isinstance(engine, LocalEngine):
         engine.open()
-        keys[name] = engine.info.reuse_key()
+        keys[name] = engine.info.reuse_key().to_json()
 heavy = sorted(m for m in ("torch", "vllm", "transformers") if m in sys.modules)
 print(json.dumps({"keys": keys, "imported": heavy}))
 """

@@ -160,7 +160,7 @@ def test_prefer_falls_back_to_verify_with_a_notice(engine: str, fork: bool, noti
     made = create_engine(engine, config, **extra)
     notices: list[str] = []
     info = text_layer_info(made, settings, notices.append)
-    assert info.text_layer is None and "text_layer" not in info.reuse_key()
+    assert info.text_layer is None and info.reuse_key().text_layer is None
     assert len(notices) == 1 and notices[0].endswith(notice)
     torch = create_engine("torch", EngineConfig(model=str(TINY)))
     assert text_layer_info(torch, settings, notices.append).text_layer == "prefer"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from hpdparse.markdown.records import DocumentRecord
+from hpdparse.markdown.records import ConvertedWith, DocumentRecord
 from hpdparse.markdown.render import RenderOptions
 from tests.helpers.records import page_record
 
@@ -37,7 +37,7 @@ def load_own(case: Path) -> tuple[DocumentRecord, RenderOptions]:
         engine="torch",
         model="PaddlePaddle/HPD-Parsing",
         revision="abc123",
-        settings={"dpi": 144, "prompt": "document parsing with fork.", "max_tokens": 8000},
+        settings=ConvertedWith(144, None, len(pages), "document parsing with fork.", 8000),
     )
     return doc, RenderOptions(**meta.get("options", {}))
 

@@ -9,7 +9,7 @@ import pytest
 
 from hpdparse.engines.base import PageResult
 from hpdparse.markdown.json_export import SCHEMA_VERSION
-from hpdparse.markdown.records import DocumentRecord
+from hpdparse.markdown.records import ConvertedWith, DocumentRecord
 from hpdparse.markdown.render import RenderOptions, comment, render_document
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.raw_pages import RawPage
@@ -34,7 +34,7 @@ FIGURE_PAGE = (
 
 def test_json_top_level_keys_and_settings_passthrough() -> None:
     doc = _doc("<BLOCK>text [1, 2, 3, 4]<CHILD>x")
-    doc.settings = {"dpi": 200, "pages": "1-3"}
+    doc.settings = ConvertedWith(200, "1-3", 3, "document parsing with fork.", 8000)
     data = render_document(doc).json
     for key in (
         "schema_version",
@@ -50,7 +50,13 @@ def test_json_top_level_keys_and_settings_passthrough() -> None:
     ):
         assert key in data
     assert data["schema_version"] == SCHEMA_VERSION == 1
-    assert data["settings"] == {"dpi": 200, "pages": "1-3"}
+    assert data["settings"] == {
+        "dpi": 200,
+        "pages": "1-3",
+        "selected_pages": 3,
+        "prompt": "document parsing with fork.",
+        "max_tokens": 8000,
+    }
     json.dumps(data)  # serialisable
 
 

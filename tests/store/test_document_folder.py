@@ -3,12 +3,14 @@ of a finished document; errors name the folder."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import pickle
 from pathlib import Path
 
 import pytest
 
+from hpdparse.engines.base import DecodeKey
 from hpdparse.errors import OutputError
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.local import LocalFolder
@@ -16,7 +18,7 @@ from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.state import DocumentState, SourceIdentity
 from hpdparse.store.statuses import STATUS_CONVERTED
 
-KEY = {"model": "m", "revision": None, "prompt": "document parsing with fork.", "max_tokens": 8000}
+KEY = DecodeKey("m", None, "document parsing with fork.", 8000)
 
 
 def make_state(src: Path, stem: str) -> DocumentState:
@@ -69,6 +71,11 @@ def test_state_roundtrip_and_source_identity(tmp_path: Path) -> None:
     loaded = folder.load_state()
     assert loaded == state and folder.owner() == str(src)
     assert loaded.source.matches_file(src)
+    # A state with no reuse key (hand-made) reads as one without, and is written back as it was.
+    no_key = dataclasses.replace(state, reuse_key=None)
+    folder.save_state(no_key)
+    assert folder.load_state() == no_key
+    assert '"reuse_key": {}' in (tmp_path / "out" / "a" / "raw" / "document.json").read_text()
     # Same size, new content and mtime: detected by the sha256.
     src.write_bytes(b"%PDF-1.4 two")
     os.utime(src, ns=(1, 1))

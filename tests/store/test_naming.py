@@ -20,7 +20,7 @@ def state_of(src: Path, stem: str) -> DocumentState:
         engine="openai",
         model="m",
         revision=None,
-        reuse_key={},
+        reuse_key=None,
         render_options={},
         status=STATUS_CONVERTED,
     )

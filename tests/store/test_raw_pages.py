@@ -7,13 +7,14 @@ import dataclasses
 import json
 from pathlib import Path
 
-from hpdparse.engines.base import EngineInfo, PageResult, ReuseKey
+from hpdparse.engines.base import DecodeKey, EngineInfo, PageResult, ReuseKey
+from hpdparse.settings import TextLayerMode
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.local import LocalFolder
 from hpdparse.store.raw_pages import RawPage
 
-KEY = {"model": "m", "revision": None, "prompt": "document parsing with fork.", "max_tokens": 8000}
+KEY = DecodeKey("m", None, "document parsing with fork.", 8000)
 
 TEXT = "<BLOCK>text [1, 2, 3, 4]<CHILD>héllo\n"
 
@@ -93,8 +94,8 @@ def test_roundtrip_and_reuse_rules(tmp_path: Path) -> None:
     assert folder.saved_page_numbers() == [3]
     assert page.reusable(ReuseKey(KEY, 200))
     assert not page.reusable(ReuseKey(KEY, 150))  # other requested dpi (150: what the page got)
-    assert not page.reusable(ReuseKey({**KEY, "model": "other"}, 200))
-    assert not page.reusable(ReuseKey({**KEY, "max_tokens": 100}, 200))
+    assert not page.reusable(ReuseKey(dataclasses.replace(KEY, model="other"), 200))
+    assert not page.reusable(ReuseKey(dataclasses.replace(KEY, max_tokens=100), 200))
 
 
 def test_a_record_of_an_earlier_version_reads_with_defaults(tmp_path: Path) -> None:
@@ -135,3 +136,22 @@ def test_damaged_pages_are_not_pages(tmp_path: Path) -> None:
     assert folder.read_raw_page(3) is None and folder.saved_page_numbers() == []
     folder.remove_raw_page(3)
     assert not txt.exists()
+
+
+def test_a_prefer_page_carries_text_layer_last_in_its_key_and_is_reused_by_prefer_only(
+    tmp_path: Path,
+) -> None:
+    folder = folder_at(tmp_path)
+    prefer = dataclasses.replace(KEY, text_layer=TextLayerMode.PREFER)
+    folder.write_raw_page(dataclasses.replace(PAGE, reuse=ReuseKey(prefer, 200)))
+    meta = json.loads((tmp_path / "raw" / "page-0003.json").read_text())
+    assert list(meta["reuse_key"]) == ["model", "revision", "prompt", "max_tokens", "text_layer"]
+    assert meta["reuse_key"]["text_layer"] == "prefer"
+    page = folder.read_raw_page(3)
+    assert page is not None and page.reusable(ReuseKey(prefer, 200))
+    assert not page.reusable(ReuseKey(KEY, 200))
+    # A record whose key is not one is a page still, never reused.
+    meta["reuse_key"] = {"model": "m"}
+    (tmp_path / "raw" / "page-0003.json").write_text(json.dumps(meta))
+    page = folder.read_raw_page(3)
+    assert page is not None and page.reuse is None and not page.reusable(ReuseKey(KEY, 200))

@@ -22,12 +22,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpdparse.engines.base import PageResult
 from hpdparse.engines.vllm.mtp import spec_decode_counts
 from hpdparse.hpd.fork_tree import Branch, ForkTokenIds, ForkTree
 from hpdparse.hpd.logprobs import PageLogprobs
+
+if TYPE_CHECKING:
+    from vllm.inputs.engine import MultiModalInput
 
 
 @dataclass(frozen=True)
@@ -110,7 +113,7 @@ class PageInFlight:
     prompt_ids: list[int]
     # The rendered input (token ids, the tiles' mm kwargs, hashes, placeholders) children are
     # made from; the tiles are the same tensor vLLM's requests hold, not a copy.
-    rendered: dict[str, Any]
+    rendered: MultiModalInput
     tree: ForkTree
     on_tokens: Callable[[list[int]], None] | None
     max_tokens: int  # per branch
@@ -163,7 +166,7 @@ class PageInFlight:
         )
 
 
-def child_input(page: PageInFlight, prompt: list[int]) -> dict[str, Any]:
+def child_input(page: PageInFlight, prompt: list[int]) -> MultiModalInput:
     """A child's engine input: its prompt with the page's rendered image (no re-encoding)."""
     from vllm.inputs import mm_input
 

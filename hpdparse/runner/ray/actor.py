@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from hpdparse.engines.base import EngineConfig
+from hpdparse.engines.base import DecodeKey, EngineConfig, PageResult
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
 from hpdparse.errors import EngineError, HpdparseError
@@ -74,7 +74,7 @@ class PageDecoder:
         server: str,
         settings: ConvertSettings,
         ray_settings: RaySettings,
-        reuse_key: dict[str, Any],
+        reuse_key: DecodeKey,
         driver_cwd: str,
         run_book: Any = None,
     ) -> None:
@@ -124,7 +124,7 @@ class PageDecoder:
         config: EngineConfig,
         options: EngineOptions | Mapping[str, Any] | None,
         server: str,
-        reuse_key: dict[str, Any],
+        reuse_key: DecodeKey,
     ) -> str | None:
         """Starts this actor's engine; why it cannot, if it cannot. The constructor does not
         raise then: Ray Data would retry it again and again, printing the actor's tracebacks, and
@@ -138,8 +138,8 @@ class PageDecoder:
             self.info = self.engine.info
             if self.info.reuse_key() != reuse_key:
                 raise EngineError(
-                    f"it resolves the model to {self.info.reuse_key()}, the driver to "
-                    f"{reuse_key}: install the same checkpoint on every node"
+                    f"it resolves the model to {self.info.reuse_key().to_json()}, the driver to "
+                    f"{reuse_key.to_json()}: install the same checkpoint on every node"
                 )
         except HpdparseError as exc:
             return f"an engine actor could not start on {self.host}: {exc}"
@@ -162,19 +162,17 @@ class PageDecoder:
         gc.collect()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
-        rows: list[dict[str, Any]] = []
+        rows: list[PageRow] = []
         for unit_row in rows_of(batch):
             unit = WorkUnit.from_row(unit_row)
             if self.start_error is not None:
-                started = time.time()
-                error = self.start_error
+                started, error = time.time(), self.start_error
                 rows += [
-                    self._row(unit, started, n, PAGE_NO_ENGINE, error=error).to_row()
-                    for n in unit.pages
+                    self._row(unit, started, n, PAGE_NO_ENGINE, error=error) for n in unit.pages
                 ]
-                continue
-            rows += [row.to_row() for row in self.decode_unit(unit)]
-        return columns(rows)
+            else:
+                rows += self.decode_unit(unit)
+        return columns(row.to_row() for row in rows)
 
     def decode_unit(self, unit: WorkUnit) -> list[PageRow]:
         """Every page of `unit`, decoded now, found saved, or failed."""
@@ -189,18 +187,7 @@ class PageDecoder:
         for number in unit.pages:
             saved = folder.read_raw_page(number)
             if saved is not None and saved.reusable(self.info.reuse_key_at(self.settings.dpi)):
-                result = saved.result
-                rows.append(
-                    self._row(
-                        unit,
-                        started,
-                        number,
-                        PAGE_SAVED,
-                        prompt_tokens=result.prompt_tokens,
-                        output_tokens=result.output_tokens,
-                        seconds=result.seconds,
-                    )
-                )
+                rows.append(self._row(unit, started, number, PAGE_SAVED, result=saved.result))
             elif attempt > self.attempts:
                 error = (
                     f"{unit.source}: page {number}: given up after {self.attempts} attempts "
@@ -231,36 +218,31 @@ class PageDecoder:
         """The row of a page back from the feed, saved now unless it failed."""
         number, result = page.number, page.result
         if not result.ok:
-            return self._row(unit, started, number, PAGE_FAILED, error=page.error)
+            return self._row(unit, started, number, PAGE_FAILED, error=page.error or "")
         try:
             reuse = self.info.reuse_key_at(self.settings.dpi)
             folder.write_raw_page(RawPage(number, result, page.geometry, self.info, reuse))
         except OSError as exc:
             error = f"{folder.location}: cannot write the output folder: {exc.strerror}"
             return self._row(unit, started, number, PAGE_FAILED, error=error)
-        return self._row(
-            unit,
-            started,
-            number,
-            PAGE_DECODED,
-            prompt_tokens=result.prompt_tokens,
-            output_tokens=result.output_tokens,
-            seconds=result.seconds,
-            stats=dict(result.stats),
-        )
+        return self._row(unit, started, number, PAGE_DECODED, result=result)
 
     def _row(
-        self, unit: WorkUnit, started: float, number: int, status: str, **figures: Any
+        self,
+        unit: WorkUnit,
+        started: float,
+        number: int,
+        status: str,
+        error: str = "",
+        result: PageResult | None = None,
     ) -> PageRow:
-        return PageRow(
-            unit=unit.unit,
-            doc=unit.doc,
-            page=number,
-            status=status,
-            actor=self.actor,
-            pid=self.pid,
-            restarted=self.restarted,
-            unit_started=started,
-            node=self.node,
-            **figures,
-        )
+        """A page's row; with the tokens and seconds of its `result` when it was decoded now or
+        found saved, and its statistics when decoded now."""
+        row = PageRow(unit.unit, unit.doc, number, status, error, unit_started=started)
+        row.actor, row.pid, row.node = self.actor, self.pid, self.node
+        row.restarted = self.restarted
+        if result is not None:
+            row.prompt_tokens, row.output_tokens = result.prompt_tokens, result.output_tokens
+            row.seconds = result.seconds
+            row.stats = dict(result.stats) if status == PAGE_DECODED else {}
+        return row

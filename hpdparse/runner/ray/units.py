@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 PAGE_DECODED = "decoded"
@@ -53,13 +53,7 @@ class WorkUnit:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> WorkUnit:
-        return cls(
-            unit=int(row["unit"]),
-            doc=int(row["doc"]),
-            source=str(row["source"]),
-            folder=str(row["folder"]),
-            pages=tuple(json.loads(str(row["pages"]))),
-        )
+        return cls(**_scalars(cls, row), pages=tuple(json.loads(str(row["pages"]))))
 
 
 @dataclass
@@ -79,7 +73,7 @@ class PageRow:
     pid: int = 0  # the actor's process (a restarted actor has a new one)
     restarted: bool = False  # the actor was restarted (its first process died)
     node: str = ""
-    stats: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, int | float] = field(default_factory=dict)  # PageResult.stats
 
     def to_row(self) -> dict[str, Any]:
         row = asdict(self)
@@ -88,22 +82,14 @@ class PageRow:
 
     @classmethod
     def from_row(cls, row: dict[str, Any]) -> PageRow:
-        return cls(
-            unit=int(row["unit"]),
-            doc=int(row["doc"]),
-            page=int(row["page"]),
-            status=str(row["status"]),
-            error=str(row["error"]),
-            prompt_tokens=int(row["prompt_tokens"]),
-            output_tokens=int(row["output_tokens"]),
-            seconds=float(row["seconds"]),
-            unit_started=float(row["unit_started"]),
-            actor=str(row["actor"]),
-            pid=int(row["pid"]),
-            restarted=bool(row["restarted"]),
-            node=str(row["node"]),
-            stats=json.loads(str(row["stats"])),
-        )
+        return cls(**_scalars(cls, row), stats=json.loads(str(row["stats"])))
+
+
+def _scalars(cls: type, row: dict[str, Any]) -> dict[str, int | float | str | bool]:
+    """A row's int, float, str and bool fields as the Python types `cls` declares (Ray may hand
+    back numpy scalars)."""
+    types = {"int": int, "float": float, "str": str, "bool": bool}
+    return {f.name: types[f.type](row[f.name]) for f in fields(cls) if f.type in types}
 
 
 def columns(rows: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy
 import pytest
 
 from hpdparse.runner.ray.settings import RaySettings
@@ -25,6 +26,9 @@ def test_units_and_rows_survive_the_column_batches_ray_passes() -> None:
     assert [WorkUnit.from_row(r) for r in rows_of(columns([unit.to_row()]))] == [unit]
     row = PageRow(3, 1, 4, "decoded", prompt_tokens=7, output_tokens=9, stats={"forks": 2})
     assert [PageRow.from_row(r) for r in rows_of(columns([row.to_row()]))] == [row]
+    # Rows Ray hands back hold numpy scalars: read as the Python types the record declares.
+    back = PageRow.from_row({key: numpy.asarray(value)[()] for key, value in row.to_row().items()})
+    assert back == row and type(back.page) is int and type(back.status) is str
 
 
 def test_actor_count_follows_gpus_then_cpu_groups() -> None:
