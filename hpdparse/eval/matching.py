@@ -79,7 +79,7 @@ def split_truth_arrays(items: list[TruthBlock]) -> list[TruthBlock]:
         if found is None:
             out.append(item)
             continue
-        base = float(item.order)  # type: ignore[arg-type]  # (a TypeError, as in OmniDocBench)
+        base = float(item.order)  # type: ignore[arg-type]  # None: a TypeError, as in OmniDocBench
         for n, row in enumerate(found[1], start=1):
             out.append(replace(item, latex=f"\\[{row}\\]", order=round(base + n / 10, 1)))
     return out
