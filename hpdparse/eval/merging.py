@@ -5,6 +5,8 @@ and the final one-to-many pairs. Kept step for step: the figures depend on its d
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -38,19 +40,19 @@ def best_window(long: str, short: str) -> float | None:
     return int(cdist([short], windows, scorer=Levenshtein.distance).min()) / size
 
 
-def _merge_helps(truth: str, preds: list[str], threshold: float = 0.6) -> tuple[bool, bool]:
-    """(whether the last predicted line belongs to the merged prediction for `truth`, whether
-    to try the next one)."""
-    if len(preds) == 1:
-        return False, False
+def _merge_helps(
+    truth: str, preds: list[str], fit: Callable[[str], float | None], threshold: float = 0.6
+) -> tuple[bool, bool]:
+    """(whether the last of two or more predicted lines belongs to the merged prediction for
+    `truth`, whether to try the next one). fit(line): best_window(truth, line)."""
     current, merged = " ".join(preds[:-1]), " ".join(preds)
     if normalized_distance(truth, merged) > normalized_distance(truth, current):
         return False, False
     for pred in preds[:-1]:
-        window = best_window(truth, pred)
+        window = fit(pred)
         if window is None or window > threshold:
             return False, False
-    added = best_window(truth, preds[-1])
+    added = fit(preds[-1])
     if added is None:
         return False, False
     return added < threshold, len(merged) <= len(truth)
@@ -66,11 +68,12 @@ def _best_runs(matrix: np.ndarray, truth: list[str], pred: list[str]) -> tuple[l
     runs, costs = [], []
     for t in (i for i in range(matrix.shape[0]) if i not in taken_truth):
         candidates, distances = [], []
+        fit = cache(partial(best_window, truth[t]))  # the runs share lines: each fitted once
         for start in free_pred:
             step, merged = 1, [pred[start]]
             while start + step not in taken_pred and start + step < len(pred):
                 merged.append(pred[start + step])
-                helps, go_on = _merge_helps(truth[t], merged)
+                helps, go_on = _merge_helps(truth[t], merged, fit)
                 if not helps:
                     break
                 step += 1
