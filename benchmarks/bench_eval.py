@@ -116,7 +116,7 @@ def main() -> None:
             f"OmniDocBench pdf_validation.py: {seconds:.1f} s, {args.pages / seconds:.1f} pages/s"
         )
         print(f"ratio: {seconds / ours:.1f}x")
-        diffs = differences(figures, report["metrics"])
+        diffs = differences(figures, report.metrics)
         print("same figures (within 0.005): " + ("yes" if not diffs else "no"))
         for line in diffs[:20]:
             print(f"  {line}")

@@ -10,9 +10,8 @@ formulas are not: they are kept in their paragraph and also listed as `equation_
 from __future__ import annotations
 
 import re
-from typing import Any
 
-Element = dict[str, Any]
+from hpdparse.eval.records import Element
 
 _IMAGE = re.compile(r"!\[.*?\]\(.*?\)")
 _FENCES = [re.compile(rf"^```{lang}\n?", re.MULTILINE) for lang in ("markdown", "html", "latex")]
@@ -99,14 +98,10 @@ def _latex_tables(content: str) -> list[tuple[tuple[int, int], str]]:
 def _take_tables(content: str, elements: list[Element]) -> str:
     for (start, _), table in _latex_tables(content):
         end = start + len(table)
-        elements.append(
-            {"category_type": "latex_table", "position": [start, end], "content": table}
-        )
+        elements.append(Element("latex_table", start, table))
         content = _blank(content, start, end)
     for start, end in balanced_spans(content, _HTML_BEGIN, _HTML_END, _HTML_STEP, _HTML_SKIP):
-        table = content[start:end]
-        end = start + len(table)
-        elements.append({"category_type": "html_table", "position": [start, end], "content": table})
+        elements.append(Element("html_table", start, content[start:end]))
         content = _blank(content, start, end)
     return content
 
@@ -118,8 +113,7 @@ def _take_formulas(content: str, elements: list[Element]) -> str:
             continue
         line = " ".join(matched.strip().split("\n"))
         start, end = match.span()
-        inner = _DOLLARS.search(line)
-        element: Element = {"category_type": "equation_isolated", "position": [start, end]}
+        inner, fine = _DOLLARS.search(line), ""
         if inner is None:  # \[ ... \]
             content = _blank(content, start, end)
         elif inner.group(1):  # $$ ... $$
@@ -129,9 +123,8 @@ def _take_formulas(content: str, elements: list[Element]) -> str:
             line = _DOLLARS.sub(
                 lambda m: "\\[" + (m.group(2) or "") + (m.group(3) or "") + "\\]", line
             )
-            element["fine_category_type"] = "equation_inline"
-        element["content"] = line
-        elements.append(element)
+            fine = "equation_inline"
+        elements.append(Element("equation_isolated", start, line, fine))
     return content
 
 
@@ -142,14 +135,7 @@ def _take_pipe_tables(content: str, elements: list[Element]) -> str:
     for match in _HTML_TABLE.finditer(content):
         start, end = match.span()
         content = _blank(content, start, end)
-        elements.append(
-            {
-                "category_type": "html_table",
-                "position": [start, end],
-                "content": match.group(0).strip(),
-                "fine_category_type": "md2html_table",
-            }
-        )
+        elements.append(Element("html_table", start, match.group(0).strip(), "md2html_table"))
     return content
 
 
@@ -157,15 +143,7 @@ def _take_code(content: str, elements: list[Element]) -> str:
     for match in _CODE.finditer(content):
         start, end = match.span()
         content = _blank(content, start, end)
-        elements.append(
-            {
-                "category_type": "text_all",
-                "position": [start, end],
-                "content": match.group(2).strip(),
-                "language": match.group(1),
-                "fine_category_type": "code",
-            }
-        )
+        elements.append(Element("text_all", start, match.group(2).strip(), "code"))
     return content
 
 
@@ -177,27 +155,18 @@ def _paragraphs(content: str, elements: list[Element]) -> None:
         parts = content.split("\n")
     offset = 0
     for part in parts:
-        position = [offset, offset + len(part)]
+        start = offset
         offset += len(part)  # without the separator: OmniDocBench's positions do the same
         text = "\n".join(line.strip() for line in part.strip().split("\n") if line.strip())
         if not text:
             continue
         if text.startswith("<table") and text.endswith("</table>"):
-            elements.append({"category_type": "html_table", "position": position, "content": text})
+            elements.append(Element("html_table", start, text))
         elif text.startswith("$") and text.endswith("$"):
             if text.replace("$", "").strip():
-                elements.append(
-                    {"category_type": "equation_isolated", "position": position, "content": text}
-                )
+                elements.append(Element("equation_isolated", start, text))
         else:
-            elements.append(
-                {
-                    "category_type": "text_all",
-                    "position": position,
-                    "content": text,
-                    "fine_category_type": "text_block",
-                }
-            )
+            elements.append(Element("text_all", start, text, "text_block"))
 
 
 def page_elements(markdown: str) -> dict[str, list[Element]]:
@@ -210,8 +179,8 @@ def page_elements(markdown: str) -> dict[str, list[Element]]:
     content = _take_code(content, elements)
     _paragraphs(content, elements)
     grouped: dict[str, list[Element]] = {}
-    for element in sorted(elements, key=lambda e: e["position"][0]):
-        grouped.setdefault(element["category_type"], []).append(element)
+    for element in sorted(elements, key=lambda e: e.start):
+        grouped.setdefault(element.category, []).append(element)
     return grouped
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hpdparse.eval.extract import page_elements
+from hpdparse.eval.records import TruthBlock, TruthPage
 
 _PAGE_MARKER = re.compile(r"^<!-- page (\d+)\b[^>]*-->\s*$", re.MULTILINE)
 _PAGE_SUFFIX = re.compile(r"^(?P<doc>.+?)(?:\.pdf)?_(?P<index>\d+)$")
@@ -18,13 +18,6 @@ _PAGE_SUFFIX = re.compile(r"^(?P<doc>.+?)(?:\.pdf)?_(?P<index>\d+)$")
 
 class TruthError(ValueError):
     """The truth cannot be read at all (one line: what and why)."""
-
-
-@dataclass
-class TruthPage:
-    name: str  # the page image's name without its extension (or the Markdown file's stem)
-    page: dict[str, Any]  # an OmniDocBench page entry (layout_dets, extra, page_info)
-    attributes: dict[str, Any] = field(default_factory=dict)
 
 
 def _page_name(entry: Any) -> str:
@@ -46,6 +39,33 @@ def _valid(entry: Any) -> str | None:
     return None
 
 
+def _block(item: dict) -> TruthBlock:
+    return TruthBlock(
+        item["anno_id"],
+        item["category_type"],
+        item.get("order"),
+        *(str(item.get(key, "")) for key in ("text", "latex", "html")),
+        item.get("attribute", {}),
+    )
+
+
+def _truth_page(entry: dict) -> TruthPage:
+    """An OmniDocBench page entry, read once: its blocks, the pairs of blocks linked as
+    `truncated` (one text split across them) and the page attributes."""
+    relations = entry.get("extra", {}).get("relation", [])
+    attributes = entry["page_info"].get("page_attribute") or {}
+    return TruthPage(
+        _page_name(entry),
+        [_block(item) for item in entry["layout_dets"]],
+        [
+            (r.get("source_anno_id"), r.get("target_anno_id"))
+            for r in relations
+            if r.get("relation_type") == "truncated"
+        ],
+        attributes if isinstance(attributes, dict) else {},
+    )
+
+
 def load_json_truth(path: Path) -> tuple[list[TruthPage], list[str]]:
     """The pages of an OmniDocBench JSON file, and a one-line reason for each entry left out."""
     try:
@@ -62,10 +82,7 @@ def load_json_truth(path: Path) -> tuple[list[TruthPage], list[str]]:
         if reason:
             problems.append(f"truth entry {n}: {reason}: left out")
             continue
-        attributes = entry["page_info"].get("page_attribute") or {}
-        pages.append(
-            TruthPage(_page_name(entry), entry, attributes if isinstance(attributes, dict) else {})
-        )
+        pages.append(_truth_page(entry))
     return pages, problems
 
 
@@ -73,27 +90,19 @@ def markdown_truth_page(name: str, markdown: str) -> TruthPage:
     """Reference Markdown -> an OmniDocBench page: paragraphs become text blocks, display
     formulas formula blocks, tables (HTML or pipe) table blocks, in the order they come."""
     elements = sorted(
-        (e for items in page_elements(markdown).values() for e in items),
-        key=lambda e: e["position"][0],
+        (e for items in page_elements(markdown).values() for e in items), key=lambda e: e.start
     )
-    blocks = []
+    blocks: list[TruthBlock] = []
     for element in elements:
-        category, content = element["category_type"], element["content"]
-        block: dict[str, Any] = {"anno_id": len(blocks), "order": len(blocks) + 1}
-        if category == "text_all":
-            block.update(category_type="text_block", text=content)
-        elif category == "html_table":
-            block.update(category_type="table", html=content)
-        elif (
-            category == "equation_isolated"
-            and element.get("fine_category_type") != "equation_inline"
-        ):
-            block.update(category_type="equation_isolated", latex=content)
-        else:  # inline formulas are part of their paragraph; LaTeX tables have no HTML
-            continue
-        blocks.append(block)
-    page = {"layout_dets": blocks, "extra": {"relation": []}, "page_info": {"image_path": name}}
-    return TruthPage(name, page)
+        n, content = len(blocks), element.content
+        if element.category == "text_all":
+            blocks.append(TruthBlock(n, "text_block", n + 1, text=content))
+        elif element.category == "html_table":
+            blocks.append(TruthBlock(n, "table", n + 1, html=content))
+        elif element.kind == "equation_isolated":
+            blocks.append(TruthBlock(n, "equation_isolated", n + 1, latex=content))
+        # inline formulas are part of their paragraph; LaTeX tables have no HTML
+    return TruthPage(name, blocks)
 
 
 def load_markdown_truth(folder: Path) -> tuple[list[TruthPage], list[str]]:

@@ -1,27 +1,25 @@
 """Truth blocks <-> predicted elements of one page, as OmniDocBench's `quick_match` pairs them
 (utils/match_quick.py and utils/match.py there), and its simple one-to-one match for tables.
 
-Each pair is a dict with OmniDocBench's fields (gt, pred, norm_gt, norm_pred, gt_idx, pred_idx,
-gt_position, pred_position, gt_category_type, pred_category_type, gt_attribute, edit). One quirk
+Each pair (records.Pair) has OmniDocBench's fields (gt, pred, norm_gt, norm_pred, gt_idx,
+gt_position, pred_position, gt_category_type, pred_category_type, gt_attribute). One quirk
 is kept on purpose: the truth and predicted lines that normalize to nothing are dropped, but the
 positions, categories and attributes are then read by index from the unfiltered lists, as
 OmniDocBench does (this shifts reading-order figures on pages with such lines)."""
 
 from __future__ import annotations
 
-import copy
 import re
 from collections import Counter
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from hpdparse.eval import merging
 from hpdparse.eval.normalize import normal_formula, normal_text, table_cell_texts
+from hpdparse.eval.records import Element, Pair, TruthBlock
 
-Pair = dict[str, Any]
 TEXT_CATEGORIES = [
     "text_block",
     "title",
@@ -71,35 +69,29 @@ def _array_rows(latex: str) -> tuple[re.Match[str], list[str]] | None:
     return match, [row.strip() for row in re.split(r"\\\\", match.group("body")) if row.strip()]
 
 
-def split_truth_arrays(items: list[dict]) -> list[dict]:
+def split_truth_arrays(items: list[TruthBlock]) -> list[TruthBlock]:
     """A one-column `array` display formula of the truth -> one formula per row."""
     out = []
     for item in items:
         found = None
-        if item.get("category_type") == "equation_isolated" and "\\begin{array" in item.get(
-            "latex", ""
-        ):
-            found = _array_rows(item["latex"])
+        if item.category == "equation_isolated" and "\\begin{array" in item.latex:
+            found = _array_rows(item.latex)
         if found is None:
             out.append(item)
             continue
-        base = float(item["order"])
+        base = float(item.order)  # type: ignore[arg-type]  # None: a TypeError, as in OmniDocBench
         for n, row in enumerate(found[1], start=1):
-            out.append(
-                {**copy.deepcopy(item), "latex": f"\\[{row}\\]", "order": round(base + n / 10, 1)}
-            )
+            out.append(replace(item, latex=f"\\[{row}\\]", order=round(base + n / 10, 1)))
     return out
 
 
-def split_pred_arrays(items: list[dict]) -> list[dict]:
+def split_pred_arrays(items: list[Element]) -> list[Element]:
     """The same for predicted display formulas (with their positions)."""
     out = []
     for item in items:
         found = None
-        if item.get("category_type") == "equation_isolated" and "\\begin{array" in item.get(
-            "content", ""
-        ):
-            found = _array_rows(item["content"])
+        if item.category == "equation_isolated" and "\\begin{array" in item.content:
+            found = _array_rows(item.content)
         if found is None:
             out.append(item)
             continue
@@ -109,23 +101,9 @@ def split_pred_arrays(items: list[dict]) -> list[dict]:
             at = body.find(row, search_from)
             at = search_from if at == -1 else at
             search_from = at + len(row)
-            start = item["position"][0] + match.start("body") + at
-            out.append(
-                {
-                    **copy.deepcopy(item),
-                    "content": f"\\[{row.strip()}\\]",
-                    "position": [start, start + len(row) - 1],
-                }
-            )
+            start = item.start + match.start("body") + at
+            out.append(replace(item, content=f"\\[{row.strip()}\\]", start=start))
     return out
-
-
-def category_of(item: dict) -> str:
-    return item.get("fine_category_type") or item["category_type"]
-
-
-def position_of(item: dict) -> Any:
-    return item.get("order") if item.get("order") else item.get("position", [""])[0]
 
 
 @dataclass
@@ -137,25 +115,23 @@ class Lines:
     gt_cat: list[str]
     pred_raw: list[str]
     pred: list[str]
-    gt_items: list[dict]
-    pred_items: list[dict]
+    gt_items: list[TruthBlock]
+    pred_items: list[Element]
 
 
-def page_lines(gt_items: list[dict], pred_items: list[dict]) -> Lines:
+def page_lines(gt_items: list[TruthBlock], pred_items: list[Element]) -> Lines:
     gt_rows = []
-    for item in gt_items:
-        if item["category_type"] in TEXT_CATEGORIES:
-            raw = str(item.get("text", ""))
-            gt_rows.append((raw, normal_text(raw), category_of(item)))
-        elif item["category_type"] == "equation_isolated":
-            raw = str(item.get("latex", ""))
-            gt_rows.append((raw, normal_formula(raw), category_of(item)))
+    for block in gt_items:
+        if block.category in TEXT_CATEGORIES:
+            gt_rows.append((block.text, normal_text(block.text), block.category))
+        elif block.category == "equation_isolated":
+            gt_rows.append((block.latex, normal_formula(block.latex), block.category))
     pred_rows = []
     for item in pred_items:
-        raw = str(item["content"])
-        if item["category_type"] == "text_all":
+        raw = item.content
+        if item.category == "text_all":
             pred_rows.append((raw, normal_text(raw)))
-        elif item["category_type"] == "equation_isolated":
+        elif item.category == "equation_isolated":
             pred_rows.append((raw, normal_formula(raw)))
         else:
             pred_rows.append((raw, raw))
@@ -172,51 +148,34 @@ def page_lines(gt_items: list[dict], pred_items: list[dict]) -> Lines:
     )
 
 
-def _unmatched_truth(lines: Lines, t: int) -> Pair:
-    item = lines.gt_items[t]
-    return {
-        "gt_idx": [t],
-        "gt": lines.gt_raw[t],
-        "pred_idx": [""],
-        "pred": "",
-        "gt_position": [position_of(item)],
-        "pred_position": "",
-        "norm_gt": lines.gt[t],
-        "norm_pred": "",
-        "gt_category_type": lines.gt_cat[t],
-        "pred_category_type": "",
-        "gt_attribute": [item.get("attribute", {})],
-        "edit": 1,
-    }
-
-
 def _array_of(parts: list[str]) -> str:
     rows = " \\\\ ".join("{" + part.strip("$").strip("\n") + "}" for part in parts)
     return "\\begin{array}{l} " + rows + " \\end{array}"
 
 
-def _finish(entry: Pair, lines: Lines, truth: list[int], pred: list[int]) -> Pair:
-    """A grouped entry of the main match -> a pair (indices into the kept lines)."""
-    cats = [lines.gt_cat[truth[t]] for t in entry["gt_idx"]]
-    kept = [c for c in cats if c not in IGNORED_CATEGORIES]
-    entry["gt_category_type"] = Counter(kept or cats).most_common(1)[0][0]
-    has_pred = entry["pred_idx"] != [""]
-    first_pred = lines.pred_items[pred[entry["pred_idx"][0]]] if has_pred else None
-    entry["gt_position"] = [position_of(lines.gt_items[truth[t]]) for t in entry["gt_idx"]]
-    entry["pred_position"] = first_pred["position"][0] if first_pred else ""
-    gt_raw = [lines.gt_raw[truth[t]] for t in entry["gt_idx"]]
-    multi_formula = entry["gt_category_type"] == "equation_isolated" and len(gt_raw) > 1
-    entry["gt"] = _array_of(gt_raw) if multi_formula else "".join(gt_raw)
-    entry["pred_category_type"] = category_of(first_pred) if first_pred else ""
-    entry["gt_attribute"] = [lines.gt_items[truth[t]].get("attribute", {}) for t in entry["gt_idx"]]
-    pred_raw = [lines.pred_raw[pred[p]] for p in entry["pred_idx"]] if has_pred else []
-    multi_pred = "equation" in entry["pred_category_type"] and len(pred_raw) > 1
-    entry["pred"] = _array_of(pred_raw) if multi_pred else "".join(pred_raw)
-    entry["norm_gt"] = "".join(lines.gt[truth[t]] for t in entry["gt_idx"])
-    entry["norm_pred"] = "".join(lines.pred[pred[p]] for p in entry["pred_idx"]) if has_pred else ""
-    entry["gt_idx"] = [truth[t] for t in entry["gt_idx"]]
-    entry["pred_idx"] = [pred[p] for p in entry["pred_idx"]] if has_pred else [""]
-    return entry
+def _pair(truth: list[int], pred: list[int], lines: Lines) -> Pair:
+    """Truth lines and the predicted lines matched to them (indices into the kept lines; the
+    items are read at the same indices of the unfiltered lists) -> a pair."""
+    cats = [lines.gt_cat[t] for t in truth]
+    category = Counter([c for c in cats if c not in IGNORED_CATEGORIES] or cats).most_common(1)
+    first_pred = lines.pred_items[pred[0]] if pred else None
+    pred_category = first_pred.kind if first_pred else ""
+    gt_raw = [lines.gt_raw[t] for t in truth]
+    pred_raw = [lines.pred_raw[p] for p in pred]
+    multi_formula = category[0][0] == "equation_isolated" and len(gt_raw) > 1
+    multi_pred = "equation" in pred_category and len(pred_raw) > 1
+    return Pair(
+        gt_idx=truth,
+        gt=_array_of(gt_raw) if multi_formula else "".join(gt_raw),
+        pred=_array_of(pred_raw) if multi_pred else "".join(pred_raw),
+        norm_gt="".join(lines.gt[t] for t in truth),
+        norm_pred="".join(lines.pred[p] for p in pred),
+        gt_position=[lines.gt_items[t].position for t in truth],
+        pred_position=first_pred.start if first_pred else "",
+        gt_category_type=category[0][0],
+        pred_category_type=pred_category,
+        gt_attribute=[lines.gt_items[t].attribute for t in truth],
+    )
 
 
 def _ignored_pred(lines: Lines) -> set[int]:
@@ -229,27 +188,20 @@ def _ignored_pred(lines: Lines) -> set[int]:
     return {int(j) for j in np.argwhere(matrix < 0.25)[:, 1]}
 
 
-def quick_match(gt_items: list[dict], pred_items: list[dict]) -> list[Pair]:
-    """The page's pairs, those without truth (gt_idx [""]) and the left-out categories' included
-    only where OmniDocBench keeps them."""
+def quick_match(gt_items: list[TruthBlock], pred_items: list[Element]) -> list[Pair]:
+    """The page's pairs, those without truth and the left-out categories' included only where
+    OmniDocBench keeps them."""
     gt_items = split_truth_arrays(gt_items)
     order = sorted(
-        enumerate(pred_items),
-        key=lambda p: (
-            p[1].get("fine_category_type") == "equation_inline",
-            p[1]["position"][0],
-            p[0],
-        ),
+        enumerate(pred_items), key=lambda p: (p[1].fine == "equation_inline", p[1].start, p[0])
     )
     lines = page_lines(gt_items, split_pred_arrays([p[1] for p in order]))
     if not lines.gt:
         return []
     if not lines.pred:
-        return [_unmatched_truth(lines, t) for t in range(len(lines.gt))]
+        return [_pair([t], [], lines) for t in range(len(lines.gt))]
     if len(lines.gt) == 1 and len(lines.pred) == 1:
-        pair = _finish({"gt_idx": [0], "pred_idx": [0]}, lines, [0], [0])
-        pair["edit"] = merging.normalized_distance(lines.gt[0], lines.pred[0])
-        return [pair]
+        return [_pair([0], [0], lines)]
     ignored = _ignored_pred(lines)
     truth = [t for t, cat in enumerate(lines.gt_cat) if cat not in IGNORED_CATEGORIES]
     pred = [p for p in range(len(lines.pred)) if p not in ignored]
@@ -258,58 +210,49 @@ def quick_match(gt_items: list[dict], pred_items: list[dict]) -> list[Pair]:
     matrix = merging.distance_matrix(truth_norm, pred_norm)
     matches, unmatched = merging.assign(matrix, truth_norm, pred_norm)
     final = merging.combine(matches, merging.contained_truth(unmatched, truth_norm, pred_norm))
-    merging.rescore(final, truth_norm, pred_norm)
-    pairs = merging.pairs_of(final, truth_norm, pred_norm)
-    grouped = merging.group_by_prediction(pairs, len(truth), [lines.gt_raw[t] for t in truth])
+    grouped = merging.group_by_prediction(merging.pairs_of(final, truth_norm, pred_norm), truth)
     out, skip_next = [], False
-    for entry in grouped:
+    for gt_idx, pred_idx in grouped:
         if skip_next:  # OmniDocBench removes from the list it walks: the next entry is lost
             skip_next = False
             continue
-        if entry["gt_idx"] == [""]:
-            first = lines.pred_items[pred[entry["pred_idx"][0]]]
-            skip_next = category_of(first) == "equation_inline"
-            continue  # predictions without truth are never scored
-        out.append(_finish(entry, lines, truth, pred))
+        if gt_idx == [None]:  # predictions without truth are never scored
+            skip_next = lines.pred_items[pred[pred_idx[0]]].kind == "equation_inline"
+            continue
+        out.append(_pair([truth[t] for t in gt_idx], [pred[p] for p in pred_idx], lines))
     return out
 
 
-def table_match(gt_tables: list[dict], pred_tables: list[dict]) -> tuple[list[Pair], list[dict]]:
+def table_match(
+    gt_tables: list[TruthBlock], pred_tables: list[Element]
+) -> tuple[list[Pair], list[Element]]:
     """Truth tables <-> predicted tables one to one (Hungarian on the raw strings); the cells of
     predicted tables left over come back as text elements."""
-    gt_raw = [str(item.get("html", "")) for item in gt_tables]
+    gt_raw = [item.html for item in gt_tables]
     kept = [t for t, raw in enumerate(gt_raw) if raw]
-    pred_raw = [str(item["content"]) for item in pred_tables if item["content"]]
-    pairs: list[Pair] = []
+    pred_raw = [item.content for item in pred_tables if item.content]
     matrix = merging.distance_matrix([gt_raw[t] for t in kept], pred_raw)
     rows, cols = linear_sum_assignment(matrix) if kept and pred_raw else ([], [])
     assigned = {int(r): int(c) for r, c in zip(rows, cols, strict=True)}
+    pairs = []
     for i, t in enumerate(kept):
         c = assigned.get(i)
         pairs.append(
-            {
-                "gt_idx": [i],
-                "gt": gt_raw[t],
-                "norm_gt": gt_raw[t],
-                "gt_category_type": category_of(gt_tables[i]),
-                "gt_position": [position_of(gt_tables[i])],
-                "gt_attribute": [gt_tables[i].get("attribute", {})],
-                "pred_idx": [c if c is not None else ""],
-                "pred": pred_raw[c] if c is not None else "",
-                "norm_pred": pred_raw[c] if c is not None else "",
-                "edit": matrix[i][c] if c is not None else 1,
-            }
+            Pair(
+                gt_idx=[i],
+                gt=gt_raw[t],
+                norm_gt=gt_raw[t],
+                gt_category_type=gt_tables[i].category,
+                gt_position=[gt_tables[i].position],
+                gt_attribute=[gt_tables[i].attribute],
+                pred=pred_raw[c] if c is not None else "",
+                norm_pred=pred_raw[c] if c is not None else "",
+            )
         )
     leftover = []
     if kept:
         for c in range(len(pred_raw)):
             if c not in assigned.values():
-                for text in table_cell_texts(pred_tables[c]["content"]):
-                    leftover.append(
-                        {
-                            **copy.deepcopy(pred_tables[c]),
-                            "content": text,
-                            "category_type": "text_all",
-                        }
-                    )
+                for text in table_cell_texts(pred_tables[c].content):
+                    leftover.append(replace(pred_tables[c], content=text, category="text_all"))
     return pairs, leftover

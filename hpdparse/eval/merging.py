@@ -5,6 +5,8 @@ and the final one-to-many pairs. Kept step for step: the figures depend on its d
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
+from functools import cache, partial
 from typing import Any
 
 import numpy as np
@@ -12,7 +14,7 @@ from rapidfuzz.distance import Levenshtein
 from rapidfuzz.process import cdist
 from scipy.optimize import linear_sum_assignment
 
-Matches = dict[tuple[Any, ...], dict[str, Any]]
+Matches = dict[tuple[int, ...], list[int]]  # predicted line indices -> their truth lines
 
 
 def normalized_distance(a: Any, b: Any) -> float:
@@ -38,19 +40,19 @@ def best_window(long: str, short: str) -> float | None:
     return int(cdist([short], windows, scorer=Levenshtein.distance).min()) / size
 
 
-def _merge_helps(truth: str, preds: list[str], threshold: float = 0.6) -> tuple[bool, bool]:
-    """(whether the last predicted line belongs to the merged prediction for `truth`, whether
-    to try the next one)."""
-    if len(preds) == 1:
-        return False, False
+def _merge_helps(
+    truth: str, preds: list[str], fit: Callable[[str], float | None], threshold: float = 0.6
+) -> tuple[bool, bool]:
+    """(whether the last of two or more predicted lines belongs to the merged prediction for
+    `truth`, whether to try the next one). fit(line): best_window(truth, line)."""
     current, merged = " ".join(preds[:-1]), " ".join(preds)
     if normalized_distance(truth, merged) > normalized_distance(truth, current):
         return False, False
     for pred in preds[:-1]:
-        window = best_window(truth, pred)
+        window = fit(pred)
         if window is None or window > threshold:
             return False, False
-    added = best_window(truth, preds[-1])
+    added = fit(preds[-1])
     if added is None:
         return False, False
     return added < threshold, len(merged) <= len(truth)
@@ -66,11 +68,12 @@ def _best_runs(matrix: np.ndarray, truth: list[str], pred: list[str]) -> tuple[l
     runs, costs = [], []
     for t in (i for i in range(matrix.shape[0]) if i not in taken_truth):
         candidates, distances = [], []
+        fit = cache(partial(best_window, truth[t]))  # the runs share lines: each fitted once
         for start in free_pred:
             step, merged = 1, [pred[start]]
             while start + step not in taken_pred and start + step < len(pred):
                 merged.append(pred[start + step])
-                helps, go_on = _merge_helps(truth[t], merged)
+                helps, go_on = _merge_helps(truth[t], merged, fit)
                 if not helps:
                     break
                 step += 1
@@ -149,9 +152,11 @@ def merge_truncated(
     return distance_matrix(truth, lines), columns
 
 
-def assign(matrix: np.ndarray, truth: list[str], pred: list[str]) -> tuple[dict, list[int]]:
-    """Hungarian assignment after merging: {truth index: {pred_indices, edit_distance}} for the
-    pairs closer than 0.7, and the truth indices left over."""
+def assign(
+    matrix: np.ndarray, truth: list[str], pred: list[str]
+) -> tuple[dict[int, list[int]], list[int]]:
+    """Hungarian assignment after merging: {truth index: predicted indices} for the pairs
+    closer than 0.7, and the truth indices left over."""
     merged_matrix, columns = merge_truncated(matrix, truth, pred)
     rows, cols = linear_sum_assignment(merged_matrix)
     matches, unmatched_truth = {}, []
@@ -165,11 +170,13 @@ def assign(matrix: np.ndarray, truth: list[str], pred: list[str]) -> tuple[dict,
         if cost > 0.7:
             unmatched_truth.append(t)
         else:
-            matches[t] = {"pred_indices": indices, "edit_distance": cost}
+            matches[t] = indices
     return matches, unmatched_truth
 
 
-def contained_truth(unmatched_truth: list[int], truth: list[str], pred: list[str]) -> dict:
+def contained_truth(
+    unmatched_truth: list[int], truth: list[str], pred: list[str]
+) -> dict[int, list[int]]:
     """{predicted index: unmatched truth lines found inside that predicted line}."""
     found = {}
     for p, line in enumerate(pred):
@@ -183,122 +190,54 @@ def contained_truth(unmatched_truth: list[int], truth: list[str], pred: list[str
     return found
 
 
-def combine(matches: dict, contained: dict) -> Matches:
+def combine(matches: dict[int, list[int]], contained: dict[int, list[int]]) -> Matches:
+    """{predicted indices: their truth indices}: the assigned pairs, then the truth lines found
+    inside a predicted line (each truth line once)."""
     final: Matches = {}
-    done: set[int] = set()
-    for t, info in matches.items():
-        key = tuple(sorted(info["pred_indices"]))
-        if key in final:
-            if t not in done:
-                final[key]["gt_indices"].append(t)
-                done.add(t)
-        else:
-            final[key] = {"gt_indices": [t], "edit_distance": info["edit_distance"]}
-            done.add(t)
+    for t, indices in matches.items():
+        final.setdefault(tuple(sorted(indices)), []).append(t)
+    done = set(matches)
     for p, inside in contained.items():
-        key = (p,)
-        if key in final:
-            for t in inside:
-                if t not in done:
-                    final[key]["gt_indices"].append(t)
-                    done.add(t)
-        else:
-            final[key] = {"gt_indices": [t for t in inside if t not in done], "edit_distance": None}
-            done.update(final[key]["gt_indices"])
+        truths = final.setdefault((p,), [])
+        truths += [t for t in inside if t not in done]
+        done.update(truths)
     return final
 
 
-def rescore(final: Matches, truth: list[str], pred: list[str]) -> None:
-    for key, info in final.items():
-        indices = sorted(set(info["gt_indices"]))
-        if not indices:
-            info["edit_distance"] = 1
-        elif len(indices) > 1:  # OmniDocBench compares the joined truth with the first line only
-            joined = "".join(truth[t] for t in indices)
-            first = pred[key[0]]
-            info["edit_distance"] = normalized_distance(joined, first) if joined or first else 1
-        else:
-            text = " ".join(pred[p] for p in key)
-            t = truth[indices[0]]
-            info["edit_distance"] = normalized_distance(t, text) if t or text else 1
-
-
-def pairs_of(final: Matches, truth: list[str], pred: list[str]) -> list[dict[str, Any]]:
-    """The pairs, then the left-over lines: predicted ones assigned to left-over truth (distance
-    1) or gathered in one entry without truth; truth ones alone (distance 1)."""
-    pairs = []
-    for key, info in final.items():
-        text = " ".join(pred[p] for p in key)
-        for t in sorted(set(info["gt_indices"])):
-            pairs.append(
-                {
-                    "gt_idx": t,
-                    "gt": truth[t],
-                    "pred_idx": list(key),
-                    "pred": text,
-                    "edit": info["edit_distance"],
-                }
-            )
-    all_truth, all_pred = set(range(len(truth))), set(range(len(pred)))
-    matched_truth = set().union(*[set(info["gt_indices"]) for info in final.values()])
-    left_truth = all_truth - matched_truth
-    left_pred = all_pred - {p for key in final for p in key}
+def pairs_of(final: Matches, truth: list[str], pred: list[str]) -> list[tuple[int | None, tuple]]:
+    """(truth index, predicted indices) pairs, then the left-over lines: predicted ones assigned
+    to left-over truth or gathered in one entry without truth (None); truth ones alone (no
+    predicted index)."""
+    pairs: list[tuple[int | None, tuple]] = [
+        (t, key) for key, truths in final.items() for t in sorted(set(truths))
+    ]
+    matched_truth = set().union(*[set(truths) for truths in final.values()])
+    left_truth = set(range(len(truth))) - matched_truth
+    left_pred = set(range(len(pred))) - {p for key in final for p in key}
     if left_pred and left_truth:
         truth_list, pred_list = list(left_truth), list(left_pred)
         matrix = [[normalized_distance(truth[t], pred[p]) for p in pred_list] for t in truth_list]
         for i, j in zip(*linear_sum_assignment(matrix), strict=True):
-            t, p = truth_list[i], pred_list[j]
-            pairs.append({"gt_idx": t, "gt": truth[t], "pred_idx": [p], "pred": pred[p], "edit": 1})
+            pairs.append((truth_list[i], (pred_list[j],)))
     elif left_pred:
-        pairs.append(
-            {
-                "gt_idx": "",
-                "gt": "",
-                "pred_idx": list(left_pred),
-                "pred": " ".join(pred[p] for p in left_pred),
-                "edit": 1,
-            }
-        )
+        pairs.append((None, tuple(left_pred)))
     else:
-        for t in left_truth:
-            pairs.append({"gt_idx": t, "gt": truth[t], "pred_idx": "", "pred": "", "edit": 1})
+        pairs += [(t, ()) for t in left_truth]
     return pairs
 
 
 def group_by_prediction(
-    pairs: list[dict[str, Any]], truth_count: int, truth_raw: list[str]
-) -> list[dict[str, Any]]:
-    """One entry per predicted line set, with all its truth lines; then each truth line without
-    a prediction (distance 1)."""
-    grouped, seen_pred, seen_truth = [], set(), set()
-
-    def key_of(pair: dict[str, Any]) -> tuple[Any, ...]:
-        return (
-            tuple(pair["pred_idx"]) if isinstance(pair["pred_idx"], list) else (pair["pred_idx"],)
-        )
-
-    for pair in pairs:
-        key = key_of(pair)
-        if key in seen_pred or key == ("",):
+    pairs: list[tuple[int | None, tuple]], truth: list[int]
+) -> list[tuple[list, list[int]]]:
+    """(truth indices, predicted indices): one entry per predicted line set, with all its truth
+    lines; then each truth line without a prediction."""
+    grouped: list[tuple[list, list[int]]] = []
+    seen_pred, seen_truth = set(), set()
+    for _, key in pairs:
+        if key in seen_pred or not key:
             continue
-        entry = {
-            "gt_idx": [pair["gt_idx"]],
-            "gt": pair["gt"],
-            "pred_idx": pair["pred_idx"],
-            "pred": pair["pred"],
-            "edit": pair["edit"],
-        }
-        for other in pairs:
-            if other is not pair and key_of(other) == key:
-                entry["gt_idx"].append(other["gt_idx"])
-                entry["gt"] += other["gt"]
-                seen_truth.add(other["gt_idx"])
-        grouped.append(entry)
+        truths = [t for t, other in pairs if other == key]
+        grouped.append((truths, list(key)))
         seen_pred.add(key)
-        seen_truth.add(pair["gt_idx"])
-    for t in range(truth_count):
-        if t not in seen_truth:
-            grouped.append(
-                {"gt_idx": [t], "gt": truth_raw[t], "pred_idx": [""], "pred": "", "edit": 1}
-            )
-    return grouped
+        seen_truth.update(truths)
+    return grouped + [([t], []) for t in range(len(truth)) if t not in seen_truth]

@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
-from functools import lru_cache
 
 from bs4 import BeautifulSoup
 from pylatexenc.latex2text import LatexNodes2Text
@@ -83,10 +82,12 @@ _TABLE_TAGS = [
 ]
 
 
-@lru_cache(maxsize=4096)
+_LATEX_TO_TEXT = LatexNodes2Text()  # one converter: it keeps no state from one text to the next
+
+
 def latex_to_text(latex: str) -> str:
     """LaTeX -> Unicode text (pylatexenc)."""
-    return LatexNodes2Text().latex_to_text(latex)
+    return _LATEX_TO_TEXT.latex_to_text(latex)
 
 
 def inline_math_to_unicode(text: str) -> str:

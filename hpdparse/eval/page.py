@@ -1,32 +1,28 @@
 """One page scored: its truth blocks and its prediction's elements matched, then each pair's
-edit distance (and each table's TEDS) computed. Runs in a worker process: everything it takes
-and gives is plain data (OmniDocBench's dataset/end2end_dataset.py, page by page)."""
+edit distance (and each table's TEDS) computed. Runs in a worker process: it takes and gives
+records (hpdparse.eval.records). OmniDocBench's dataset/end2end_dataset.py, page by page."""
 
 from __future__ import annotations
 
-import copy
-from typing import Any
+from dataclasses import replace
 
 from rapidfuzz.distance import Levenshtein
 
 from hpdparse.eval.extract import page_elements
 from hpdparse.eval.matching import IGNORED_CATEGORIES, TEXT_CATEGORIES, quick_match, table_match
 from hpdparse.eval.normalize import clean_string, latex_to_text, normal_table
+from hpdparse.eval.records import Element, Pair, Scored, ScoredPage, TruthBlock, TruthPage
 from hpdparse.eval.teds import teds
 
-Pair = dict[str, Any]
 MIX_CATEGORIES = [*TEXT_CATEGORIES, "equation_isolated"]
 
 
-def truth_blocks(page: dict[str, Any]) -> dict[str, list[dict]]:
+def truth_blocks(page: TruthPage) -> dict[str, list[TruthBlock]]:
     """The page's blocks by category, blocks linked as `truncated` joined into one (their
     texts in reading order)."""
-    chains: list[list[Any]] = []
-    linked: dict[Any, Any] = {}
-    for relation in page.get("extra", {}).get("relation", []):
-        if relation.get("relation_type") != "truncated":
-            continue
-        source, target = relation["source_anno_id"], relation["target_anno_id"]
+    chains: list[list[int | str]] = []
+    linked: dict[int | str, TruthBlock | None] = {}
+    for source, target in page.truncated:
         linked[source] = linked[target] = None
         joined = False
         for chain in chains:
@@ -35,68 +31,56 @@ def truth_blocks(page: dict[str, Any]) -> dict[str, list[dict]]:
                 joined = True
         if not joined:
             chains.append([source, target])
-    blocks: dict[str, list[dict]] = {}
-    for item in page["layout_dets"]:
-        if item["anno_id"] in linked:
-            linked[item["anno_id"]] = item
+    blocks: dict[str, list[TruthBlock]] = {}
+    for block in page.blocks:
+        if block.anno_id in linked:
+            linked[block.anno_id] = block
         else:
-            blocks.setdefault(item["category_type"], []).append(item)
+            blocks.setdefault(block.category, []).append(block)
     for chain in chains:
-        absent = [key for key in chain if linked[key] is None]
-        if absent:  # OmniDocBench stops on such a page
-            raise ValueError(f"a truncated relation names block {absent[0]}, not on the page")
-        parts = sorted((linked[key] for key in chain), key=lambda block: block["order"])
+        parts = [linked[key] for key in chain]
+        if None in parts:  # OmniDocBench stops on such a page
+            absent = chain[parts.index(None)]
+            raise ValueError(f"a truncated relation names block {absent}, not on the page")
+        parts.sort(key=lambda block: block.order)
         first = parts[0]
-        merged = {
-            "category_type": first["category_type"],
-            "order": first["order"],
-            "anno_id": first["anno_id"],
-            "text": "".join(p["text"] for p in parts),
-        }
-        blocks.setdefault(first["category_type"], []).append(merged)
+        text = "".join(p.text for p in parts)
+        merged = TruthBlock(first.anno_id, first.category, first.order, text)
+        blocks.setdefault(first.category, []).append(merged)
     return blocks
 
 
-def _by_order(items: list[dict]) -> list[dict]:
-    return sorted(items, key=lambda item: item.get("order") or 0)
+def _by_order(items: list[TruthBlock]) -> list[TruthBlock]:
+    return sorted(items, key=lambda item: item.order or 0)
 
 
-def reading_order(pairs: list[Pair]) -> dict[str, Any] | None:
+def reading_order(pairs: list[Pair]) -> Scored | None:
     """Truth order positions as the prediction lists them vs. in truth order."""
     matched = [
-        (p["gt_position"], p["pred_position"])
+        (p.gt_position, p.pred_position)
         for p in pairs
-        if p["gt_position"] != [""] and p["pred_position"] != ""
+        if p.gt_position != [""] and p.pred_position != ""
     ]
-    truth = sorted(x for p in pairs if p["gt_position"] != [""] for x in p["gt_position"] if x)
+    truth = sorted(x for p in pairs if p.gt_position != [""] for x in p.gt_position if x)
     pred = [x for positions, _ in sorted(matched, key=lambda m: m[1]) for x in positions if x]
     if not pred and not truth:
         return None
-    return {
-        "gt": truth,
-        "pred": pred,
-        "edit": Levenshtein.distance(truth, pred) / max(len(pred), len(truth)),
-    }
+    edits, length = Levenshtein.distance(pred, truth), max(len(pred), len(truth))
+    return Scored(upper_len=length, edit_num=edits, metric={"Edit_dist": edits / length})
 
 
 def _tables(
-    blocks: dict[str, list[dict]], elements: dict[str, list[dict]]
-) -> tuple[list[Pair], list[dict]]:
+    blocks: dict[str, list[TruthBlock]], elements: dict[str, list[Element]]
+) -> tuple[list[Pair], list[Element]]:
     truth = _by_order(blocks.get("table", []))
     if not truth:
         return [], []
     latex, html = elements.get("latex_table", []), elements.get("html_table", [])
     if len(latex) > len(html):  # scored as missed, as OmniDocBench end to end scores LaTeX tables
-        kept = [t for t in truth if t.get("html") and t.get("latex")]
+        kept = [t for t in truth if t.html and t.latex]
+        # by the index among the kept tables, as OmniDocBench reads it
         return [
-            {
-                "gt_idx": [i],
-                "gt": t["html"],
-                "pred": "",
-                # by the index among the kept tables, as OmniDocBench reads it
-                "gt_attribute": [truth[i].get("attribute", {})],
-                "latex_prediction": True,
-            }
+            Pair(gt_idx=[i], gt=t.html, gt_attribute=[truth[i].attribute])
             for i, t in enumerate(kept)
         ], []
     return table_match(truth, html)
@@ -104,36 +88,31 @@ def _tables(
 
 def _formula_as_text(pair: Pair) -> Pair:
     """A truth formula matched to a predicted paragraph is scored as text."""
-    pair = copy.copy(pair)
-    pair["gt"] = latex_to_text(pair["gt"])
-    pair["norm_gt"] = clean_string(pair["gt"])
-    return pair
+    gt = latex_to_text(pair.gt)
+    return replace(pair, gt=gt, norm_gt=clean_string(gt))
 
 
 def add_edit(pair: Pair) -> None:
-    truth = pair.get("norm_gt") or pair["gt"]
-    pred = pair.get("norm_pred") or pair["pred"]
-    pair["upper_len"] = max(len(truth), len(pred))
-    if pair["upper_len"]:
-        pair["edit_num"] = Levenshtein.distance(pred, truth)
-        pair.setdefault("metric", {})["Edit_dist"] = pair["edit_num"] / pair["upper_len"]
+    truth, pred = pair.norm_gt or pair.gt, pair.norm_pred or pair.pred
+    pair.upper_len = max(len(truth), len(pred))
+    if pair.upper_len:
+        pair.edit_num = Levenshtein.distance(pred, truth)
+        pair.metric["Edit_dist"] = pair.edit_num / pair.upper_len
 
 
 def _score_table(pair: Pair, notes: list[str]) -> None:
-    pair["norm_gt"], pair["norm_pred"] = normal_table(pair["gt"]), normal_table(pair["pred"])
-    truth, pred = pair["norm_gt"] or pair["gt"], pair["norm_pred"] or pair["pred"]
-    metric = pair.setdefault("metric", {})
+    pair.norm_gt, pair.norm_pred = normal_table(pair.gt), normal_table(pair.pred)
+    truth, pred = pair.norm_gt or pair.gt, pair.norm_pred or pair.pred
     for name, structure_only in (("TEDS", False), ("TEDS_structure_only", True)):
         try:
-            metric[name] = teds(pred, truth, structure_only)
+            pair.metric[name] = teds(pred, truth, structure_only)
         except Exception as exc:  # what OmniDocBench does: the table scores 0
-            metric[name] = 0.0
-            notes.append(f"table {pair['gt_idx']}: {name} set to 0 ({type(exc).__name__}: {exc})")
+            pair.metric[name] = 0.0
+            notes.append(f"table {pair.gt_idx}: {name} set to 0 ({type(exc).__name__}: {exc})")
     add_edit(pair)
 
 
-def score_page(name: str, truth: dict[str, Any], markdown: str) -> dict[str, Any]:
-    """{name, text, formula, formula_as_text, table, order, notes} for one page."""
+def score_page(truth: TruthPage, markdown: str) -> ScoredPage:
     elements = page_elements(markdown)
     blocks = truth_blocks(truth)
     mix = [
@@ -149,40 +128,21 @@ def score_page(name: str, truth: dict[str, Any], markdown: str) -> dict[str, Any
     text = [
         p
         for p in pairs
-        if p["gt_category_type"] in TEXT_CATEGORIES
-        and p["gt_category_type"] not in IGNORED_CATEGORIES
+        if p.gt_category_type in TEXT_CATEGORIES and p.gt_category_type not in IGNORED_CATEGORIES
     ]
-    formulas = [
-        p for p in pairs if p["gt_category_type"] == "equation_isolated" and p["gt_idx"] != [""]
-    ]
-    as_text = [
-        _formula_as_text(p)
-        for p in formulas
-        if p["pred_category_type"] not in ("equation_inline", "equation_isolated", "")
-    ]
-    formulas = [
-        p
-        for p in formulas
-        if p["pred_category_type"] in ("equation_inline", "equation_isolated", "")
-    ]
+    formulas, as_text = [], []
+    for p in pairs:
+        if p.gt_category_type == "equation_isolated":
+            if p.pred_category_type in ("equation_inline", "equation_isolated", ""):
+                formulas.append(p)
+            else:
+                as_text.append(_formula_as_text(p))
     notes: list[str] = []
     for pair in table_pairs:
         _score_table(pair, notes)
     for pair in (*text, *formulas, *as_text):
         add_edit(pair)
     order = reading_order(text) if text else None
-    if order:
-        order["upper_len"] = max(len(order["gt"]), len(order["pred"]))
-        order["edit_num"] = Levenshtein.distance(order["pred"], order["gt"])
-        order["metric"] = {"Edit_dist": order["edit_num"] / order["upper_len"]}
-    for pair in (*text, *formulas, *as_text, *table_pairs):
-        pair["page"] = name
-    return {
-        "name": name,
-        "text": text,
-        "formula": formulas,
-        "formula_as_text": as_text,
-        "table": table_pairs,
-        "order": order,
-        "notes": notes,
-    }
+    for sample in (*text, *formulas, *as_text, *table_pairs, *([order] if order else [])):
+        sample.page = truth.name
+    return ScoredPage(truth.name, text, formulas, as_text, table_pairs, order, notes)

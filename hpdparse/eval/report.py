@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+
+from hpdparse.eval.aggregate import ElementFigures, PerPageFigures
+from hpdparse.eval.run import Report
 
 _SUMMARY = [
     ("text", "text_block", "Edit_dist", "edit distance ↓"),
@@ -38,8 +42,8 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def write_json(report: dict[str, Any], path: Path) -> None:
-    public = {k: v for k, v in report.items() if not k.startswith("_")}
+def write_json(report: Report, path: Path) -> None:
+    public = {f.name: getattr(report, f.name) for f in fields(report) if f.name != "scored"}
     path.write_text(json.dumps(_plain(public), indent=2, ensure_ascii=False) + "\n", "utf-8")
 
 
@@ -49,23 +53,23 @@ def _figure(value: Any) -> str:
     return f"{value:.4f}"
 
 
-def _headline(metrics: dict[str, Any], element: str, metric: str) -> Any:
+def _headline(metrics: dict[str, ElementFigures], element: str, metric: str) -> float | str | None:
     figures = metrics[element]["all"].get(metric, {})
     return figures.get("all") if metric.startswith("TEDS") else figures.get("ALL_page_avg")
 
 
-def summary_table(report: dict[str, Any]) -> Table:
-    pages = report["pages"]
+def summary_table(report: Report) -> Table:
+    pages = report.pages
     table = Table(title=f"hpdparse eval: {pages['scored']} of {pages['truth']} truth pages scored")
     for column in ("element", "metric", "page average", "whole set"):
         table.add_column(
             column, justify="right" if column in ("page average", "whole set") else "left"
         )
-    metrics = report["metrics"]
+    metrics = report.metrics
     for label, element, metric, name in _SUMMARY:
         whole = metrics[element]["all"].get(metric, {}).get("edit_whole")
         table.add_row(label, name, _figure(_headline(metrics, element, metric)), _figure(whole))
-    overall = report["overall"]
+    overall = report.overall
     table.add_row("overall", "OmniDocBench, 0-100 ↑", _figure(overall["value"]), "")
     table.caption = (
         "score: edit distances averaged over pages, TEDS over tables (OmniDocBench's figures); "
@@ -74,9 +78,9 @@ def summary_table(report: dict[str, Any]) -> Table:
     return table
 
 
-def breakdown_table(report: dict[str, Any]) -> Table | None:
+def breakdown_table(report: Report) -> Table | None:
     """Page-attribute breakdown (truth with page attributes only)."""
-    metrics = report["metrics"]
+    metrics = report.metrics
     labels = sorted(
         {
             label
@@ -96,14 +100,14 @@ def breakdown_table(report: dict[str, Any]) -> Table | None:
     return table
 
 
-def problem_lines(report: dict[str, Any]) -> list[str]:
-    problems = report["problems"]
+def problem_lines(report: Report) -> list[str]:
+    problems = report.problems
     lines = [f"missing prediction: {p['page']} ({p['reason']})" for p in problems["missing"]]
     lines += [f"not scored: {p['page']} ({p['reason']})" for p in problems["failed"]]
     return lines + problems["truth"] + problems["notes"]
 
 
-def print_summary(report: dict[str, Any], console: Console, breakdown: bool = True) -> None:
+def print_summary(report: Report, console: Console, breakdown: bool = True) -> None:
     console.print(summary_table(report))
     table = breakdown_table(report) if breakdown else None
     if table is not None:
@@ -112,19 +116,20 @@ def print_summary(report: dict[str, Any], console: Console, breakdown: bool = Tr
         console.print(f"[yellow]warning:[/yellow] {line}", markup=True, highlight=False)
 
 
-def page_badness(figures: dict[str, Any]) -> float:
+def page_badness(figures: PerPageFigures) -> float:
     """A page's mean shortfall over its elements (edit distances, 1 - TEDS): what orders the
     worst pages."""
+    teds = figures["table_teds"]
     parts = [
-        figures[k]
-        for k in ("text_block_edit", "display_formula_edit", "reading_order_edit")
-        if figures[k] is not None
+        figures["text_block_edit"],
+        figures["display_formula_edit"],
+        figures["reading_order_edit"],
+        None if teds is None else 1 - teds,
     ]
-    if figures["table_teds"] is not None:
-        parts.append(1 - figures["table_teds"])
+    parts = [p for p in parts if p is not None]
     return sum(parts) / len(parts) if parts else 0.0
 
 
-def worst_pages(report: dict[str, Any], count: int) -> list[str]:
-    per_page = report["per_page"]
+def worst_pages(report: Report, count: int) -> list[str]:
+    per_page = report.per_page
     return sorted(per_page, key=lambda name: -page_badness(per_page[name]))[:count]

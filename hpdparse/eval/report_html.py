@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import html
 from pathlib import Path
-from typing import Any
 
 from lxml import html as lxml_html
 from rapidfuzz.distance import Levenshtein
 
+from hpdparse.eval.aggregate import PerPageFigures
+from hpdparse.eval.records import Pair, ScoredPage
 from hpdparse.eval.report import _SUMMARY, _figure, _headline, page_badness, worst_pages
+from hpdparse.eval.run import Report
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}
@@ -70,10 +72,10 @@ def safe_table(markup: str) -> str:
     return "<table>" + "".join(rows) + "</table>" if rows else ""
 
 
-def _pair_html(kind: str, pair: dict[str, Any]) -> str:
-    truth, pred = str(pair.get("gt", "")), str(pair.get("pred", ""))
+def _pair_html(kind: str, pair: Pair) -> str:
+    truth, pred = pair.gt, pair.pred
     left, right = marked_diff(truth, pred)
-    figures = ", ".join(f"{k} {v:.3f}" for k, v in pair.get("metric", {}).items())
+    figures = ", ".join(f"{k} {v:.3f}" for k, v in pair.metric.items())
     out = f'<p class="meta">{html.escape(kind)} · {html.escape(figures or "not scored")}</p>'
     out += f'<div class="pair"><div class="side">{left}</div><div class="side">{right}</div></div>'
     if kind == "table":
@@ -82,35 +84,33 @@ def _pair_html(kind: str, pair: dict[str, Any]) -> str:
     return out
 
 
-def _page_html(page: dict[str, Any], figures: dict[str, Any]) -> str:
-    pairs = [("text", p) for p in page["text"] + page["formula_as_text"]]
-    pairs += [("display formula", p) for p in page["formula"]] + [
-        ("table", p) for p in page["table"]
-    ]
-    pairs.sort(key=lambda kp: -kp[1].get("metric", {}).get("Edit_dist", 0))
+def _page_html(page: ScoredPage, figures: PerPageFigures) -> str:
+    pairs = [("text", p) for p in page.text + page.formula_as_text]
+    pairs += [("display formula", p) for p in page.formula] + [("table", p) for p in page.table]
+    pairs.sort(key=lambda kp: -kp[1].metric.get("Edit_dist", 0))
     stats = ", ".join(f"{k} {_figure(v)}" for k, v in figures.items() if v is not None)
-    out = f'<section class="page"><h2>{html.escape(page["name"])}</h2>'
+    out = f'<section class="page"><h2>{html.escape(page.name)}</h2>'
     out += f'<p class="meta">shortfall {page_badness(figures):.3f} · {html.escape(stats)}</p>'
     out += '<p class="meta">left: truth, right: prediction</p>'
     return out + "".join(_pair_html(kind, pair) for kind, pair in pairs) + "</section>"
 
 
-def write_html(report: dict[str, Any], path: Path, worst: int = 20) -> None:
-    metrics = report["metrics"]
+def write_html(report: Report, path: Path, worst: int = 20) -> None:
+    metrics = report.metrics
     rows = "".join(
         f"<tr><td>{label}</td><td>{name}</td><td>{_figure(_headline(metrics, e, m))}</td></tr>"
         for label, e, m, name in _SUMMARY
     )
-    overall = report["overall"]
+    overall = report.overall
     rows += f"<tr><th>Overall</th><td></td><th>{_figure(overall['value'])}</th></tr>"
-    pages = {p["name"]: p for p in report["_pages"]}
+    pages = {p.name: p for p in report.scored}
     worst_names = worst_pages(report, worst)
-    body = "".join(_page_html(pages[n], report["per_page"][n]) for n in worst_names)
+    body = "".join(_page_html(pages[n], report.per_page[n]) for n in worst_names)
     doc = (
         '<!DOCTYPE html><html><head><meta charset="utf-8"><title>hpdparse eval</title>'
         f"<style>{_CSS}</style></head><body><h1>hpdparse eval</h1>"
-        f'<p class="meta">prediction {html.escape(report["prediction"])} · truth '
-        f"{html.escape(report['truth'])} · {report['pages']['scored']} pages scored</p>"
+        f'<p class="meta">prediction {html.escape(report.prediction)} · truth '
+        f"{html.escape(report.truth)} · {report.pages['scored']} pages scored</p>"
         f'<table class="sum"><tr><th>element</th><th>metric</th><th>score</th></tr>{rows}'
         f'</table><p class="meta">score: edit distances averaged over pages, TEDS over tables. '
         f"{html.escape(overall['substitution'])}</p>"

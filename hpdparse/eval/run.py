@@ -1,31 +1,61 @@
 """An evaluation run: load the truth, find each page's prediction, score the pages in parallel
-processes, gather the figures into the report (a plain dict, what report.json holds)."""
+processes, gather the figures into the report (report.json's figures, and the scored pages)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from hpdparse.eval import aggregate
-from hpdparse.eval.inputs import TruthPage, find_prediction, load_truth
+from hpdparse.eval.inputs import find_prediction, load_truth
 from hpdparse.eval.page import score_page
+from hpdparse.eval.records import ScoredPage, TruthPage
 
 MAX_PAGES_PER_TASK = 8  # fewer where there are few pages per worker: one table-heavy batch
 # would otherwise keep a worker busy after the others are done
 
 
-def _score(task: tuple[str, dict[str, Any], str]) -> dict[str, Any]:
-    name, truth, markdown = task
+class Unscored(TypedDict):
+    """A truth page not scored, and why (no prediction, or the matcher failed on it)."""
+
+    page: str
+    reason: str
+
+
+class Problems(TypedDict):
+    missing: list[Unscored]  # pages without a prediction
+    failed: list[Unscored]  # pages that could not be scored
+    truth: list[str]  # truth entries left out
+    notes: list[str]  # figures set as OmniDocBench sets them (a table that does not parse)
+
+
+@dataclass
+class Report:
+    """A run's figures (what report.json holds) and its scored pages (for report.html)."""
+
+    prediction: str
+    truth: str
+    pages: dict[str, int]  # truth, scored
+    metrics: dict[str, aggregate.ElementFigures]
+    overall: aggregate.Overall
+    per_page: dict[str, aggregate.PerPageFigures]
+    problems: Problems
+    scored: list[ScoredPage]
+
+
+def _score(task: tuple[TruthPage, str]) -> ScoredPage | Unscored:
+    truth, markdown = task
     try:
-        return score_page(name, truth, markdown)
+        return score_page(truth, markdown)
     except Exception as exc:  # a page the matcher cannot handle: reported, the run goes on
-        return {"name": name, "error": f"{type(exc).__name__}: {exc}"}
+        return {"page": truth.name, "reason": f"{type(exc).__name__}: {exc}"}
 
 
-def _scored(tasks: list[tuple[str, dict[str, Any], str]], workers: int) -> Iterator[dict]:
+def _scored(tasks: list[tuple[TruthPage, str]], workers: int) -> Iterator[ScoredPage | Unscored]:
     if workers <= 1 or len(tasks) < 2:
         yield from map(_score, tasks)
         return
@@ -43,45 +73,40 @@ def default_workers() -> int:
     return max(1, min(cores, 16))
 
 
-def evaluate(pred: Path, truth: Path, workers: int | None = None) -> dict[str, Any]:
-    """Score the predictions in `pred` against `truth`; the report as a dict."""
-    pages, problems = load_truth(truth)
+def evaluate(pred: Path, truth: Path, workers: int | None = None) -> Report:
+    """Score the predictions in `pred` against `truth`."""
+    pages, truth_problems = load_truth(truth)
     tasks, missing = [], []
     for page in pages:
         markdown, source = find_prediction(pred, page.name)
         if markdown is None:  # OmniDocBench leaves the page out too
-            missing.append({"page": page.name, "reason": source})
+            missing.append(Unscored(page=page.name, reason=source))
             continue
-        tasks.append((page.name, page.page, markdown))
+        tasks.append((page, markdown))
     scored, failed = [], []
     for result in _scored(tasks, workers or default_workers()):
-        if "error" in result:
-            failed.append({"page": result["name"], "reason": result["error"]})
-        else:
+        if isinstance(result, ScoredPage):
             scored.append(result)
-    return build_report(
-        pages, scored, {"missing": missing, "failed": failed, "truth": problems}, pred, truth
-    )
-
-
-def build_report(
-    pages: list[TruthPage], scored: list[dict], problems: dict[str, list], pred: Path, truth: Path
-) -> dict[str, Any]:
+        else:
+            failed.append(result)
     attributes = {p.name: p.attributes for p in pages if p.attributes}
     samples = aggregate.element_samples(scored)
     metrics = {
         name: aggregate.element_figures(name, samples[name], attributes)
         for name in aggregate.ELEMENTS
     }
-    per_page = {p["name"]: aggregate.page_figures(p) for p in scored}
-    notes = [f"{p['name']}: {note}" for p in scored for note in p["notes"]]
-    return {
-        "prediction": str(pred),
-        "truth": str(truth),
-        "pages": {"truth": len(pages), "scored": len(scored)},
-        "metrics": metrics,
-        "overall": aggregate.overall(metrics),
-        "per_page": per_page,
-        "problems": {**problems, "notes": notes},
-        "_pages": scored,  # the pairs, for the HTML page; not written to report.json
-    }
+    return Report(
+        str(pred),
+        str(truth),
+        {"truth": len(pages), "scored": len(scored)},
+        metrics,
+        aggregate.overall(metrics),
+        {p.name: aggregate.page_figures(p) for p in scored},
+        Problems(
+            missing=missing,
+            failed=failed,
+            truth=truth_problems,
+            notes=[f"{p.name}: {note}" for p in scored for note in p.notes],
+        ),
+        scored,
+    )

@@ -12,27 +12,26 @@ from rapidfuzz.distance import Levenshtein
 
 
 class _Node:
-    __slots__ = ("children", "colspan", "content", "rowspan", "tag")
+    __slots__ = ("children", "content", "key", "renames", "tag")
 
     def __init__(self, tag: str, colspan: int | None, rowspan: int | None, content: Any) -> None:
-        self.tag, self.colspan, self.rowspan, self.content = tag, colspan, rowspan, content
+        self.tag, self.key, self.content = tag, (tag, colspan, rowspan), content
         self.children: list[_Node] = []
+        # rename costs to the other tree's nodes: APTED asks for each pair many times, and a
+        # dict keyed by the node itself (hashed by identity) is the cheapest lookup
+        self.renames: dict[_Node, float] = {}
 
 
 class _CellConfig(Config):
-    def __init__(self) -> None:
-        self._renames: dict[tuple[int, int], float] = {}  # APTED asks for each pair many times
-
     def rename(self, node1: _Node, node2: _Node) -> float:
-        key = (id(node1), id(node2))
-        cost = self._renames.get(key)
+        cost = node1.renames.get(node2)
         if cost is None:
-            cost = self._renames[key] = self._rename(node1, node2)
+            cost = node1.renames[node2] = self._rename(node1, node2)
         return cost
 
     @staticmethod
     def _rename(node1: _Node, node2: _Node) -> float:
-        if (node1.tag, node1.colspan, node1.rowspan) != (node2.tag, node2.colspan, node2.rowspan):
+        if node1.key != node2.key:
             return 1.0
         if node1.tag == "td" and (node1.content or node2.content):
             a, b = node1.content, node2.content
@@ -81,7 +80,7 @@ def _table(markup: str) -> etree._Element | None:
 
 def _signature(node: _Node) -> tuple:
     children = [_signature(child) for child in node.children]
-    return (node.tag, node.colspan, node.rowspan, node.content, children)
+    return (node.key, node.content, children)
 
 
 def teds(pred: str, truth: str, structure_only: bool = False) -> float:

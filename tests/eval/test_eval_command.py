@@ -14,7 +14,7 @@ from click.testing import CliRunner
 pytest.importorskip("apted")
 
 from hpdparse.commands.main import main
-from hpdparse.eval.run import evaluate
+from hpdparse.eval.run import Report, evaluate
 
 REFERENCE = """# Results
 
@@ -35,20 +35,20 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
     return folder
 
 
-def _edit(report: dict[str, Any], element: str) -> float:
-    return report["metrics"][element]["all"]["Edit_dist"]["ALL_page_avg"]
+def _edit(report: Report, element: str) -> float | str:
+    return report.metrics[element]["all"]["Edit_dist"]["ALL_page_avg"]
 
 
 def test_markdown_truth_identical_prediction_scores_perfectly(tmp_path: Path) -> None:
     truth = _write(tmp_path / "truth", {"a.md": REFERENCE})
     pred = _write(tmp_path / "pred", {"a.md": REFERENCE})
     report = evaluate(pred, truth, workers=1)
-    assert report["pages"] == {"truth": 1, "scored": 1}
+    assert report.pages == {"truth": 1, "scored": 1}
     assert _edit(report, "text_block") == 0.0
     assert _edit(report, "display_formula") == 0.0
     assert _edit(report, "reading_order") == 0.0
-    assert report["metrics"]["table"]["all"]["TEDS"]["all"] == 1.0
-    assert report["overall"]["value"] == pytest.approx(100.0)
+    assert report.metrics["table"]["all"]["TEDS"]["all"] == 1.0
+    assert report.overall["value"] == pytest.approx(100.0)
 
 
 def test_markdown_truth_scores_the_differences(tmp_path: Path) -> None:
@@ -60,9 +60,9 @@ def test_markdown_truth_scores_the_differences(tmp_path: Path) -> None:
     assert _edit(report, "text_block") == pytest.approx(1 / 26)
     # formula normal form "x^{2}+y" vs "x^{3}+y": 1 edit in 7
     assert _edit(report, "display_formula") == pytest.approx(1 / 7)
-    teds = report["metrics"]["table"]["all"]["TEDS"]["all"]
+    teds = report.metrics["table"]["all"]["TEDS"]["all"]
     assert 0.8 < teds < 1.0
-    assert report["metrics"]["table"]["all"]["TEDS_structure_only"]["all"] == 1.0
+    assert report.metrics["table"]["all"]["TEDS_structure_only"]["all"] == 1.0
 
 
 def test_cli_writes_report_json_and_html(tmp_path: Path) -> None:
@@ -114,8 +114,8 @@ def test_missing_page_is_reported_and_the_run_goes_on(tmp_path: Path) -> None:
     truth = _json_truth(tmp_path, [_page("p1", [dict(TEXT)]), _page("p2", [dict(TEXT)])])
     pred = _write(tmp_path / "pred", {"p1.md": "A paragraph of plain text."})
     report = evaluate(pred, truth, workers=1)
-    assert report["pages"] == {"truth": 2, "scored": 1}
-    assert report["problems"]["missing"] == [{"page": "p2", "reason": "no prediction file"}]
+    assert report.pages == {"truth": 2, "scored": 1}
+    assert report.problems["missing"] == [{"page": "p2", "reason": "no prediction file"}]
     assert _edit(report, "text_block") == 0.0
 
 
@@ -124,7 +124,7 @@ def test_empty_prediction_scores_every_block_as_missed(tmp_path: Path) -> None:
     truth = _json_truth(tmp_path, [_page("p1", blocks)])
     pred = _write(tmp_path / "pred", {"p1.md": ""})
     report = evaluate(pred, truth, workers=1)
-    assert report["pages"]["scored"] == 1
+    assert report.pages["scored"] == 1
     assert _edit(report, "text_block") == 1.0
     assert _edit(report, "reading_order") == 1.0
 
@@ -149,17 +149,17 @@ def test_malformed_entries_are_left_out_with_a_reason(tmp_path: Path) -> None:
     truth = _json_truth(tmp_path, [*pages, bad_relation])
     pred = _write(tmp_path / "pred", {"p1.md": "A paragraph of plain text.", "p3.md": "x"})
     report = evaluate(pred, truth, workers=1)
-    assert report["problems"]["truth"] == [
+    assert report.problems["truth"] == [
         "truth entry 1: no page_info.image_path: left out",
         "truth entry 2: not an object: left out",
     ]
     # A truncation link to a block that is not there: OmniDocBench stops; here the page is
     # reported and the others are scored.
-    assert [p["page"] for p in report["problems"]["failed"]] == ["p3"]
-    assert report["problems"]["failed"][0]["reason"] == (
+    assert [p["page"] for p in report.problems["failed"]] == ["p3"]
+    assert report.problems["failed"][0]["reason"] == (
         "ValueError: a truncated relation names block 9, not on the page"
     )
-    assert report["pages"] == {"truth": 2, "scored": 1}
+    assert report.pages == {"truth": 2, "scored": 1}
 
 
 TABLE = "<table><tr><td>1</td><td>2</td></tr></table>"
@@ -173,12 +173,12 @@ def test_tables_that_do_not_parse(tmp_path: Path) -> None:
     truth = _json_truth(tmp_path, pages)
     files = {"open.md": "<table><tr><td>1</td><td>2</td></tr>", "empty.md": "<table></table>"}
     report = evaluate(_write(tmp_path / "pred", files), truth, workers=1)
-    assert report["pages"]["scored"] == 2
-    teds = {p["page"]: p["metric"]["TEDS"] for page in report["_pages"] for p in page["table"]}
+    assert report.pages["scored"] == 2
+    teds = {p.page: p.metric["TEDS"] for page in report.scored for p in page.table}
     # An unclosed predicted table is not a table (OmniDocBench's reader): the truth's is missed.
     assert teds == {"open": 0.0, "empty": 0.0}
     # A table TEDS cannot score (no cells): 0, as OmniDocBench sets it, with a one-line note.
-    notes = report["problems"]["notes"]
+    notes = report.problems["notes"]
     assert [note.split(" (")[0] for note in notes] == [
         "empty: table [0]: TEDS set to 0",
         "empty: table [0]: TEDS_structure_only set to 0",

@@ -8,6 +8,7 @@ import json
 import shutil
 import subprocess
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,13 @@ from hpdparse.eval.inputs import _PAGE_MARKER, _split_pages, markdown_truth_page
 from hpdparse.eval.run import evaluate
 
 REPO = Path(__file__).resolve().parents[2]
+
+
+def _truth_entry(image: str, markdown: str) -> dict:
+    """An OmniDocBench truth entry holding the blocks of reference Markdown."""
+    blocks = markdown_truth_page(image, markdown).blocks
+    layout = [{"category_type": block.category, **asdict(block)} for block in blocks]
+    return {"layout_dets": layout, "page_info": {"image_path": image}}
 
 
 @pytest.fixture(scope="module")
@@ -41,11 +49,11 @@ def test_document_folder_against_markdown_truth(converted: Path, tmp_path: Path)
     truth.mkdir()
     (truth / "report.md").write_text(reference, encoding="utf-8")
     report = evaluate(converted, truth, workers=1)
-    assert report["pages"] == {"truth": 1, "scored": 1}
-    assert report["problems"]["missing"] == []
-    text = report["metrics"]["text_block"]["all"]["Edit_dist"]["ALL_page_avg"]
+    assert report.pages == {"truth": 1, "scored": 1}
+    assert report.problems["missing"] == []
+    text = report.metrics["text_block"]["all"]["Edit_dist"]["ALL_page_avg"]
     assert 0 < text < 0.05  # "Annual" -> "Yearly" only
-    assert report["metrics"]["reading_order"]["all"]["Edit_dist"]["ALL_page_avg"] == 0.0
+    assert report.metrics["reading_order"]["all"]["Edit_dist"]["ALL_page_avg"] == 0.0
 
 
 def test_pages_need_markers(converted: Path, tmp_path: Path) -> None:
@@ -54,9 +62,9 @@ def test_pages_need_markers(converted: Path, tmp_path: Path) -> None:
     markdown = pred / "report" / "report.md"
     markdown.write_text(_PAGE_MARKER.sub("", markdown.read_text("utf-8")), encoding="utf-8")
     truth = tmp_path / "truth.json"
-    truth.write_text(json.dumps([markdown_truth_page("report.pdf_0.jpg", "Text.").page]))
+    truth.write_text(json.dumps([_truth_entry("report.pdf_0.jpg", "Text.")]))
     report = evaluate(pred, truth, workers=1)
-    (missing,) = report["problems"]["missing"]
+    (missing,) = report.problems["missing"]
     assert missing["reason"].endswith(
         "has no page markers: `hpdparse render " + str(pred / "report") + " --page-markers` adds "
         "them (no model needed)"
@@ -68,14 +76,14 @@ def test_pages_against_json_truth(converted: Path, tmp_path: Path) -> None:
     assert sorted(pages) == [1, 2]
     entries = []
     for index, number in enumerate(sorted(pages)):  # OmniDocBench names pages <doc>.pdf_<index>
-        entries.append(markdown_truth_page(f"report.pdf_{index}.jpg", pages[number]).page)
-    entries.append(markdown_truth_page("report.pdf_5.jpg", "A page not converted.").page)
+        entries.append(_truth_entry(f"report.pdf_{index}.jpg", pages[number]))
+    entries.append(_truth_entry("report.pdf_5.jpg", "A page not converted."))
     truth = tmp_path / "truth.json"
     truth.write_text(json.dumps(entries), encoding="utf-8")
     report = evaluate(converted, truth, workers=2)
-    assert report["pages"] == {"truth": 3, "scored": 2}
-    assert set(report["per_page"]) == {"report.pdf_0", "report.pdf_1"}
-    assert report["metrics"]["text_block"]["all"]["Edit_dist"]["ALL_page_avg"] == 0.0
-    (missing,) = report["problems"]["missing"]
+    assert report.pages == {"truth": 3, "scored": 2}
+    assert set(report.per_page) == {"report.pdf_0", "report.pdf_1"}
+    assert report.metrics["text_block"]["all"]["Edit_dist"]["ALL_page_avg"] == 0.0
+    (missing,) = report.problems["missing"]
     assert missing["page"] == "report.pdf_5"
     assert missing["reason"].endswith("report.md has no page 6 (its pages: 1, 2)")

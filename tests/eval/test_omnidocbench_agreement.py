@@ -36,7 +36,7 @@ import pytest
 
 pytest.importorskip("apted")
 
-from hpdparse.eval.run import evaluate
+from hpdparse.eval.run import Report, evaluate
 
 REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / ".." / "shared" / "omnidocbench-demo"
@@ -88,16 +88,16 @@ def perturbed_predictions(folder: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def report() -> dict[str, Any]:
+def report() -> Report:
     return evaluate(DEMO / "predictions", DEMO / "OmniDocBench_demo.json", workers=2)
 
 
-def _off(figures: dict[str, Any], report: dict[str, Any]) -> list[str]:
+def _off(figures: dict[str, Any], report: Report) -> list[str]:
     leaves = _leaves(figures)
     assert len(leaves) > 150  # all, group and page figures of the four elements
     off = []
     for path, expected in leaves:
-        got = _at(report["metrics"], path)
+        got = _at(report.metrics, path)
         if isinstance(expected, str):
             agrees = got == expected
         else:
@@ -107,7 +107,7 @@ def _off(figures: dict[str, Any], report: dict[str, Any]) -> list[str]:
     return off
 
 
-def test_every_official_figure_agrees(report: dict[str, Any]) -> None:
+def test_every_official_figure_agrees(report: Report) -> None:
     off = _off(GOLDEN["figures"], report)
     assert not off, "\n".join(off)
 
@@ -119,20 +119,20 @@ def test_every_official_figure_agrees_on_perturbed_predictions(tmp_path: Path) -
     assert not off, "\n".join(off)
 
 
-def test_headline_figures(report: dict[str, Any]) -> None:
+def test_headline_figures(report: Report) -> None:
     figures = GOLDEN["figures"]
-    metrics = report["metrics"]
+    metrics = report.metrics
     for element in ("text_block", "display_formula", "table", "reading_order"):
         expected = figures[element]["all"]["Edit_dist"]["ALL_page_avg"]
         got = metrics[element]["all"]["Edit_dist"]["ALL_page_avg"]
         assert got == pytest.approx(expected, abs=TOLERANCE), element
     assert metrics["table"]["all"]["TEDS"]["all"] == pytest.approx(0.7838, abs=TOLERANCE)
-    assert report["pages"] == {"truth": 18, "scored": 18}
+    assert report.pages == {"truth": 18, "scored": 18}
     # Overall = ((1 - text edit) * 100 + TEDS * 100 + (1 - formula edit) * 100) / 3
     expected_overall = (
         (1 - figures["text_block"]["all"]["Edit_dist"]["ALL_page_avg"]) * 100
         + figures["table"]["all"]["TEDS"]["all"] * 100
         + (1 - figures["display_formula"]["all"]["Edit_dist"]["ALL_page_avg"]) * 100
     ) / 3
-    assert report["overall"]["value"] == pytest.approx(expected_overall, abs=0.5)
-    assert "CDM" in report["overall"]["substitution"]
+    assert report.overall["value"] == pytest.approx(expected_overall, abs=0.5)
+    assert "CDM" in report.overall["substitution"]
