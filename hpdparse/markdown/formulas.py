@@ -9,6 +9,7 @@ splitting adjacent inline formulas into paragraphs, `\\supset` -> `\\sqsupset`) 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 # --- delimiters ------------------------------------------------------------------------------
@@ -167,40 +168,19 @@ UNICODE_MACROS: dict[str, str] = {
     "∗": "*",
     "′": "'",
     "″": "''",
-    "α": "\\alpha",
-    "β": "\\beta",
-    "γ": "\\gamma",
-    "δ": "\\delta",
-    "ε": "\\varepsilon",
-    "ζ": "\\zeta",
-    "η": "\\eta",
-    "θ": "\\theta",
-    "ι": "\\iota",
-    "κ": "\\kappa",
-    "λ": "\\lambda",
-    "μ": "\\mu",
-    "ν": "\\nu",
-    "ξ": "\\xi",
-    "π": "\\pi",
-    "ρ": "\\rho",
-    "σ": "\\sigma",
-    "τ": "\\tau",
-    "υ": "\\upsilon",
-    "φ": "\\varphi",
-    "χ": "\\chi",
-    "ψ": "\\psi",
-    "ω": "\\omega",
-    "Γ": "\\Gamma",
-    "Δ": "\\Delta",
-    "Θ": "\\Theta",
-    "Λ": "\\Lambda",
-    "Ξ": "\\Xi",
-    "Π": "\\Pi",
-    "Σ": "\\Sigma",
-    "Φ": "\\Phi",
-    "Ψ": "\\Psi",
-    "Ω": "\\Omega",
 }
+
+
+def _greek_macro(letter: str) -> str:
+    """`α` -> `\\alpha`, `Γ` -> `\\Gamma`: LaTeX names a Greek letter as Unicode does (but for
+    "lambda"); ε and φ are the forms LaTeX calls \\varepsilon and \\varphi."""
+    name = unicodedata.name(letter).split()[-1].lower().replace("lamda", "lambda")
+    if letter.isupper():
+        return "\\" + name.capitalize()
+    return "\\" + ("var" + name if name in ("epsilon", "phi") else name)
+
+
+UNICODE_MACROS.update((c, _greek_macro(c)) for c in "αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΦΨΩ")
 _UNICODE = re.compile("[" + "".join(re.escape(c) for c in UNICODE_MACROS) + "]")
 
 

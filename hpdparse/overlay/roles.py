@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpdparse.hpd.labels import ROLE_TEXT, ROLES
+from hpdparse.hpd.labels import LABEL_ROLES, ROLE_TEXT
 from hpdparse.hpd.stream import Block, ParsedPage
 
 ROLE_COLOURS: dict[str, str] = {
@@ -24,7 +24,7 @@ ROLE_COLOURS: dict[str, str] = {
     "aside": "#5f5f5f",
 }
 
-assert set(ROLE_COLOURS) == set(ROLES)
+assert set(ROLE_COLOURS) == set(LABEL_ROLES.values())  # a colour for every role
 
 
 def role_name(role: str) -> str:
