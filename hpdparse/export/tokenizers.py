@@ -5,8 +5,8 @@ tiktoken BPE of 131k tokens) whose file the `mistral-common` wheel ships. Any ot
 Face tokenizer id (from the local cache when offline) or a local folder, loaded by transformers.
 
 Nothing here imports docling-core's chunker package: it imports transformers and torch (about 6
-CPU-seconds), which only a Hugging Face tokenizer or the HybridChunker fallback needs
-(`docling_chunker.py`)."""
+CPU-seconds), which only a Hugging Face tokenizer or docling-core's HybridChunker
+(`docling_chunker.py`) needs."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-from hpdparse.export.chunks import chunk_records
+from hpdparse.export.chunks import chunk_records, records_of
 from hpdparse.export.docling import to_docling
 from hpdparse.export.files import build_exports
 from hpdparse.export.pages import Frame
@@ -31,7 +31,7 @@ from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.markdown.text import render_inline
 from hpdparse.markdown.units import BODY_KINDS, HEADING
-from tests.export.export_cases import CASES, exported, markdown_headings, rendered
+from tests.export.export_cases import CASES, exported, hybrid_chunks, markdown_headings, rendered
 from tests.helpers.paths import REPO
 
 NAMES = sorted(CASES)
@@ -200,9 +200,9 @@ def test_chunks_alone_are_the_chunks_written_with_the_docling_file(name: str, li
     both = RenderOptions(docling=True, chunks=True, chunk_tokens=limit)
     assert alone.docling is None
     assert alone.chunks == build_exports(rendered(name), both).chunks
-    # HybridChunker, where ours does not apply, reads no provenance either
+    # HybridChunker reads no provenance either
     bare = to_docling(rendered(name), provenance=False)
-    hybrid = chunk_records(bare, limit, docling_chunker=True)
+    hybrid = records_of(bare, hybrid_chunks(bare.document, limit), limit)
     assert hybrid == records(name, limit)
 
 
