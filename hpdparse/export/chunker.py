@@ -34,10 +34,10 @@ from docling_core.types.doc import (
 )
 
 from hpdparse.export.chunk_tables import table_markdown
+from hpdparse.markdown.text import code_fence
 
 DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
 _NUMBERED = re.compile(r"\d+\.")
-_BACKTICKS = re.compile(r"`+")
 
 
 @dataclass
@@ -220,9 +220,7 @@ class _Markdown:
             return "\n".join(self._list_item(item, node) for item in items), items
         if isinstance(node, (TableItem, PictureItem)):
             return self._floating(node)
-        if isinstance(node, (TitleItem, SectionHeaderItem)) or node.self_ref in self._captions:
-            return "", []
-        text = self._text(node)
+        text = self.alone(node)
         return text, [node] if text else []
 
     def alone(self, item: DocItem) -> str:
@@ -238,7 +236,7 @@ class _Markdown:
     @staticmethod
     def _text(item: DocItem) -> str:
         if isinstance(item, CodeItem):
-            return _code_block(item.text)
+            return code_fence(item.text)
         if isinstance(item, FormulaItem):
             if item.text:
                 return f"$${item.text}$$"
@@ -298,9 +296,3 @@ def _first_enumerated(group: ListGroup, doc: DoclingDocument) -> bool:
 def _line_breaks(text: str) -> str:
     """docling's GFM hard line breaks: a single newline becomes two spaces and a newline."""
     return "\n\n".join(part.replace("\n", "  \n") for part in text.split("\n\n"))
-
-
-def _code_block(text: str) -> str:
-    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}\n{text}\n{fence}"

@@ -38,11 +38,6 @@ class ChunkTokenizer:
     max_tokens: int
     hugging_face: BaseTokenizer | None = None
 
-    def count_tokens(self, text: str) -> int:
-        if self.hugging_face is None:
-            return _tekken_count(text)
-        return self.hugging_face.count_tokens(text)
-
 
 @functools.cache
 def _tekken() -> Any:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from itertools import groupby
 from typing import Any
 
 from hpdparse.hpd.labels import (
@@ -140,24 +141,16 @@ class PageBuilder:
     def _bulleted_runs(self, blocks: list[Block], taken: set[int]) -> dict[int, list[int]]:
         """Consecutive text blocks that each start with a bullet outside any list container:
         first index -> the run's indices; they render as one Markdown list."""
-        runs: dict[int, list[int]] = {}
-        current: list[int] = []
-        for block in blocks:
-            bulleted = (
+
+        def bulleted(block: Block) -> bool:
+            return (
                 block.role == ROLE_TEXT
                 and block.index not in taken
-                and bool(block.content)
                 and BULLETED_ITEM.match(block.content or "") is not None
             )
-            if bulleted:
-                current.append(block.index)
-                continue
-            if current:
-                runs[current[0]] = current
-                current = []
-        if current:
-            runs[current[0]] = current
-        return runs
+
+        runs = [[b.index for b in run] for is_run, run in groupby(blocks, bulleted) if is_run]
+        return {run[0]: run for run in runs}
 
     def _figure_containers(self, blocks: list[Block]) -> set[int]:
         """Figure blocks that wrap the figure right after them (`image_block` around `image`):

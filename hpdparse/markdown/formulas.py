@@ -275,16 +275,16 @@ def clean_latex(latex: str, display: bool) -> tuple[str, str | None]:
 
 # --- output ------------------------------------------------------------------------------------
 
-_HTML_LIKE = re.compile(r"<(?=[A-Za-z/!?])")
-_BARE_DOLLAR = re.compile(r"(?<!\\)\$")
+HTML_START = re.compile(r"<(?=[A-Za-z/!?])")  # `<` that could open an HTML tag
+BARE_DOLLAR = re.compile(r"(?<!\\)\$")
 
 
 def math_for_markdown(latex: str, dollar: bool) -> str:
     """Make LaTeX safe inside Markdown: `<` before a letter cannot start an HTML tag, and a bare
     `$` cannot end the math early."""
-    text = _HTML_LIKE.sub(r"\\lt ", latex) if "<" in latex else latex
+    text = HTML_START.sub(r"\\lt ", latex) if "<" in latex else latex
     if dollar and "$" in text:
-        text = _BARE_DOLLAR.sub(r"\\$", text)
+        text = BARE_DOLLAR.sub(r"\\$", text)
     return text
 
 

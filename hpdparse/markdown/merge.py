@@ -25,16 +25,11 @@ class Merge(NamedTuple):
     second: BlockRef
 
 
-def ends_mid_sentence(text: str) -> bool:
-    stripped = text.rstrip()
-    return bool(stripped) and stripped[-1] not in _TERMINAL
-
-
 def continues_paragraph(first: str, second: str) -> bool:
     """`second` (top of the next page) carries on the sentence `first` (bottom of a page) left
     open: `first` ends mid-sentence, and `second` does not look like the start of a new block."""
     a, b = first.rstrip(), second.lstrip()
-    if not a or not b or not ends_mid_sentence(a) or _LIST_START.match(b):
+    if not a or not b or a[-1] in _TERMINAL or _LIST_START.match(b):
         return False
     last, head = a[-1], b[0]
     if head.islower() or last in ",，、-–" or (CJK.match(last) and CJK.match(head)):

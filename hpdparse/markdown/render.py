@@ -22,7 +22,7 @@ from hpdparse.markdown.lists import render_list
 from hpdparse.markdown.merge import Merge, merge_across_pages
 from hpdparse.markdown.records import PAGE_FAILED, DocumentRecord, PageRecord
 from hpdparse.markdown.tables import render_table
-from hpdparse.markdown.text import escape_block_start, render_inline
+from hpdparse.markdown.text import code_fence, escape_block_start, render_inline
 from hpdparse.markdown.text_layer import verify_page
 from hpdparse.markdown.units import (
     BARRIER,
@@ -309,21 +309,12 @@ def _unit_markdown(unit: Unit, options: RenderOptions, dollar: bool) -> str:
         link = f"![]({unit.image})"
         return f"{link}\n\n{caption}" if caption else link
     if kind == CODE:
-        return _code_fence(unit.text, unit.language)
+        return code_fence(unit.text, unit.language)
     if kind == FURNITURE:
         return escape_block_start(render_inline(unit.text, dollar)) if options.keep_headers else ""
     if kind in (COMMENT, BARRIER):
         return comment(unit.text)
     return ""
-
-
-_BACKTICKS = re.compile(r"`{3,}")
-
-
-def _code_fence(text: str, language: str = "") -> str:
-    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text}\n{fence}"
 
 
 _COMMENT_UNSAFE = re.compile(r"-{2,}|[<>]")

@@ -4,7 +4,6 @@ under the page, the legend under the first page. Everything is vector; text is H
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from hpdparse.hpd.stream import FLAG_TRUNCATED, Block
 from hpdparse.overlay.roles import is_container, rgb, role_name
@@ -24,27 +23,14 @@ LEGEND_NOTE = (
 )
 
 
-@dataclass(frozen=True)
 class Metrics:
     """Sizes for a page `width` points wide: text, line widths, band height."""
 
-    width: float
-
-    @property
-    def font_size(self) -> float:
-        return min(max(self.width / 70, 5.0), 11.0)
-
-    @property
-    def tag_size(self) -> float:
-        return self.font_size * 0.8
-
-    @property
-    def line_width(self) -> float:
-        return min(max(self.width / 600, 0.5), 2.0)
-
-    @property
-    def band_height(self) -> float:
-        return self.font_size * 2.2
+    def __init__(self, width: float) -> None:
+        self.font_size = min(max(width / 70, 5.0), 11.0)
+        self.tag_size = self.font_size * 0.8
+        self.line_width = min(max(width / 600, 0.5), 2.0)
+        self.band_height = self.font_size * 2.2
 
 
 def latin1(text: str) -> str:
