@@ -45,17 +45,7 @@ from hpdparse.markdown.merge import Merge
 from hpdparse.markdown.render import RenderedDocument
 from hpdparse.markdown.tables import Table, occupancy
 from hpdparse.markdown.text import MODE_PLAIN, render_inline
-from hpdparse.markdown.units import (
-    CODE,
-    FIGURE,
-    FORMULA,
-    FURNITURE,
-    HEADING,
-    LIST,
-    PARAGRAPH,
-    TABLE,
-    Unit,
-)
+from hpdparse.markdown.units import Kind, Unit
 
 _TEXT_LABELS = {
     ROLE_CAPTION: DocItemLabel.CAPTION,
@@ -116,28 +106,28 @@ class _Builder:
 
     def _add(self, unit: Unit, index: int) -> None:
         kind = unit.kind
-        if kind == HEADING and unit.level == 0:
+        if kind == Kind.HEADING and unit.level == 0:
             self._text(unit, TitleItem, plain(unit.text))
-        elif kind == HEADING:
+        elif kind == Kind.HEADING:
             self._text(unit, SectionHeaderItem, plain(unit.text), level=min(unit.level, 100))
-        elif kind == PARAGRAPH:
+        elif kind == Kind.PARAGRAPH:
             label = _TEXT_LABELS.get(unit.role, _TEXT)
             self._text(unit, TextItem, plain(unit.text), label=label)
-        elif kind == LIST:
+        elif kind == Kind.LIST:
             self._list(unit)
-        elif kind == TABLE:
+        elif kind == Kind.TABLE:
             self._table(unit, index)
-        elif kind == FORMULA:
+        elif kind == Kind.FORMULA:
             last = len(unit.formulas) - 1
             for i, latex in enumerate(unit.formulas):
                 self._text(unit, FormulaItem, with_tag(latex, unit.tag if i == last else None))
-        elif kind == FIGURE:
+        elif kind == Kind.FIGURE:
             self._figure(unit)
-        elif kind == CODE:
+        elif kind == Kind.CODE:
             language = _LANGUAGES.get(unit.language.lower())
             fields = {"code_language": language} if language else {}
             self._text(unit, CodeItem, unit.text, **fields)
-        elif kind == FURNITURE:
+        elif kind == Kind.FURNITURE:
             label = _FURNITURE_LABELS.get(unit.role, _TEXT)
             furniture = ContentLayer.FURNITURE
             self._text(unit, TextItem, plain(unit.text), label=label, content_layer=furniture)
@@ -270,7 +260,7 @@ def _table_captions(units: list[Unit]) -> dict[int, list[int]]:
     owned: dict[int, list[int]] = {}
     taken: set[int] = set()
     for i, unit in enumerate(units):
-        if unit.kind != TABLE or unit.removed:
+        if unit.kind != Kind.TABLE or unit.removed:
             continue
         before = []
         j = i - 1
@@ -289,7 +279,7 @@ def _table_captions(units: list[Unit]) -> dict[int, list[int]]:
 
 def _is_caption(unit: Unit, page: int) -> bool:
     return (
-        unit.kind == PARAGRAPH
+        unit.kind == Kind.PARAGRAPH
         and unit.role == ROLE_CAPTION
         and not unit.removed
         and (unit.page == page)
@@ -304,7 +294,7 @@ def _owns_after(units: list[Unit], j: int, table: Unit) -> bool:
     k = j
     while k < len(units) and _is_caption(units[k], table.page):
         k += 1
-    return not (k < len(units) and units[k].kind == TABLE)
+    return not (k < len(units) and units[k].kind == Kind.TABLE)
 
 
 def _continuations(
@@ -314,9 +304,9 @@ def _continuations(
     removed = {(u.kind, BlockRef(u.page, u.block or 0)): u for u in units if u.removed}
     found: dict[tuple[str, BlockRef], list[tuple[BlockRef, str]]] = {}
     for merge in merges:
-        kind = PARAGRAPH if merge.kind == "paragraph" else TABLE
-        unit = removed.get((kind, merge.second))
-        found.setdefault((kind, merge.first), []).append((merge.second, unit.text if unit else ""))
+        unit = removed.get((merge.kind, merge.second))
+        text = unit.text if unit else ""
+        found.setdefault((merge.kind, merge.first), []).append((merge.second, text))
     return found
 
 

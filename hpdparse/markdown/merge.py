@@ -9,7 +9,7 @@ from hpdparse.hpd.labels import ROLE_FOOTNOTE, ROLE_TEXT
 from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.tables import merge_tables
 from hpdparse.markdown.text import CJK
-from hpdparse.markdown.units import BARRIER, BODY_KINDS, PARAGRAPH, TABLE, Unit
+from hpdparse.markdown.units import BODY_KINDS, Kind, Unit
 
 # A paragraph that ends in one of these ended its sentence.
 _TERMINAL = set(".!?。！？:：;；…\"'”’)]）】」』")
@@ -20,7 +20,7 @@ _LIST_START = re.compile(r"^(?:[-*•●▪◦]\s|\d{1,3}[.)]\s|\([0-9a-z]{1,3}\
 class Merge(NamedTuple):
     """A block merged in the Markdown into a block of an earlier page."""
 
-    kind: str  # "paragraph" or "table"
+    kind: str  # Kind.PARAGRAPH ("paragraph") or Kind.TABLE ("table")
     first: BlockRef
     second: BlockRef
 
@@ -70,16 +70,16 @@ def merge_across_pages(
             continue
         if (
             paragraphs
-            and first.kind == PARAGRAPH == second.kind
+            and first.kind == Kind.PARAGRAPH == second.kind
             and first.role == ROLE_TEXT == second.role
             and continues_paragraph(first.text, second.text)
         ):
             first.text = join_paragraphs(first.text, second.text)
             second.removed = True
-            merges.append(_merge("paragraph", first, second))
+            merges.append(_merge(first, second))
         elif (
             tables
-            and first.kind == TABLE == second.kind
+            and first.kind == Kind.TABLE == second.kind
             and first.table is not None
             and second.table is not None
             and first.table.width > 0
@@ -88,20 +88,20 @@ def merge_across_pages(
         ):
             merge_tables(first.table, second.table)
             second.removed = True
-            merges.append(_merge("table", first, second))
+            merges.append(_merge(first, second))
     return merges
 
 
-def _merge(kind: str, first: Unit, second: Unit) -> Merge:
+def _merge(first: Unit, second: Unit) -> Merge:
     return Merge(
-        kind, BlockRef(first.page, first.block or 0), BlockRef(second.page, second.block or 0)
+        first.kind, BlockRef(first.page, first.block or 0), BlockRef(second.page, second.block or 0)
     )
 
 
 def _last_body(units: list[Unit], boundary: int) -> Unit | None:
     for i in range(boundary - 1, -1, -1):
         unit = units[i]
-        if unit.kind == BARRIER:
+        if unit.kind == Kind.BARRIER:
             return None
         if _is_body(unit):
             return unit
@@ -112,7 +112,7 @@ def _first_body(units: list[Unit], boundary: int) -> Unit | None:
     page = units[boundary].page
     for i in range(boundary, len(units)):
         unit = units[i]
-        if unit.page != page or unit.kind == BARRIER:
+        if unit.page != page or unit.kind == Kind.BARRIER:
             return None
         if _is_body(unit):
             return unit

@@ -30,7 +30,7 @@ from hpdparse.export.tokenizers import TokenizerError, load_tokenizer, token_cou
 from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.markdown.text import render_inline
-from hpdparse.markdown.units import BODY_KINDS, HEADING
+from hpdparse.markdown.units import BODY_KINDS, Kind
 from tests.export.export_cases import CASES, exported, hybrid_chunks, markdown_headings, rendered
 from tests.helpers.paths import REPO
 
@@ -131,7 +131,7 @@ def test_heading_paths_are_the_markdown_headings_above(name: str) -> None:
     for unit in rendered(name).units:
         if unit.removed or unit.block is None:
             continue
-        if unit.kind == HEADING:
+        if unit.kind == Kind.HEADING:
             stack = {level: text for level, text in stack.items() if level < unit.level}
             stack[unit.level] = unit.text
         elif unit.kind in BODY_KINDS:
@@ -150,7 +150,7 @@ def _inline(text: str) -> str:
 
 
 def _levels_of(name: str) -> dict[str, int]:
-    return {u.text: u.level for u in rendered(name).units if u.kind == HEADING}
+    return {u.text: u.level for u in rendered(name).units if u.kind == Kind.HEADING}
 
 
 def _levels(texts: list[str], stack_levels: dict[str, int]) -> list[tuple[int, str]]:
