@@ -157,7 +157,6 @@ def draw_legend(page: pymupdf.Page, top: float, roles: list[str]) -> None:
     placed, height = legend_layout(roles, page.rect.width)
     page.draw_rect(pymupdf.Rect(0, top, page.rect.width, top + height), color=None, fill=WHITE)
     shape = page.new_shape()
-    rows = 0
     for x, row, role in placed:
         y = top + size * 0.8 + row * size * 1.7
         swatch = pymupdf.Rect(x, y, x + size * 1.2, y + size)
@@ -170,8 +169,8 @@ def draw_legend(page: pymupdf.Page, top: float, roles: list[str]) -> None:
             fontsize=size,
             color=BLACK,
         )
-        rows = max(rows, row + 1)
     shape.commit()
+    rows = placed[-1][1] + 1 if placed else 0  # rows are placed in order
     note = pymupdf.Rect(
         size, top + size * 0.8 + rows * size * 1.7, page.rect.width - size, top + height
     )
