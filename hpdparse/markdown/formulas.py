@@ -14,16 +14,14 @@ from functools import lru_cache
 
 # --- delimiters ------------------------------------------------------------------------------
 
-_DISPLAY_OPEN = ("\\[", "$$")
-_DISPLAY_CLOSE = {"\\[": "\\]", "$$": "$$"}
+_DISPLAY_DELIMITERS = (("\\[", "\\]"), ("$$", "$$"))
 
 
 def close_display(content: str) -> tuple[str, bool]:
     """A display formula that starts with `\\[` (or `$$`) but was cut before its closing delimiter
     gets one. Returns (content, closed_by_us)."""
     text = content.strip()
-    for opener in _DISPLAY_OPEN:
-        closer = _DISPLAY_CLOSE[opener]
+    for opener, closer in _DISPLAY_DELIMITERS:
         if text.startswith(opener) and (len(text) < 2 * len(opener) or not text.endswith(closer)):
             return text + "\n" + closer, True
     return text, False

@@ -32,13 +32,9 @@ def role_name(role: str) -> str:
     return (role if role in ROLE_COLOURS else ROLE_TEXT).replace("_", " ")
 
 
-def colour(role: str) -> str:
-    return ROLE_COLOURS.get(role, ROLE_COLOURS[ROLE_TEXT])
-
-
 def rgb(role: str) -> tuple[float, float, float]:
     """The role's colour as PyMuPDF wants it: three floats in 0-1."""
-    value = colour(role).lstrip("#")
+    value = ROLE_COLOURS.get(role, ROLE_COLOURS[ROLE_TEXT]).lstrip("#")
     return tuple(int(value[i : i + 2], 16) / 255 for i in (0, 2, 4))  # type: ignore[return-value]
 
 
