@@ -77,8 +77,8 @@ def _hugging_face(name: str) -> Any:
 
 
 def token_counter(tokenizer: ChunkTokenizer) -> Callable[[str], int]:
-    """`tokenizer.count_tokens`, remembered: the chunker counts the same texts again and again
-    (each block, then windows of blocks)."""
+    """`tokenizer`'s token count of a text, remembered: the chunker counts the same texts again
+    and again (each block, then windows of blocks)."""
     if tokenizer.hugging_face is None:
         return _tekken_count
     return functools.lru_cache(maxsize=1 << 14)(tokenizer.hugging_face.count_tokens)
