@@ -22,10 +22,10 @@ from docling_core.transforms.chunker.hierarchical_chunker import (
     ChunkingSerializerProvider,
 )
 from docling_core.transforms.chunker.tokenizer.base import BaseTokenizer
-from docling_core.transforms.serializer.base import BaseDocSerializer
+from docling_core.transforms.serializer.base import BaseDocSerializer, SerializationResult
 from docling_core.transforms.serializer.markdown import MarkdownTableSerializer
-from docling_core.types.doc import DoclingDocument
-from pydantic import ConfigDict
+from docling_core.types.doc import DoclingDocument, NodeItem
+from pydantic import ConfigDict, PrivateAttr
 
 from hpdparse.export.tokenizers import ChunkTokenizer, _tekken, _tekken_count, load_tokenizer
 
@@ -55,11 +55,54 @@ def docling_tokenizer(tokenizer: ChunkTokenizer) -> BaseTokenizer:
     return TekkenTokenizer(tekken=_tekken(), max_tokens=tokenizer.max_tokens)
 
 
+# The serializer parameters that decide which items are excluded (CommonParams).
+_EXCLUSION_PARAMS = ("labels", "layers", "pages", "start_idx", "stop_idx")
+
+
+class _Serializer(ChunkingDocSerializer):
+    """docling's chunking serializer, with its excluded-item set looked up by the parameters it
+    depends on: docling-core re-derives the cache key (a copy and JSON dump of every parameter)
+    at each of the thousands of calls per document, most of the chunker's time."""
+
+    _excluded_by_params: dict[tuple[Any, ...], set[str]] = PrivateAttr(default_factory=dict)
+    _top_level: dict[str, SerializationResult] = PrivateAttr(default_factory=dict)
+
+    def get_excluded_refs(self, **kwargs: Any) -> set[str]:
+        key = tuple(_frozen(kwargs.get(n, getattr(self.params, n))) for n in _EXCLUSION_PARAMS)
+        cache = self._excluded_by_params
+        if key not in cache:
+            cache[key] = super().get_excluded_refs(**kwargs)
+        return cache[key]
+
+    def serialize(self, *, item: NodeItem | None = None, **kwargs: Any) -> SerializationResult:
+        # HierarchicalChunker serializes each top-level item (item and visited only); then
+        # HybridChunker serializes again, afresh (item only), the items of a chunk of several,
+        # a table among them: the second time is the first one's result.
+        cache = self._top_level
+        if item is not None and not kwargs and item.self_ref in cache:
+            return cache[item.self_ref]
+        result = super().serialize(item=item, **kwargs)
+        if item is not None and kwargs.keys() == {"visited"}:
+            cache[item.self_ref] = result
+        return result
+
+
+def _frozen(value: Any) -> Any:
+    return frozenset(value) if isinstance(value, set | list | tuple) else value
+
+
 class _MarkdownTables(ChunkingSerializerProvider):
-    """Chunk text as Markdown, tables included (docling's default writes tables as triplets)."""
+    """Chunk text as Markdown, tables included (docling's default writes tables as triplets).
+    HybridChunker and its inner HierarchicalChunker each ask for a serializer: one per document
+    (the last one asked for) spares building its item index twice."""
+
+    def __init__(self) -> None:
+        self._last: _Serializer | None = None
 
     def get_serializer(self, doc: DoclingDocument) -> BaseDocSerializer:
-        return ChunkingDocSerializer(doc=doc, table_serializer=MarkdownTableSerializer())
+        if self._last is None or self._last.doc is not doc:
+            self._last = _Serializer(doc=doc, table_serializer=MarkdownTableSerializer())
+        return self._last
 
 
 class _WholeBlocks(HybridChunker):
