@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import html
 import re
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,22 +32,19 @@ def _add_math(md: MarkdownIt) -> MarkdownIt:
         md, allow_labels=False, allow_space=True, allow_digits=True, double_inline=True
     )
 
-    for rule, markup, display in (
-        ("math_inline", "{}", False),
-        ("math_inline_double", '<span class="display">{}</span>', True),
-        ("math_block", '<div class="display">{}</div>', True),
-    ):
-        md.add_render_rule(rule, _math_rule(markup, display))
+    def inline_math(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
+        return latex_to_mathml(tokens[idx].content, display=False)
+
+    def display_math(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
+        return f'<div class="display">{latex_to_mathml(tokens[idx].content, display=True)}</div>'
+
+    def display_in_line(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
+        return f'<span class="display">{latex_to_mathml(tokens[idx].content, True)}</span>'
+
+    md.add_render_rule("math_inline", inline_math)
+    md.add_render_rule("math_inline_double", display_in_line)
+    md.add_render_rule("math_block", display_math)
     return md
-
-
-def _math_rule(markup: str, display: bool) -> Callable[..., str]:
-    """A markdown-it render rule: the math token's LaTeX as MathML, in `markup`."""
-
-    def render(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
-        return markup.format(latex_to_mathml(tokens[idx].content, display))
-
-    return render
 
 
 def make_markdown() -> MarkdownIt:
