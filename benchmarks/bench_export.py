@@ -23,14 +23,17 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_render import typical_page
 
 from hpdparse.engines.base import DecodeRecord
-from hpdparse.export.chunks import chunk_records
+from hpdparse.export.chunks import chunk_records, records_of
 from hpdparse.export.docling import to_docling
 from hpdparse.export.docling_json import docling_json
 from hpdparse.export.files import build_exports
@@ -38,6 +41,7 @@ from hpdparse.export.tokenizers import _tekken_count, load_tokenizer
 from hpdparse.markdown.records import DocumentRecord, PageRecord
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, gc_paused, render_document
 from hpdparse.sources.document import PageGeometry
+from tests.export.export_cases import hybrid_chunks
 
 
 def documents(pages: int, pages_per_document: int) -> list[RenderedDocument]:
@@ -98,7 +102,7 @@ def main() -> None:
 
     def hybrid_chunker() -> None:
         for e in exports:
-            chunk_records(e, 512, docling_chunker=True)
+            records_of(e, hybrid_chunks(e.document, 512), 512)
 
     def run(docling: bool = False, chunks: bool = False):
         def work() -> None:

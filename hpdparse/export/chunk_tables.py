@@ -6,12 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from docling_core.types.doc import RichTableCell, TableItem
+from docling_core.types.doc import TableItem
 from tabulate import _column_type, tabulate
-
-
-class Unsupported(Exception):
-    """The document uses a part of the DoclingDocument model our chunker does not write."""
 
 
 @dataclass
@@ -28,8 +24,6 @@ def table_markdown(item: TableItem) -> str:
     """MarkdownTableSerializer's pipe table, from a grid built once (docling's `TableData.grid`
     builds a validated cell per slot at every call)."""
     data = item.data
-    if any(isinstance(cell, RichTableCell) for cell in data.table_cells):
-        raise Unsupported(f"{item.self_ref}: rich table cells")
     rows_n, cols_n = data.num_rows, data.num_cols
     grid: list[list] = [[_Empty(i, j) for j in range(cols_n)] for i in range(rows_n)]
     for cell in data.table_cells:

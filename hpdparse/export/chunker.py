@@ -8,9 +8,9 @@ dumped for every candidate window. Our documents use a small part of the model (
 links, metadata, inline groups, nested lists or rich table cells), so here the Markdown of each
 item is written directly, as docling-core writes it for those items, and the same algorithm
 (structure first, then windows of items, then neighbours merged up to the limit, counted with
-the same tokenizer on the same strings) runs on plain objects. Anything outside that subset
-raises `Unsupported` and the caller falls back to HybridChunker. tests/export/test_chunker.py
-checks, on every test document and adversarial cases, that both give identical chunks."""
+the same tokenizer on the same strings) runs on plain objects. That subset is what
+`docling.py` builds (the only documents given to it); tests/export/test_chunker.py checks, on
+every test document and adversarial cases, that both give identical chunks."""
 
 from __future__ import annotations
 
@@ -22,7 +22,6 @@ from docling_core.types.doc import (
     CodeItem,
     ContentLayer,
     DocItem,
-    DocItemLabel,
     DoclingDocument,
     FormulaItem,
     ListGroup,
@@ -31,32 +30,14 @@ from docling_core.types.doc import (
     PictureItem,
     SectionHeaderItem,
     TableItem,
-    TextItem,
     TitleItem,
 )
 
-from hpdparse.export.chunk_tables import Unsupported, table_markdown
+from hpdparse.export.chunk_tables import table_markdown
+from hpdparse.markdown.text import code_fence
 
 DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
 _NUMBERED = re.compile(r"\d+\.")
-_BACKTICKS = re.compile(r"`+")
-_KNOWN = (TitleItem, SectionHeaderItem, ListItem, CodeItem, FormulaItem, TextItem, TableItem)
-_LABELS = {  # the labels docling-core's chunking serializer writes as plain Markdown
-    DocItemLabel.TITLE,
-    DocItemLabel.SECTION_HEADER,
-    DocItemLabel.TEXT,
-    DocItemLabel.PARAGRAPH,
-    DocItemLabel.FOOTNOTE,
-    DocItemLabel.REFERENCE,
-    DocItemLabel.CAPTION,
-    DocItemLabel.PAGE_HEADER,
-    DocItemLabel.PAGE_FOOTER,
-    DocItemLabel.LIST_ITEM,
-    DocItemLabel.FORMULA,
-    DocItemLabel.CODE,
-    DocItemLabel.TABLE,
-    DocItemLabel.PICTURE,
-}
 
 
 @dataclass
@@ -65,7 +46,7 @@ class Chunk:
     items: list[DocItem]
     headings: list[str] | None
     parts: list[str] | None = None  # the texts `text` joins with DELIM, when known
-    tokens: int | None = None  # of `contextualized()`, when the chunker counted them
+    tokens: int = 0  # of `contextualized()`, counted by the chunker that returns it
 
     def contextualized(self) -> str:
         """What HybridChunker counts and an embedder sees: headings, then the text."""
@@ -200,7 +181,7 @@ def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Ch
     figure with its captions) with the headings in force above it."""
     headings: dict[int, str] = {}
     path: list[str] | None = None  # the headings in force, in level order (shared, never changed)
-    for node in _body(doc, doc.body):
+    for node in _body(doc):
         if isinstance(node, (TitleItem, SectionHeaderItem)):
             level = node.level if isinstance(node, SectionHeaderItem) else 0
             headings = {k: v for k, v in headings.items() if k < level}
@@ -212,36 +193,13 @@ def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Ch
             yield Chunk(text, items, path)
 
 
-def _body(doc: DoclingDocument, parent: NodeItem) -> Iterator[NodeItem]:
+def _body(doc: DoclingDocument) -> Iterator[NodeItem]:
     """The body's top-level nodes in reading order (what HierarchicalChunker serializes; the
     children of lists, tables and pictures are serialized with them)."""
-    for ref in parent.children:
+    for ref in doc.body.children:
         node = _resolve(doc, ref.cref)
-        if node.content_layer != ContentLayer.BODY:
-            if node.children:
-                raise Unsupported(f"{node.self_ref}: furniture with children")
-            continue
-        _check(node)
-        yield node
-
-
-def _check(node: NodeItem) -> None:
-    if node.meta is not None:
-        raise Unsupported(f"{node.self_ref}: metadata")
-    if isinstance(node, ListGroup):
-        for ref in node.children:
-            if ref.cref.startswith("#/groups/"):
-                raise Unsupported(f"{node.self_ref}: nested list")
-        return
-    if not isinstance(node, (*_KNOWN, PictureItem)) or node.label not in _LABELS:
-        raise Unsupported(f"{node.self_ref}: {type(node).__name__} {node.label}")
-    if isinstance(node, TextItem) and (node.formatting is not None or node.hyperlink is not None):
-        raise Unsupported(f"{node.self_ref}: formatting or link")
-    if getattr(node, "footnotes", None):
-        raise Unsupported(f"{node.self_ref}: footnotes")
-    # read from the instance's dict: the deprecated field's getter warns at every read
-    if isinstance(node, (TableItem, PictureItem)) and node.__dict__.get("annotations"):
-        raise Unsupported(f"{node.self_ref}: annotations")
+        if node.content_layer == ContentLayer.BODY:
+            yield node
 
 
 class _Markdown:
@@ -259,20 +217,10 @@ class _Markdown:
         """A top-level node's text and the items it comes from (the spans of docling's result)."""
         if isinstance(node, ListGroup):
             items = [_resolve(self.doc, ref.cref) for ref in node.children]
-            for item in items:
-                if not isinstance(item, ListItem) or item.children:
-                    raise Unsupported(f"{node.self_ref}: a list holding {item.self_ref}")
-                _check(item)
             return "\n".join(self._list_item(item, node) for item in items), items
         if isinstance(node, (TableItem, PictureItem)):
-            if {ref.cref for ref in node.children} != {ref.cref for ref in node.captions}:
-                raise Unsupported(f"{node.self_ref}: children other than its captions")
             return self._floating(node)
-        if node.children or isinstance(node, ListItem):
-            raise Unsupported(f"{node.self_ref}: children, or a list item outside a list")
-        if isinstance(node, (TitleItem, SectionHeaderItem)) or node.self_ref in self._captions:
-            return "", []
-        text = self._text(node)
+        text = self.alone(node)
         return text, [node] if text else []
 
     def alone(self, item: DocItem) -> str:
@@ -288,9 +236,7 @@ class _Markdown:
     @staticmethod
     def _text(item: DocItem) -> str:
         if isinstance(item, CodeItem):
-            if item.captions:
-                raise Unsupported(f"{item.self_ref}: code with a caption")
-            return _code_block(item.text)
+            return code_fence(item.text)
         if isinstance(item, FormulaItem):
             if item.text:
                 return f"$${item.text}$$"
@@ -317,10 +263,6 @@ class _Markdown:
         """Captions first (docling's standard placement), then the table; a picture's image is
         an empty placeholder. Spans: the captions, when they have text, then the table."""
         captions = [_resolve(self.doc, ref.cref) for ref in item.captions]
-        for caption in captions:
-            if not isinstance(caption, TextItem) or caption.children:
-                raise Unsupported(f"{item.self_ref}: caption {caption.self_ref}")
-            _check(caption)
         caption_text = " ".join(c.text for c in captions if c.content_layer == ContentLayer.BODY)
         parts: list[str] = []
         items: list[DocItem] = []
@@ -354,9 +296,3 @@ def _first_enumerated(group: ListGroup, doc: DoclingDocument) -> bool:
 def _line_breaks(text: str) -> str:
     """docling's GFM hard line breaks: a single newline becomes two spaces and a newline."""
     return "\n\n".join(part.replace("\n", "  \n") for part in text.split("\n\n"))
-
-
-def _code_block(text: str) -> str:
-    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=0)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}\n{text}\n{fence}"

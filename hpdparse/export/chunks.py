@@ -1,16 +1,17 @@
 """Chunks for retrieval, written as `<stem>.chunks.jsonl`: the chunks docling-core's HybridChunker
 makes of the exported DoclingDocument (`docling_chunker.py` says how it is configured), made by
-our equivalent chunker (`chunker.py`), with each chunk's provenance mapped back to our blocks."""
+our equivalent chunker (`chunker.py`), with each chunk's provenance mapped back to our blocks.
+The chunker writes the subset of the DoclingDocument model `docling.py` builds: the documents it is
+given here, no other (tests/export/test_chunker.py compares the two chunkers)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from typing import TypedDict
 
 from docling_core.types.doc import DocItem, DocItemLabel
 
-from hpdparse.export.chunker import Chunk, FastChunker, Unsupported
+from hpdparse.export.chunker import Chunk, FastChunker
 from hpdparse.export.docling import DoclingExport
 from hpdparse.export.pages import Frame
 from hpdparse.export.tokenizers import joined_counter, load_tokenizer, token_counter
@@ -42,37 +43,24 @@ class ChunkRecord(TypedDict):
 
 
 def chunk_records(
-    export: DoclingExport,
-    max_tokens: int,
-    tokenizer: str | None = None,
-    *,
-    docling_chunker: bool = False,
+    export: DoclingExport, max_tokens: int, tokenizer: str | None = None
 ) -> list[ChunkRecord]:
-    """The chunks of one document, as the JSON objects of `<stem>.chunks.jsonl`. Made by our
-    chunker (`chunker.py`), identical to docling-core's HybridChunker and much faster; by
-    HybridChunker itself with `docling_chunker` or where ours does not apply."""
+    """The chunks of one document, as the JSON objects of `<stem>.chunks.jsonl`: made by our
+    chunker (`chunker.py`), identical to docling-core's HybridChunker and much faster."""
     counter = load_tokenizer(tokenizer, max_tokens)
-    count, count_joined = token_counter(counter), joined_counter(counter)
-    chunks = None if docling_chunker else _fast_chunks(export, count, count_joined, max_tokens)
-    fast = chunks is not None
-    if chunks is None:
-        from hpdparse.export.docling_chunker import hybrid_chunks
+    chunker = FastChunker(token_counter(counter), max_tokens, joined_counter(counter))
+    return records_of(export, chunker.chunk(export.document), max_tokens)
 
-        chunks = hybrid_chunks(export.document, max_tokens, tokenizer)
+
+def records_of(export: DoclingExport, chunks: list[Chunk], max_tokens: int) -> list[ChunkRecord]:
+    """The records of `chunks`, each counted (`Chunk.tokens`), with their blocks."""
     stem, pages, blocks = export.document.name, export.pages, export.blocks
     records: list[ChunkRecord] = []
     for index, chunk in enumerate(chunks):
         items = _owned_items(chunk.items)
         # each block once, in order
         refs = list(dict.fromkeys(r for ref in items for r in export.refs.get(ref, ())))
-        # ours counted by parts (the chunker's own count), HybridChunker's whole: the tests
-        # compare the two
-        if fast:
-            tokens = chunk.tokens
-            if tokens is None:
-                tokens = count_joined(chunk.contextualized_parts())
-        else:
-            tokens = count(chunk.contextualized())
+        tokens = chunk.tokens or 0
         records.append(
             {
                 "id": f"{stem}:{index}",
@@ -86,18 +74,6 @@ def chunk_records(
             }
         )
     return records
-
-
-def _fast_chunks(
-    export: DoclingExport,
-    count: Callable[[str], int],
-    count_joined: Callable[[list[str]], int],
-    max_tokens: int,
-) -> list[Chunk] | None:
-    try:
-        return FastChunker(count, max_tokens, count_joined).chunk(export.document)
-    except Unsupported:
-        return None  # a part of the model ours does not write: HybridChunker does it
 
 
 def _block_entry(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
 
 from docling_core.types.doc import (
     CodeItem,
@@ -19,6 +20,7 @@ from docling_core.types.doc import (
     DoclingDocument,
     FormulaItem,
     ImageRef,
+    ListGroup,
     ListItem,
     NodeItem,
     PictureItem,
@@ -28,17 +30,12 @@ from docling_core.types.doc import (
     TableCell,
     TableData,
     TableItem,
+    TextItem,
     TitleItem,
 )
 from pydantic import TypeAdapter
 
-from hpdparse.export.docling_items import (
-    Provenance,
-    append_item,
-    append_list_group,
-    append_plain_text,
-    append_text,
-)
+from hpdparse.export.docling_items import Provenance, append_item, append_text
 from hpdparse.export.pages import Frame, blocks_by_ref, page_frames
 from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
 from hpdparse.hpd.stream import Block, BlockRef
@@ -48,17 +45,7 @@ from hpdparse.markdown.merge import Merge
 from hpdparse.markdown.render import RenderedDocument
 from hpdparse.markdown.tables import Table, occupancy
 from hpdparse.markdown.text import MODE_PLAIN, render_inline
-from hpdparse.markdown.units import (
-    CODE,
-    FIGURE,
-    FORMULA,
-    FURNITURE,
-    HEADING,
-    LIST,
-    PARAGRAPH,
-    TABLE,
-    Unit,
-)
+from hpdparse.markdown.units import Kind, Unit
 
 _TEXT_LABELS = {
     ROLE_CAPTION: DocItemLabel.CAPTION,
@@ -74,6 +61,7 @@ _LANGUAGES = {label.value.lower(): label for label in CodeLanguageLabel}
 _CELLS = TypeAdapter(list[TableCell])
 # Enum members read once: on Python 3.11 each `DocItemLabel.X` is a Python-level lookup.
 _TEXT, _BOTTOM_LEFT = DocItemLabel.TEXT, CoordOrigin.BOTTOMLEFT
+_Text = TypeVar("_Text", bound=NodeItem)
 
 
 @dataclass
@@ -118,61 +106,47 @@ class _Builder:
 
     def _add(self, unit: Unit, index: int) -> None:
         kind = unit.kind
-        if kind == HEADING:
-            self._heading(unit)
-        elif kind == PARAGRAPH:
-            self._paragraph(unit)
-        elif kind == LIST:
+        if kind == Kind.HEADING and unit.level == 0:
+            self._text(unit, TitleItem, plain(unit.text))
+        elif kind == Kind.HEADING:
+            self._text(unit, SectionHeaderItem, plain(unit.text), level=min(unit.level, 100))
+        elif kind == Kind.PARAGRAPH:
+            label = _TEXT_LABELS.get(unit.role, _TEXT)
+            self._text(unit, TextItem, plain(unit.text), label=label)
+        elif kind == Kind.LIST:
             self._list(unit)
-        elif kind == TABLE:
+        elif kind == Kind.TABLE:
             self._table(unit, index)
-        elif kind == FORMULA:
-            self._formula(unit)
-        elif kind == FIGURE:
+        elif kind == Kind.FORMULA:
+            last = len(unit.formulas) - 1
+            for i, latex in enumerate(unit.formulas):
+                self._text(unit, FormulaItem, with_tag(latex, unit.tag if i == last else None))
+        elif kind == Kind.FIGURE:
             self._figure(unit)
-        elif kind == CODE:
+        elif kind == Kind.CODE:
             language = _LANGUAGES.get(unit.language.lower())
             fields = {"code_language": language} if language else {}
-            prov = self._provenance(unit, unit.text)
-            item = append_text(self.doc, CodeItem, unit.text, prov, **fields)
-            self._link(item, unit)
-        elif kind == FURNITURE:
-            text = plain(unit.text)
+            self._text(unit, CodeItem, unit.text, **fields)
+        elif kind == Kind.FURNITURE:
             label = _FURNITURE_LABELS.get(unit.role, _TEXT)
-            prov = self._provenance(unit, text)
-            item = append_plain_text(
-                self.doc, label, text, prov, content_layer=ContentLayer.FURNITURE
-            )
-            self._link(item, unit)
+            furniture = ContentLayer.FURNITURE
+            self._text(unit, TextItem, plain(unit.text), label=label, content_layer=furniture)
 
-    # --- one method per kind -------------------------------------------------------------------
+    # --- items ---------------------------------------------------------------------------------
 
-    def _heading(self, unit: Unit) -> None:
-        text = plain(unit.text)
-        prov = self._provenance(unit, text)
-        if unit.level == 0:
-            item = append_text(self.doc, TitleItem, text, prov)
-        else:
-            level = min(unit.level, 100)
-            item = append_text(self.doc, SectionHeaderItem, text, prov, level=level)
+    def _text(self, unit: Unit, cls: type[_Text], text: str, **fields: Any) -> _Text:
+        """A text-like item of `unit` with its provenance, linked to the unit's blocks."""
+        item = append_text(self.doc, cls, text, self._provenance(unit, text), **fields)
         self._link(item, unit)
-
-    def _paragraph(self, unit: Unit) -> None:
-        label = _TEXT_LABELS.get(unit.role, _TEXT)
-        text = plain(unit.text)
-        prov = self._provenance(unit, text)
-        item = append_plain_text(self.doc, label, text, prov)
-        self._link(item, unit)
+        return item
 
     def _caption(self, unit: Unit, owner: TableItem | PictureItem) -> None:
-        text = plain(unit.text)
-        prov = self._provenance(unit, text)
-        caption = append_plain_text(self.doc, DocItemLabel.CAPTION, text, prov, parent=owner)
+        label = DocItemLabel.CAPTION
+        caption = self._text(unit, TextItem, plain(unit.text), label=label, parent=owner)
         owner.captions.append(RefItem(cref=caption.self_ref))
-        self._link(caption, unit)
 
     def _list(self, unit: Unit) -> None:
-        group = append_list_group(self.doc)
+        group = append_item(self.doc, "groups", ListGroup)
         item_blocks = unit.item_blocks or [unit.block] * len(unit.items)
         for text, block in zip(unit.items, item_blocks, strict=False):
             marker, body = item_parts(text, unit.ordered)
@@ -198,14 +172,6 @@ class _Builder:
         self._link(item, unit)
         for caption in self.table_captions.get(index, []):
             self._caption(self.units[caption], item)
-
-    def _formula(self, unit: Unit) -> None:
-        last = len(unit.formulas) - 1
-        for i, latex in enumerate(unit.formulas):
-            text = with_tag(latex, unit.tag if i == last else None)
-            prov = self._provenance(unit, text)
-            item = append_text(self.doc, FormulaItem, text, prov)
-            self._link(item, unit)
 
     def _figure(self, unit: Unit) -> None:
         ref = BlockRef(unit.page, unit.block or 0)
@@ -294,7 +260,7 @@ def _table_captions(units: list[Unit]) -> dict[int, list[int]]:
     owned: dict[int, list[int]] = {}
     taken: set[int] = set()
     for i, unit in enumerate(units):
-        if unit.kind != TABLE or unit.removed:
+        if unit.kind != Kind.TABLE or unit.removed:
             continue
         before = []
         j = i - 1
@@ -313,7 +279,7 @@ def _table_captions(units: list[Unit]) -> dict[int, list[int]]:
 
 def _is_caption(unit: Unit, page: int) -> bool:
     return (
-        unit.kind == PARAGRAPH
+        unit.kind == Kind.PARAGRAPH
         and unit.role == ROLE_CAPTION
         and not unit.removed
         and (unit.page == page)
@@ -328,7 +294,7 @@ def _owns_after(units: list[Unit], j: int, table: Unit) -> bool:
     k = j
     while k < len(units) and _is_caption(units[k], table.page):
         k += 1
-    return not (k < len(units) and units[k].kind == TABLE)
+    return not (k < len(units) and units[k].kind == Kind.TABLE)
 
 
 def _continuations(
@@ -338,9 +304,9 @@ def _continuations(
     removed = {(u.kind, BlockRef(u.page, u.block or 0)): u for u in units if u.removed}
     found: dict[tuple[str, BlockRef], list[tuple[BlockRef, str]]] = {}
     for merge in merges:
-        kind = PARAGRAPH if merge.kind == "paragraph" else TABLE
-        unit = removed.get((kind, merge.second))
-        found.setdefault((kind, merge.first), []).append((merge.second, unit.text if unit else ""))
+        unit = removed.get((merge.kind, merge.second))
+        text = unit.text if unit else ""
+        found.setdefault((merge.kind, merge.first), []).append((merge.second, text))
     return found
 
 

@@ -1,5 +1,6 @@
 """docling-core's HybridChunker as `--chunks` uses it: the oracle our chunker (`chunker.py`) is
-tested against, and the fallback for what ours does not write.
+tested against, and the chunker to give docling's readers (LangChain's DoclingLoader,
+docs/retrieval.md) for the chunks of `<stem>.chunks.jsonl`.
 
 HybridChunker follows the structure (never across a heading, a table whole with its captions, a
 figure with its caption, peers merged up to the token limit) and splits a section at block
@@ -9,7 +10,7 @@ marked `oversize`, so that every block is in exactly one chunk and a citation is
 paragraph.
 
 Importing this module imports docling-core's chunker package, and with it transformers and torch
-(about 6 CPU-seconds): `chunks.py` imports it only when it needs it."""
+(about 6 CPU-seconds): nothing in a conversion imports it."""
 
 from __future__ import annotations
 
@@ -26,7 +27,6 @@ from docling_core.transforms.serializer.markdown import MarkdownTableSerializer
 from docling_core.types.doc import DoclingDocument, NodeItem
 from pydantic import ConfigDict, PrivateAttr
 
-from hpdparse.export.chunker import Chunk
 from hpdparse.export.tokenizers import ChunkTokenizer, _tekken, _tekken_count, load_tokenizer
 
 
@@ -119,12 +119,3 @@ def make_chunker(max_tokens: int, tokenizer: str | None) -> HybridChunker:
         serializer_provider=_MarkdownTables(),
         delim="\n\n",  # blocks stay Markdown blocks (a table after a paragraph needs it)
     )
-
-
-def hybrid_chunks(document: DoclingDocument, max_tokens: int, tokenizer: str | None) -> list[Chunk]:
-    """HybridChunker's chunks of `document`, as our chunker's `Chunk`s."""
-    return [
-        Chunk(c.text, c.meta.doc_items, c.meta.headings)
-        for c in make_chunker(max_tokens, tokenizer).chunk(document)
-        if isinstance(c, DocChunk)
-    ]

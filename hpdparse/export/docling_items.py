@@ -18,18 +18,14 @@ from typing import Any, TypeAlias, TypeVar
 
 from docling_core.types.doc import (
     ContentLayer,
-    DocItemLabel,
     DoclingDocument,
-    ListGroup,
     NodeItem,
     ProvenanceItem,
     RefItem,
 )
-from docling_core.types.doc.document import TextItem
 
 _Item = TypeVar("_Item", bound=NodeItem)
 
-_COLLECTIONS = {"texts", "tables", "pictures", "groups"}
 _REF = RefItem.__pydantic_validator__
 
 # A ProvenanceItem, or its fields as a dict (`bbox` a BoundingBox or its fields), validated with
@@ -55,8 +51,6 @@ def append_item(
 ) -> _Item:
     """A new `cls` item at the end of `doc.<collection>`, a child of `parent` (the body by
     default), with `prov` (none: no provenance) and the other fields given."""
-    if collection not in _COLLECTIONS:
-        raise ValueError(f"not a DoclingDocument item list: {collection}")
     items: list[Any] = getattr(doc, collection)
     parent = parent or doc.body
     cref = f"#/{collection}/{len(items)}"
@@ -85,32 +79,3 @@ def append_text(
     """A text-like item (TextItem, TitleItem, SectionHeaderItem, ListItem, CodeItem,
     FormulaItem): `orig` is its text, as `add_*` sets it."""
     return append_item(doc, "texts", cls, prov=prov, text=text, orig=text, **fields)
-
-
-def append_list_group(doc: DoclingDocument, parent: NodeItem | None = None) -> ListGroup:
-    return append_item(doc, "groups", ListGroup, parent=parent)
-
-
-def append_plain_text(
-    doc: DoclingDocument,
-    label: DocItemLabel,
-    text: str,
-    prov: list[Provenance] | None = None,
-    **fields: Any,
-) -> TextItem:
-    """`add_text` for the labels it keeps as a TextItem (not title, heading, list item, code,
-    formula: those have classes of their own)."""
-    if label in _OWN_CLASS_LABELS:
-        raise ValueError(f"{label} items have a class of their own")
-    return append_text(doc, TextItem, text, prov, label=label, **fields)
-
-
-_OWN_CLASS_LABELS = {
-    DocItemLabel.TITLE,
-    DocItemLabel.SECTION_HEADER,
-    DocItemLabel.LIST_ITEM,
-    DocItemLabel.CODE,
-    DocItemLabel.FORMULA,
-    DocItemLabel.FIELD_HEADING,
-    DocItemLabel.FIELD_VALUE,
-}

@@ -7,8 +7,8 @@ import importlib.util
 from hpdparse.errors import HpdparseError
 
 # module -> the package that provides it
-_DOCLING_MODULES = {"docling_core": "docling-core", "semchunk": "semchunk"}
-_CHUNK_MODULES = {"mistral_common": "mistral-common"}
+_DOCLING_MODULES = {"docling_core": "docling-core"}
+_CHUNK_MODULES = {"semchunk": "semchunk", "mistral_common": "mistral-common"}
 
 
 class DoclingMissing(HpdparseError):
@@ -18,9 +18,7 @@ class DoclingMissing(HpdparseError):
 def require_docling(chunks: bool = False) -> None:
     """Raise DoclingMissing (one line) unless the packages --docling (and --chunks) need are
     installed."""
-    modules = dict(_DOCLING_MODULES) if chunks else {"docling_core": "docling-core"}
-    if chunks:
-        modules.update(_CHUNK_MODULES)
+    modules = {**_DOCLING_MODULES, **(_CHUNK_MODULES if chunks else {})}
     missing = [package for module, package in modules.items() if not _installed(module)]
     if missing:
         what = "--chunks" if chunks else "--docling"

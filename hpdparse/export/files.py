@@ -31,24 +31,20 @@ def check_export_options(options: RenderOptions) -> None:
 
 def build_exports(rendered: RenderedDocument, options: RenderOptions) -> Exports:
     """The export files `options` ask for (none: no docling-core import)."""
+    exports = Exports()
     if not (options.docling or options.chunks):
-        return Exports()
-    with gc_paused():  # thousands of small acyclic objects (see gc_paused)
-        return _build(rendered, options)
-
-
-def _build(rendered: RenderedDocument, options: RenderOptions) -> Exports:
+        return exports
     from hpdparse.export.chunks import chunk_records, chunks_jsonl
     from hpdparse.export.docling import to_docling
     from hpdparse.export.docling_json import docling_json
 
-    # the chunks take their pages and boxes from `refs`: without --docling, no provenance
-    export = to_docling(rendered, provenance=options.docling)
-    exports = Exports()
-    if options.docling:
-        exports.docling = docling_json(export.document)
-    if options.chunks:
-        limit, tokenizer = options.chunk_tokens, options.chunk_tokenizer
-        records = chunk_records(export, limit, tokenizer)
-        exports.chunks = chunks_jsonl(records).encode("utf-8")
+    with gc_paused():  # thousands of small acyclic objects (see gc_paused)
+        # the chunks take their pages and boxes from `refs`: without --docling, no provenance
+        export = to_docling(rendered, provenance=options.docling)
+        if options.docling:
+            exports.docling = docling_json(export.document)
+        if options.chunks:
+            limit, tokenizer = options.chunk_tokens, options.chunk_tokenizer
+            records = chunk_records(export, limit, tokenizer)
+            exports.chunks = chunks_jsonl(records).encode("utf-8")
     return exports

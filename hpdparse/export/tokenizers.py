@@ -5,8 +5,8 @@ tiktoken BPE of 131k tokens) whose file the `mistral-common` wheel ships. Any ot
 Face tokenizer id (from the local cache when offline) or a local folder, loaded by transformers.
 
 Nothing here imports docling-core's chunker package: it imports transformers and torch (about 6
-CPU-seconds), which only a Hugging Face tokenizer or the HybridChunker fallback needs
-(`docling_chunker.py`)."""
+CPU-seconds), which only a Hugging Face tokenizer or docling-core's HybridChunker
+(`docling_chunker.py`) needs."""
 
 from __future__ import annotations
 
@@ -37,11 +37,6 @@ class ChunkTokenizer:
 
     max_tokens: int
     hugging_face: BaseTokenizer | None = None
-
-    def count_tokens(self, text: str) -> int:
-        if self.hugging_face is None:
-            return _tekken_count(text)
-        return self.hugging_face.count_tokens(text)
 
 
 @functools.cache
@@ -82,8 +77,8 @@ def _hugging_face(name: str) -> Any:
 
 
 def token_counter(tokenizer: ChunkTokenizer) -> Callable[[str], int]:
-    """`tokenizer.count_tokens`, remembered: the chunker counts the same texts again and again
-    (each block, then windows of blocks)."""
+    """`tokenizer`'s token count of a text, remembered: the chunker counts the same texts again
+    and again (each block, then windows of blocks)."""
     if tokenizer.hugging_face is None:
         return _tekken_count
     return functools.lru_cache(maxsize=1 << 14)(tokenizer.hugging_face.count_tokens)

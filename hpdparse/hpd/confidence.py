@@ -36,16 +36,6 @@ class BlockScore:
     weakest_logprob: float  # the mean of the WEAKEST lowest
     confidence: float  # 0-1
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "confidence": round(self.confidence, 4),
-            "scored": self.scored,
-            "tokens": self.tokens,
-            "mean_logprob": round(self.mean_logprob, 4),
-            "min_logprob": round(self.min_logprob, 4),
-            "weakest_logprob": round(self.weakest_logprob, 4),
-        }
-
 
 def score_segment(segment: Segment) -> BlockScore | None:
     """The score of one block's tokens; None when it has none."""

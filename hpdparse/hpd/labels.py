@@ -23,25 +23,6 @@ ROLE_FOOTER = "footer"
 ROLE_PAGE_NUMBER = "page_number"
 ROLE_ASIDE = "aside"  # side notes in the margin
 
-ROLES = (
-    ROLE_TITLE,
-    ROLE_HEADING,
-    ROLE_TEXT,
-    ROLE_LIST,
-    ROLE_TABLE,
-    ROLE_FORMULA,
-    ROLE_FORMULA_NUMBER,
-    ROLE_FIGURE,
-    ROLE_CAPTION,
-    ROLE_CODE,
-    ROLE_REFERENCE,
-    ROLE_FOOTNOTE,
-    ROLE_HEADER,
-    ROLE_FOOTER,
-    ROLE_PAGE_NUMBER,
-    ROLE_ASIDE,
-)
-
 # Roles kept out of the Markdown unless the user asks for headers (always kept in the JSON).
 PAGE_FURNITURE = frozenset({ROLE_HEADER, ROLE_FOOTER, ROLE_PAGE_NUMBER, ROLE_ASIDE})
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+from itertools import groupby
 from typing import Any
 
 from hpdparse.hpd.labels import (
@@ -26,17 +27,7 @@ from hpdparse.markdown.formulas import clean_latex, split_display, wrap_arithmet
 from hpdparse.markdown.lists import BULLETED_ITEM, inside, is_ordered, split_items
 from hpdparse.markdown.tables import parse_table, to_html
 from hpdparse.markdown.text import is_sentinel, join_lines
-from hpdparse.markdown.units import (
-    CODE,
-    FIGURE,
-    FORMULA,
-    FURNITURE,
-    HEADING,
-    LIST,
-    PARAGRAPH,
-    TABLE,
-    Unit,
-)
+from hpdparse.markdown.units import Kind, Unit
 from hpdparse.store.raw_pages import RawPage
 
 FLAG_SENTINEL = "sentinel"  # a "no text here" sentence: dropped
@@ -80,7 +71,7 @@ class PageBuilder:
                 continue
             if i in bullet_runs:
                 texts = [join_lines(blocks[j].content or "") for j in bullet_runs[i]]
-                self._add(LIST, block, items=texts, role=ROLE_LIST, item_blocks=bullet_runs[i])
+                self._add(Kind.LIST, block, items=texts, role=ROLE_LIST, item_blocks=bullet_runs[i])
             elif block.role == ROLE_LIST:
                 self._list(block, [blocks[j] for j in list_items.get(i, [])])
             elif block.role == ROLE_FIGURE:
@@ -94,14 +85,16 @@ class PageBuilder:
             elif block.content is None:
                 continue
             elif block.role in PAGE_FURNITURE:
-                self._add(FURNITURE, block, text=join_lines(block.content))
+                self._add(Kind.FURNITURE, block, text=join_lines(block.content))
             elif block.role in (ROLE_TITLE, ROLE_HEADING):
                 text = join_lines(block.content)
                 if text:
-                    self._add(HEADING, block, text=text, level=0 if block.role == ROLE_TITLE else 1)
+                    self._add(
+                        Kind.HEADING, block, text=text, level=0 if block.role == ROLE_TITLE else 1
+                    )
             elif block.role == ROLE_CODE:
                 language, code = _unfence(block.content)
-                self._add(CODE, block, text=code, language=language)
+                self._add(Kind.CODE, block, text=code, language=language)
             else:
                 self._paragraph(block)
 
@@ -140,24 +133,16 @@ class PageBuilder:
     def _bulleted_runs(self, blocks: list[Block], taken: set[int]) -> dict[int, list[int]]:
         """Consecutive text blocks that each start with a bullet outside any list container:
         first index -> the run's indices; they render as one Markdown list."""
-        runs: dict[int, list[int]] = {}
-        current: list[int] = []
-        for block in blocks:
-            bulleted = (
+
+        def bulleted(block: Block) -> bool:
+            return (
                 block.role == ROLE_TEXT
                 and block.index not in taken
-                and bool(block.content)
                 and BULLETED_ITEM.match(block.content or "") is not None
             )
-            if bulleted:
-                current.append(block.index)
-                continue
-            if current:
-                runs[current[0]] = current
-                current = []
-        if current:
-            runs[current[0]] = current
-        return runs
+
+        runs = [[b.index for b in run] for is_run, run in groupby(blocks, bulleted) if is_run]
+        return {run[0]: run for run in runs}
 
     def _figure_containers(self, blocks: list[Block]) -> set[int]:
         """Figure blocks that wrap the figure right after them (`image_block` around `image`):
@@ -196,7 +181,7 @@ class PageBuilder:
                 content = wrapped
         text = join_lines(content)
         if text:
-            self._add(PARAGRAPH, block, text=text)
+            self._add(Kind.PARAGRAPH, block, text=text)
 
     def _list(self, block: Block, items: list[Block]) -> None:
         if block.content:
@@ -210,7 +195,9 @@ class PageBuilder:
         if pairs:
             texts = [t for t, _ in pairs]
             item_blocks = [i for _, i in pairs]
-            self._add(LIST, block, items=texts, ordered=is_ordered(texts), item_blocks=item_blocks)
+            self._add(
+                Kind.LIST, block, items=texts, ordered=is_ordered(texts), item_blocks=item_blocks
+            )
 
     def _figure(self, block: Block, caption: Block | None) -> None:
         caption_text = join_lines(caption.content or "") if caption is not None else ""
@@ -225,7 +212,7 @@ class PageBuilder:
             block.caption = caption.index
             caption.caption_of = block.index
         if image is not None or caption_text:
-            unit = self._add(FIGURE, block, text=caption_text)
+            unit = self._add(Kind.FIGURE, block, text=caption_text)
             unit.image = image
 
     def _table(self, block: Block) -> None:
@@ -241,10 +228,10 @@ class PageBuilder:
         block.html = to_html(table, self.dollar)
         for text in (table.before, table.caption):
             if text:
-                self._add(PARAGRAPH, block, text=join_lines(text), role=ROLE_CAPTION)
-        self._add(TABLE, block, table=table)
+                self._add(Kind.PARAGRAPH, block, text=join_lines(text), role=ROLE_CAPTION)
+        self._add(Kind.TABLE, block, table=table)
         if table.after:
-            self._add(PARAGRAPH, block, text=join_lines(table.after), role=ROLE_CAPTION)
+            self._add(Kind.PARAGRAPH, block, text=join_lines(table.after), role=ROLE_CAPTION)
 
     def _formula(self, block: Block, number: Block | None) -> None:
         if not block.content:
@@ -267,7 +254,7 @@ class PageBuilder:
             return
         block.latex = "\n\n".join(cleaned)
         block.tag = tag or None
-        unit = self._add(FORMULA, block, formulas=cleaned)
+        unit = self._add(Kind.FORMULA, block, formulas=cleaned)
         unit.tag = tag
 
     # --- helpers -------------------------------------------------------------------------------

@@ -9,20 +9,19 @@ splitting adjacent inline formulas into paragraphs, `\\supset` -> `\\sqsupset`) 
 from __future__ import annotations
 
 import re
+import unicodedata
 from functools import lru_cache
 
 # --- delimiters ------------------------------------------------------------------------------
 
-_DISPLAY_OPEN = ("\\[", "$$")
-_DISPLAY_CLOSE = {"\\[": "\\]", "$$": "$$"}
+_DISPLAY_DELIMITERS = (("\\[", "\\]"), ("$$", "$$"))
 
 
 def close_display(content: str) -> tuple[str, bool]:
     """A display formula that starts with `\\[` (or `$$`) but was cut before its closing delimiter
     gets one. Returns (content, closed_by_us)."""
     text = content.strip()
-    for opener in _DISPLAY_OPEN:
-        closer = _DISPLAY_CLOSE[opener]
+    for opener, closer in _DISPLAY_DELIMITERS:
         if text.startswith(opener) and (len(text) < 2 * len(opener) or not text.endswith(closer)):
             return text + "\n" + closer, True
     return text, False
@@ -167,40 +166,19 @@ UNICODE_MACROS: dict[str, str] = {
     "∗": "*",
     "′": "'",
     "″": "''",
-    "α": "\\alpha",
-    "β": "\\beta",
-    "γ": "\\gamma",
-    "δ": "\\delta",
-    "ε": "\\varepsilon",
-    "ζ": "\\zeta",
-    "η": "\\eta",
-    "θ": "\\theta",
-    "ι": "\\iota",
-    "κ": "\\kappa",
-    "λ": "\\lambda",
-    "μ": "\\mu",
-    "ν": "\\nu",
-    "ξ": "\\xi",
-    "π": "\\pi",
-    "ρ": "\\rho",
-    "σ": "\\sigma",
-    "τ": "\\tau",
-    "υ": "\\upsilon",
-    "φ": "\\varphi",
-    "χ": "\\chi",
-    "ψ": "\\psi",
-    "ω": "\\omega",
-    "Γ": "\\Gamma",
-    "Δ": "\\Delta",
-    "Θ": "\\Theta",
-    "Λ": "\\Lambda",
-    "Ξ": "\\Xi",
-    "Π": "\\Pi",
-    "Σ": "\\Sigma",
-    "Φ": "\\Phi",
-    "Ψ": "\\Psi",
-    "Ω": "\\Omega",
 }
+
+
+def _greek_macro(letter: str) -> str:
+    """`α` -> `\\alpha`, `Γ` -> `\\Gamma`: LaTeX names a Greek letter as Unicode does (but for
+    "lambda"); ε and φ are the forms LaTeX calls \\varepsilon and \\varphi."""
+    name = unicodedata.name(letter).split()[-1].lower().replace("lamda", "lambda")
+    if letter.isupper():
+        return "\\" + name.capitalize()
+    return "\\" + ("var" + name if name in ("epsilon", "phi") else name)
+
+
+UNICODE_MACROS.update((c, _greek_macro(c)) for c in "αβγδεζηθικλμνξπρστυφχψωΓΔΘΛΞΠΣΦΨΩ")
 _UNICODE = re.compile("[" + "".join(re.escape(c) for c in UNICODE_MACROS) + "]")
 
 
@@ -295,16 +273,16 @@ def clean_latex(latex: str, display: bool) -> tuple[str, str | None]:
 
 # --- output ------------------------------------------------------------------------------------
 
-_HTML_LIKE = re.compile(r"<(?=[A-Za-z/!?])")
-_BARE_DOLLAR = re.compile(r"(?<!\\)\$")
+HTML_START = re.compile(r"<(?=[A-Za-z/!?])")  # `<` that could open an HTML tag
+BARE_DOLLAR = re.compile(r"(?<!\\)\$")
 
 
 def math_for_markdown(latex: str, dollar: bool) -> str:
     """Make LaTeX safe inside Markdown: `<` before a letter cannot start an HTML tag, and a bare
     `$` cannot end the math early."""
-    text = _HTML_LIKE.sub(r"\\lt ", latex) if "<" in latex else latex
+    text = HTML_START.sub(r"\\lt ", latex) if "<" in latex else latex
     if dollar and "$" in text:
-        text = _BARE_DOLLAR.sub(r"\\$", text)
+        text = BARE_DOLLAR.sub(r"\\$", text)
     return text
 
 

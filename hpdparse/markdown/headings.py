@@ -57,9 +57,7 @@ def numbering(text: str) -> tuple[str, int] | None:
 
 
 def _order(style: str, depth: int, has_roman: bool) -> float:
-    if style == "arabic":
-        return 5.0 + depth
-    if style == "letter_dotted":
+    if style in ("arabic", "letter_dotted"):
         return 5.0 + depth
     if style == "letter":
         return _ORDER["letter_under_roman"] if has_roman else 6.0

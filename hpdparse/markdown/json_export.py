@@ -20,6 +20,7 @@ SCHEMA_VERSION = 1
 _NAMES = [f.name for f in dataclasses.fields(Block)]
 _TIES = _NAMES[_NAMES.index("container_of") : _NAMES.index("tag") + 1]
 _KEYS = {"in_list": "list"}
+_FIGURES = [f.name for f in dataclasses.fields(BlockScore) if f.name != "confidence"]
 
 
 def document_json(
@@ -68,9 +69,8 @@ def block_json(block: Block) -> dict[str, Any]:
     )
     if block.text_check is not None:
         data["text_layer"] = dataclasses.asdict(block.text_check)
-    figures = block.score.to_json() if block.score is not None else None
-    data["confidence"] = figures.pop("confidence") if figures else None
-    data["confidence_figures"] = figures
+    data["confidence"] = block.confidence
+    data["confidence_figures"] = _figures(block.score) if block.score is not None else None
     if block.continues is not None:
         data["continues"] = block.continues._asdict()
     if block.continued_by:
@@ -78,6 +78,12 @@ def block_json(block: Block) -> dict[str, Any]:
     if block.level is not None:
         data["level"] = block.level
     return data
+
+
+def _figures(score: BlockScore) -> dict[str, Any]:
+    """What the block's confidence comes from, 4 places."""
+    values = ((name, getattr(score, name)) for name in _FIGURES)
+    return {name: round(v, 4) if isinstance(v, float) else v for name, v in values}
 
 
 def page_from_json(data: Mapping[str, Any]) -> ParsedPage:

@@ -9,7 +9,7 @@ from hpdparse.hpd.labels import ROLE_FOOTNOTE, ROLE_TEXT
 from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.tables import merge_tables
 from hpdparse.markdown.text import CJK
-from hpdparse.markdown.units import BARRIER, BODY_KINDS, PARAGRAPH, TABLE, Unit
+from hpdparse.markdown.units import BODY_KINDS, Kind, Unit
 
 # A paragraph that ends in one of these ended its sentence.
 _TERMINAL = set(".!?。！？:：;；…\"'”’)]）】」』")
@@ -20,21 +20,16 @@ _LIST_START = re.compile(r"^(?:[-*•●▪◦]\s|\d{1,3}[.)]\s|\([0-9a-z]{1,3}\
 class Merge(NamedTuple):
     """A block merged in the Markdown into a block of an earlier page."""
 
-    kind: str  # "paragraph" or "table"
+    kind: str  # Kind.PARAGRAPH ("paragraph") or Kind.TABLE ("table")
     first: BlockRef
     second: BlockRef
-
-
-def ends_mid_sentence(text: str) -> bool:
-    stripped = text.rstrip()
-    return bool(stripped) and stripped[-1] not in _TERMINAL
 
 
 def continues_paragraph(first: str, second: str) -> bool:
     """`second` (top of the next page) carries on the sentence `first` (bottom of a page) left
     open: `first` ends mid-sentence, and `second` does not look like the start of a new block."""
     a, b = first.rstrip(), second.lstrip()
-    if not a or not b or not ends_mid_sentence(a) or _LIST_START.match(b):
+    if not a or not b or a[-1] in _TERMINAL or _LIST_START.match(b):
         return False
     last, head = a[-1], b[0]
     if head.islower() or last in ",，、-–" or (CJK.match(last) and CJK.match(head)):
@@ -75,16 +70,16 @@ def merge_across_pages(
             continue
         if (
             paragraphs
-            and first.kind == PARAGRAPH == second.kind
+            and first.kind == Kind.PARAGRAPH == second.kind
             and first.role == ROLE_TEXT == second.role
             and continues_paragraph(first.text, second.text)
         ):
             first.text = join_paragraphs(first.text, second.text)
             second.removed = True
-            merges.append(_merge("paragraph", first, second))
+            merges.append(_merge(first, second))
         elif (
             tables
-            and first.kind == TABLE == second.kind
+            and first.kind == Kind.TABLE == second.kind
             and first.table is not None
             and second.table is not None
             and first.table.width > 0
@@ -93,20 +88,20 @@ def merge_across_pages(
         ):
             merge_tables(first.table, second.table)
             second.removed = True
-            merges.append(_merge("table", first, second))
+            merges.append(_merge(first, second))
     return merges
 
 
-def _merge(kind: str, first: Unit, second: Unit) -> Merge:
+def _merge(first: Unit, second: Unit) -> Merge:
     return Merge(
-        kind, BlockRef(first.page, first.block or 0), BlockRef(second.page, second.block or 0)
+        first.kind, BlockRef(first.page, first.block or 0), BlockRef(second.page, second.block or 0)
     )
 
 
 def _last_body(units: list[Unit], boundary: int) -> Unit | None:
     for i in range(boundary - 1, -1, -1):
         unit = units[i]
-        if unit.kind == BARRIER:
+        if unit.kind == Kind.BARRIER:
             return None
         if _is_body(unit):
             return unit
@@ -117,7 +112,7 @@ def _first_body(units: list[Unit], boundary: int) -> Unit | None:
     page = units[boundary].page
     for i in range(boundary, len(units)):
         unit = units[i]
-        if unit.page != page or unit.kind == BARRIER:
+        if unit.page != page or unit.kind == Kind.BARRIER:
             return None
         if _is_body(unit):
             return unit

@@ -22,21 +22,9 @@ from hpdparse.markdown.lists import render_list
 from hpdparse.markdown.merge import Merge, merge_across_pages
 from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.tables import render_table
-from hpdparse.markdown.text import escape_block_start, render_inline
+from hpdparse.markdown.text import code_fence, escape_block_start, render_inline
 from hpdparse.markdown.text_layer import verify_page
-from hpdparse.markdown.units import (
-    BARRIER,
-    CODE,
-    COMMENT,
-    FIGURE,
-    FORMULA,
-    FURNITURE,
-    HEADING,
-    LIST,
-    PARAGRAPH,
-    TABLE,
-    Unit,
-)
+from hpdparse.markdown.units import Kind, Unit
 from hpdparse.settings import TextLayerMode, setting
 from hpdparse.sources.text_layer import PageText
 from hpdparse.store.raw_pages import PAGE_FAILED, RawPage
@@ -187,11 +175,11 @@ def _render(
         scores = block_scores(page, parsed)
         confidence = page_confidence(scores)
         if options.page_markers:
-            units.append(Unit(COMMENT, page.number, None, text=_marker(page, confidence)))
+            units.append(Unit(Kind.COMMENT, page.number, None, text=_marker(page, confidence)))
         if page.status == PAGE_FAILED:
             reason = page.error or page.result.finish_reason or "unknown error"
             units.append(
-                Unit(BARRIER, page.number, None, text=f"page {page.number} failed: {reason}")
+                Unit(Kind.BARRIER, page.number, None, text=f"page {page.number} failed: {reason}")
             )
             pages.append(_with_facts(ParsedPage(), page))
             continue
@@ -201,18 +189,14 @@ def _render(
         builder = PageBuilder(page, parsed, options.images, dollar)
         try:
             builder.build()
+            units.extend(builder.units)
         except Exception as error:
             parsed.blocks = [_as_parsed(block) for block in parsed.blocks]
-            builder = PageBuilder(page, parsed, False, dollar)
-            builder.units = [
-                Unit(
-                    COMMENT, page.number, None, text=f"page {page.number}: not rendered ({error!r})"
-                )
-            ]
+            note = f"page {page.number}: not rendered ({error!r})"
+            units.append(Unit(Kind.COMMENT, page.number, None, text=note))
             parsed.flags.append(FLAG_RENDER_ERROR)
-        units.extend(builder.units)
         for note in builder.notes():
-            units.append(Unit(COMMENT, page.number, None, text=note))
+            units.append(Unit(Kind.COMMENT, page.number, None, text=note))
         crops.extend(
             ImageCrop(b.image, page.number, b.bbox_px)
             for b in parsed.blocks
@@ -242,9 +226,9 @@ def _render(
 
 def _as_parsed(block: Block) -> Block:
     """The block without what the renderer tied to it (a page it failed to render)."""
-    parsed = Block(block.index, block.label, block.role, block.bbox, block.content, block.flags)
-    parsed.bbox_px = block.bbox_px
-    return parsed
+    return Block(
+        block.index, block.label, block.role, block.bbox, block.content, block.flags, block.bbox_px
+    )
 
 
 def _with_facts(parsed: ParsedPage, page: RawPage) -> ParsedPage:
@@ -269,11 +253,11 @@ def options_dict(options: RenderOptions) -> dict[str, Any]:
 
 
 def _assign_heading_levels(units: list[Unit], blocks: dict[BlockRef, Block]) -> None:
-    headings = [u for u in units if u.kind == HEADING and not u.removed]
+    headings = [u for u in units if u.kind == Kind.HEADING and not u.removed]
     sections = [u for u in headings if u.role != ROLE_TITLE]
     if not any(u.role == ROLE_TITLE for u in headings) and sections:
         # No doc_title: an unnumbered heading that opens the first page is the document title.
-        first = next((u for u in units if u.kind not in (COMMENT, FURNITURE)), None)
+        first = next((u for u in units if u.kind not in (Kind.COMMENT, Kind.FURNITURE)), None)
         if first is sections[0] and first.page == units[0].page and numbering(first.text) is None:
             first.level = 0
             sections = sections[1:]
@@ -286,21 +270,21 @@ def _assign_heading_levels(units: list[Unit], blocks: dict[BlockRef, Block]) -> 
 
 def _unit_markdown(unit: Unit, options: RenderOptions, dollar: bool) -> str:
     kind = unit.kind
-    if kind == PARAGRAPH:
+    if kind == Kind.PARAGRAPH:
         return escape_block_start(render_inline(unit.text, dollar))
-    if kind == HEADING:
+    if kind == Kind.HEADING:
         return heading_markdown(render_inline(unit.text, dollar), unit.level)
-    if kind == LIST:
+    if kind == Kind.LIST:
         return render_list(unit.items, unit.ordered, dollar)
-    if kind == TABLE:
+    if kind == Kind.TABLE:
         return render_table(unit.table, options.table_format, dollar) if unit.table else ""
-    if kind == FORMULA:
+    if kind == Kind.FORMULA:
         last = len(unit.formulas) - 1
         return "\n\n".join(
             display_math(with_tag(f, unit.tag if i == last else None), dollar)
             for i, f in enumerate(unit.formulas)
         )
-    if kind == FIGURE:
+    if kind == Kind.FIGURE:
         caption = escape_block_start(render_inline(unit.text, dollar)) if unit.text else ""
         if not unit.image:
             return caption
@@ -309,22 +293,13 @@ def _unit_markdown(unit: Unit, options: RenderOptions, dollar: bool) -> str:
         # it is not said twice.
         link = f"![]({unit.image})"
         return f"{link}\n\n{caption}" if caption else link
-    if kind == CODE:
-        return _code_fence(unit.text, unit.language)
-    if kind == FURNITURE:
+    if kind == Kind.CODE:
+        return code_fence(unit.text, unit.language)
+    if kind == Kind.FURNITURE:
         return escape_block_start(render_inline(unit.text, dollar)) if options.keep_headers else ""
-    if kind in (COMMENT, BARRIER):
+    if kind in (Kind.COMMENT, Kind.BARRIER):
         return comment(unit.text)
     return ""
-
-
-_BACKTICKS = re.compile(r"`{3,}")
-
-
-def _code_fence(text: str, language: str = "") -> str:
-    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}{language}\n{text}\n{fence}"
 
 
 _COMMENT_UNSAFE = re.compile(r"-{2,}|[<>]")

@@ -5,7 +5,14 @@ from __future__ import annotations
 import html
 import re
 
-from hpdparse.markdown.formulas import clean_latex, display_math, inline_math, math_for_markdown
+from hpdparse.markdown.formulas import (
+    BARE_DOLLAR,
+    HTML_START,
+    clean_latex,
+    display_math,
+    inline_math,
+    math_for_markdown,
+)
 
 # Texts the model writes when a region holds no text: dropped (hpd-model.md).
 _SENTINELS = frozenset(
@@ -43,8 +50,6 @@ def join_lines(text: str) -> str:
 
 # Inline `\( \)` and display `\[ \]` inside running text; an unclosed one runs to the end.
 _MATH = re.compile(r"\\\((.*?)(?:\\\)|\Z)|\\\[(.*?)(?:\\\]|\Z)", re.S)
-_HTML_START = re.compile(r"<(?=[A-Za-z/!?])")
-_DOLLAR = re.compile(r"(?<!\\)\$")
 
 # Text without any of these, nor two spaces in a row, is returned as it is (stripped): the common
 # case, made fast (a character class alone is scanned for quickly; with "|  " in the pattern every
@@ -70,14 +75,9 @@ def render_inline(text: str, dollar: bool, mode: str = MODE_MD) -> str:
         for match in _MATH.finditer(text):
             out.append(_plain(text[pos : match.start()], dollar, mode))
             inline, display = match.group(1), match.group(2)
-            if inline is not None:
-                latex, _ = clean_latex(inline, display=False)
-                if latex:
-                    out.append(_math(latex, dollar, mode, display=False))
-            else:
-                latex, tag = clean_latex(display or "", display=False)
-                if latex:
-                    out.append(_math(latex, dollar, mode, display=True))
+            latex, _ = clean_latex(inline if inline is not None else display or "", display=False)
+            if latex:
+                out.append(_math(latex, dollar, mode, display=inline is None))
             pos = match.end()
     out.append(_plain(text[pos:], dollar, mode))
     result = "".join(out)
@@ -92,9 +92,9 @@ def _plain(text: str, dollar: bool, mode: str) -> str:
     if mode == MODE_HTML:
         return html.escape(text, quote=False)
     if "<" in text:
-        text = _HTML_START.sub("&lt;", text)
+        text = HTML_START.sub("&lt;", text)
     if dollar and "$" in text:
-        text = _DOLLAR.sub(r"\\$", text)
+        text = BARE_DOLLAR.sub(r"\\$", text)
     if mode == MODE_GFM and "|" in text:
         text = text.replace("|", "\\|")
     return text
@@ -132,3 +132,13 @@ def escape_block_start(text: str) -> str:
         if number:
             return text[: number.end()] + "\\" + text[number.end() :]
     return text
+
+
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+def code_fence(text: str, language: str = "") -> str:
+    """`text` as a fenced code block, its fence longer than any run of backticks in it."""
+    longest = max((len(m) for m in _BACKTICKS.findall(text)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{language}\n{text}\n{fence}"

@@ -6,22 +6,25 @@ from dataclasses import dataclass, field
 
 from hpdparse.markdown.tables import Table
 
-# Unit kinds
-HEADING = "heading"  # level 0 is the document title
-PARAGRAPH = "paragraph"
-LIST = "list"
-TABLE = "table"
-FORMULA = "formula"
-FIGURE = "figure"
-CODE = "code"
-FURNITURE = "furniture"  # header, footer, page number, side note (only with keep_headers)
-COMMENT = "comment"  # page markers, failed/truncated page notes
-BARRIER = "barrier"  # a failed page: nothing merges across it
+
+class Kind:
+    """What a unit is (`Unit.kind`)."""
+
+    HEADING = "heading"  # level 0 is the document title
+    PARAGRAPH = "paragraph"
+    LIST = "list"
+    TABLE = "table"
+    FORMULA = "formula"
+    FIGURE = "figure"
+    CODE = "code"
+    FURNITURE = "furniture"  # header, footer, page number, side note (only with keep_headers)
+    COMMENT = "comment"  # page markers, failed/truncated page notes
+    BARRIER = "barrier"  # a failed page: nothing merges across it
 
 
 @dataclass
 class Unit:
-    kind: str
+    kind: str  # a Kind
     page: int  # 1-based page number
     block: int | None  # index of the (first) block it comes from; None for comments
     role: str = ""
@@ -38,4 +41,6 @@ class Unit:
     language: str = ""  # code
 
 
-BODY_KINDS = frozenset({HEADING, PARAGRAPH, LIST, TABLE, FORMULA, FIGURE, CODE})
+BODY_KINDS = frozenset(
+    {Kind.HEADING, Kind.PARAGRAPH, Kind.LIST, Kind.TABLE, Kind.FORMULA, Kind.FIGURE, Kind.CODE}
+)

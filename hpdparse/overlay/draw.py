@@ -4,7 +4,6 @@ under the page, the legend under the first page. Everything is vector; text is H
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from hpdparse.hpd.stream import FLAG_TRUNCATED, Block
 from hpdparse.overlay.roles import is_container, rgb, role_name
@@ -24,27 +23,14 @@ LEGEND_NOTE = (
 )
 
 
-@dataclass(frozen=True)
 class Metrics:
     """Sizes for a page `width` points wide: text, line widths, band height."""
 
-    width: float
-
-    @property
-    def font_size(self) -> float:
-        return min(max(self.width / 70, 5.0), 11.0)
-
-    @property
-    def tag_size(self) -> float:
-        return self.font_size * 0.8
-
-    @property
-    def line_width(self) -> float:
-        return min(max(self.width / 600, 0.5), 2.0)
-
-    @property
-    def band_height(self) -> float:
-        return self.font_size * 2.2
+    def __init__(self, width: float) -> None:
+        self.font_size = min(max(width / 70, 5.0), 11.0)
+        self.tag_size = self.font_size * 0.8
+        self.line_width = min(max(width / 600, 0.5), 2.0)
+        self.band_height = self.font_size * 2.2
 
 
 def latin1(text: str) -> str:
@@ -171,7 +157,6 @@ def draw_legend(page: pymupdf.Page, top: float, roles: list[str]) -> None:
     placed, height = legend_layout(roles, page.rect.width)
     page.draw_rect(pymupdf.Rect(0, top, page.rect.width, top + height), color=None, fill=WHITE)
     shape = page.new_shape()
-    rows = 0
     for x, row, role in placed:
         y = top + size * 0.8 + row * size * 1.7
         swatch = pymupdf.Rect(x, y, x + size * 1.2, y + size)
@@ -184,8 +169,8 @@ def draw_legend(page: pymupdf.Page, top: float, roles: list[str]) -> None:
             fontsize=size,
             color=BLACK,
         )
-        rows = max(rows, row + 1)
     shape.commit()
+    rows = placed[-1][1] + 1 if placed else 0  # rows are placed in order
     note = pymupdf.Rect(
         size, top + size * 0.8 + rows * size * 1.7, page.rect.width - size, top + height
     )

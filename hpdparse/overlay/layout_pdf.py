@@ -157,22 +157,16 @@ def layout_pdf(
         out.close()
 
 
-def write_layout(
-    doc_dir: Path | str, state: DocumentState, pages: list[ParsedPage], password: str | None
-) -> None:
-    """Write OUT/<stem>/<stem>.layout.pdf (atomically) into the document folder `doc_dir` (a
-    path or a URL); InputError when the source is gone."""
-    source = checked_source(state, doc_dir)
-    pdf = layout_pdf(pages, state.stem, source, password)
-    open_document_folder(doc_dir).write_layout_pdf(state.stem, pdf)
-
-
 def layout_job(
     doc_dir: str, state: DocumentState, pages: list[ParsedPage], password: str | None
 ) -> list[str]:
-    """`write_layout` for a worker process: problems come back as one-line messages."""
+    """Write OUT/<stem>/<stem>.layout.pdf (atomically) into the document folder `doc_dir` (a
+    path or a URL); problems (the source gone, a bug) come back as one-line messages."""
     try:
-        write_layout(output_location(doc_dir), state, pages, password)
+        location = output_location(doc_dir)
+        source = checked_source(state, location)
+        pdf = layout_pdf(pages, state.stem, source, password)
+        open_document_folder(location).write_layout_pdf(state.stem, pdf)
     except HpdparseError as exc:
         return [f"layout overlay not written: {exc}"]
     except OSError as exc:

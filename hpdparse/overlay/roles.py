@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hpdparse.hpd.labels import ROLE_TEXT, ROLES
+from hpdparse.hpd.labels import LABEL_ROLES, ROLE_TEXT
 from hpdparse.hpd.stream import Block, ParsedPage
 
 ROLE_COLOURS: dict[str, str] = {
@@ -24,7 +24,7 @@ ROLE_COLOURS: dict[str, str] = {
     "aside": "#5f5f5f",
 }
 
-assert set(ROLE_COLOURS) == set(ROLES)
+assert set(ROLE_COLOURS) == set(LABEL_ROLES.values())  # a colour for every role
 
 
 def role_name(role: str) -> str:
@@ -32,13 +32,9 @@ def role_name(role: str) -> str:
     return (role if role in ROLE_COLOURS else ROLE_TEXT).replace("_", " ")
 
 
-def colour(role: str) -> str:
-    return ROLE_COLOURS.get(role, ROLE_COLOURS[ROLE_TEXT])
-
-
 def rgb(role: str) -> tuple[float, float, float]:
     """The role's colour as PyMuPDF wants it: three floats in 0-1."""
-    value = colour(role).lstrip("#")
+    value = ROLE_COLOURS.get(role, ROLE_COLOURS[ROLE_TEXT]).lstrip("#")
     return tuple(int(value[i : i + 2], 16) / 255 for i in (0, 2, 4))  # type: ignore[return-value]
 
 

@@ -10,6 +10,7 @@ import copy
 from collections.abc import Callable
 from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 
 from hpdparse.hpd.stream import ParsedPage
 from hpdparse.runner.workers import WorkerPool
@@ -19,13 +20,13 @@ from hpdparse.store.state import DocumentState
 OverlayWriter = Callable[[DocumentFolder, DocumentState, list[ParsedPage]], Callable[[], list[str]]]
 
 
+@dataclass
 class PoolOverlay:
     """Draw in a rasterizer process of `pool`: a conversion run opens sources in another thread,
     and PyMuPDF is not thread-safe."""
 
-    def __init__(self, pool: WorkerPool, password: str | None) -> None:
-        self.pool = pool
-        self.password = password
+    pool: WorkerPool
+    password: str | None
 
     def __call__(
         self, folder: DocumentFolder, state: DocumentState, pages: list[ParsedPage]
@@ -44,11 +45,11 @@ def _drawn(job: Future) -> list[str]:
         return ["layout overlay not written: the renderer crashed"]
 
 
+@dataclass
 class InProcessOverlay:
     """Draw in this process (`hpdparse render --layout`)."""
 
-    def __init__(self, password: str | None) -> None:
-        self.password = password
+    password: str | None
 
     def __call__(
         self, folder: DocumentFolder, state: DocumentState, pages: list[ParsedPage]

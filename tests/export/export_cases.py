@@ -7,6 +7,9 @@ import functools
 import re
 from pathlib import Path
 
+from docling_core.types.doc import DoclingDocument
+
+from hpdparse.export.chunker import Chunk
 from hpdparse.export.docling import DoclingExport, to_docling
 from hpdparse.markdown.render import RenderedDocument, render_document
 from tests.helpers.golden_cases import load_own, load_synth, own_cases, synth_cases
@@ -26,6 +29,20 @@ def rendered(name: str) -> RenderedDocument:
 @functools.cache
 def exported(name: str) -> DoclingExport:
     return to_docling(rendered(name))
+
+
+def hybrid_chunks(
+    document: DoclingDocument, limit: int, tokenizer: str | None = None
+) -> list[Chunk]:
+    """docling-core's HybridChunker's chunks of `document` (as `make_chunker` configures it), as
+    our chunker's `Chunk`s, each counted whole (ours counts by parts): the oracle of ours."""
+    from hpdparse.export.docling_chunker import make_chunker  # imports transformers and torch
+
+    chunker = make_chunker(limit, tokenizer)
+    chunks = [Chunk(c.text, c.meta.doc_items, c.meta.headings) for c in chunker.chunk(document)]
+    for chunk in chunks:
+        chunk.tokens = chunker.tokenizer.count_tokens(chunk.contextualized())
+    return chunks
 
 
 _MARKDOWN_HEADING = re.compile(r"^(#{1,6}) (.*)$", re.M)

@@ -3,7 +3,7 @@ identical chunks (text, items, headings) and identical `<stem>.chunks.jsonl` rec
 golden case at limits from 1 token up, and on adversarial documents built with docling-core's
 API (lists of every marker kind, tables with spans, stacked headers, pipes, numbers and several
 or empty captions, figures, formulas, code, line breaks, deep headings, items larger than the
-limit). A document beyond what ours writes goes to HybridChunker. The real `convert` outputs
+limit). The real `convert` outputs
 (samples and shared-corpus files) are compared in test_export_commands."""
 
 from __future__ import annotations
@@ -16,18 +16,16 @@ from docling_core.types.doc import (
     BoundingBox,
     DocItemLabel,
     DoclingDocument,
-    Formatting,
     ProvenanceItem,
     TableCell,
     TableData,
 )
 
-from hpdparse.export.chunker import FastChunker, Unsupported
-from hpdparse.export.chunks import chunk_records
-from hpdparse.export.docling import DoclingExport
+from hpdparse.export.chunker import FastChunker
+from hpdparse.export.chunks import chunk_records, records_of
 from hpdparse.export.docling_chunker import make_chunker
 from hpdparse.export.tokenizers import _tekken, _tekken_count, load_tokenizer, token_counter
-from tests.export.export_cases import CASES, exported
+from tests.export.export_cases import CASES, exported, hybrid_chunks
 from tests.helpers.paths import REPO
 
 NAMES = sorted(CASES)
@@ -60,7 +58,7 @@ def test_golden_cases_chunk_as_hybrid_chunker_does(name: str, limit: int) -> Non
     export = exported(name)
     assert_same_chunks(export.document, limit)
     ours = chunk_records(export, limit)
-    assert ours == chunk_records(export, limit, docling_chunker=True)
+    assert ours == records_of(export, hybrid_chunks(export.document, limit), limit)
     assert ours, name
 
 
@@ -167,23 +165,3 @@ def adversarial() -> DoclingDocument:
 @pytest.mark.parametrize("limit", [1, 4, 12, 30, 64, 200, 4096])
 def test_adversarial_document_chunks_as_hybrid_chunker_does(limit: int) -> None:
     assert_same_chunks(adversarial(), limit)
-
-
-@pytest.mark.parametrize("what", ["formatting", "checkbox"])
-def test_a_document_beyond_ours_goes_to_hybrid_chunker(what: str) -> None:
-    doc = adversarial()
-    if what == "formatting":
-        doc.add_text(
-            label=DocItemLabel.TEXT, text="bold", formatting=Formatting(bold=True), prov=_prov(2)
-        )
-        last = "**bold**"  # docling writes the formatting
-    else:
-        doc.add_text(label=DocItemLabel.CHECKBOX_SELECTED, text="done", prov=_prov(2))
-        last = "- [x] done"
-    count = token_counter(load_tokenizer(None, 64))
-    with pytest.raises(Unsupported):
-        FastChunker(count, 64).chunk(doc)
-    export = DoclingExport(doc)
-    records = chunk_records(export, 64)
-    assert [r["text"] for r in records] == [t[0].strip() for t in oracle_triples(doc, 64)]
-    assert records[-1]["text"].endswith(last)

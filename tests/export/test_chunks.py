@@ -22,16 +22,16 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-from hpdparse.export.chunks import chunk_records
+from hpdparse.export.chunks import chunk_records, records_of
 from hpdparse.export.docling import to_docling
 from hpdparse.export.files import build_exports
 from hpdparse.export.pages import Frame
-from hpdparse.export.tokenizers import TokenizerError, load_tokenizer
+from hpdparse.export.tokenizers import TokenizerError, load_tokenizer, token_counter
 from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.markdown.text import render_inline
-from hpdparse.markdown.units import BODY_KINDS, HEADING
-from tests.export.export_cases import CASES, exported, markdown_headings, rendered
+from hpdparse.markdown.units import BODY_KINDS, Kind
+from tests.export.export_cases import CASES, exported, hybrid_chunks, markdown_headings, rendered
 from tests.helpers.paths import REPO
 
 NAMES = sorted(CASES)
@@ -80,10 +80,10 @@ def test_every_content_block_is_in_exactly_one_chunk(name: str, limit: int) -> N
 @pytest.mark.parametrize("limit", LIMITS)
 @pytest.mark.parametrize("name", NAMES)
 def test_chunks_stay_under_the_limit_unless_one_block_is_larger(name: str, limit: int) -> None:
-    tokenizer = load_tokenizer(None, limit)
+    count = token_counter(load_tokenizer(None, limit))
     for record in records(name, limit):
         context = "\n\n".join([*record["headings"], record["text"]])
-        assert abs(record["tokens"] - tokenizer.count_tokens(context)) <= 2
+        assert abs(record["tokens"] - count(context)) <= 2
         assert record["oversize"] == (record["tokens"] > limit)
         if record["oversize"]:
             # One block (a table or figure comes with its captions, a list with its items).
@@ -131,7 +131,7 @@ def test_heading_paths_are_the_markdown_headings_above(name: str) -> None:
     for unit in rendered(name).units:
         if unit.removed or unit.block is None:
             continue
-        if unit.kind == HEADING:
+        if unit.kind == Kind.HEADING:
             stack = {level: text for level, text in stack.items() if level < unit.level}
             stack[unit.level] = unit.text
         elif unit.kind in BODY_KINDS:
@@ -150,7 +150,7 @@ def _inline(text: str) -> str:
 
 
 def _levels_of(name: str) -> dict[str, int]:
-    return {u.text: u.level for u in rendered(name).units if u.kind == HEADING}
+    return {u.text: u.level for u in rendered(name).units if u.kind == Kind.HEADING}
 
 
 def _levels(texts: list[str], stack_levels: dict[str, int]) -> list[tuple[int, str]]:
@@ -179,8 +179,8 @@ def test_a_grid_box_is_clamped_to_the_page() -> None:
 
 def test_a_local_hugging_face_tokenizer_counts_the_tokens() -> None:
     folder = str(REPO / "tests" / "fixtures" / "tiny-hpd")
-    tokenizer = load_tokenizer(folder, 64)
-    assert tokenizer.count_tokens("Group data less time method each.") > 3
+    count = token_counter(load_tokenizer(folder, 64))
+    assert count("Group data less time method each.") > 3
     chunks = records("synth/report", 64, folder)
     assert chunks and all(r["tokens"] <= 64 or r["oversize"] for r in chunks)
 
@@ -200,9 +200,9 @@ def test_chunks_alone_are_the_chunks_written_with_the_docling_file(name: str, li
     both = RenderOptions(docling=True, chunks=True, chunk_tokens=limit)
     assert alone.docling is None
     assert alone.chunks == build_exports(rendered(name), both).chunks
-    # HybridChunker, where ours does not apply, reads no provenance either
+    # HybridChunker reads no provenance either
     bare = to_docling(rendered(name), provenance=False)
-    hybrid = chunk_records(bare, limit, docling_chunker=True)
+    hybrid = records_of(bare, hybrid_chunks(bare.document, limit), limit)
     assert hybrid == records(name, limit)
 
 

@@ -16,6 +16,7 @@ from docling_core.types.doc import (
     DoclingDocument,
     FormulaItem,
     ImageRef,
+    ListGroup,
     ListItem,
     PictureItem,
     ProvenanceItem,
@@ -25,13 +26,12 @@ from docling_core.types.doc import (
     TableCell,
     TableData,
     TableItem,
+    TextItem,
     TitleItem,
 )
 
 from hpdparse.export.docling_items import (
     append_item,
-    append_list_group,
-    append_plain_text,
     append_text,
 )
 
@@ -90,12 +90,17 @@ def _with_append() -> DoclingDocument:
     doc = DoclingDocument(name="d")
     append_text(doc, TitleItem, "Title", [_prov(1, 10.0)])
     append_text(doc, SectionHeaderItem, "Head", [_prov(1, 11.0)], level=2)
-    append_plain_text(doc, DocItemLabel.TEXT, "para", [_prov(1, 12.0), _prov(2, 13.0)])
-    append_plain_text(doc, DocItemLabel.FOOTNOTE, "note")
-    append_plain_text(
-        doc, DocItemLabel.PAGE_FOOTER, "3", [_prov(1, 14.0)], content_layer=ContentLayer.FURNITURE
+    append_text(doc, TextItem, "para", [_prov(1, 12.0), _prov(2, 13.0)], label=DocItemLabel.TEXT)
+    append_text(doc, TextItem, "note", label=DocItemLabel.FOOTNOTE)
+    append_text(
+        doc,
+        TextItem,
+        "3",
+        [_prov(1, 14.0)],
+        content_layer=ContentLayer.FURNITURE,
+        label=DocItemLabel.PAGE_FOOTER,
     )
-    group = append_list_group(doc)
+    group = append_item(doc, "groups", ListGroup)
     prov = [_prov(1, 1)]
     append_text(doc, ListItem, "one", prov, enumerated=True, marker="1.", parent=group)
     append_text(doc, ListItem, "two", None, enumerated=False, marker="", parent=group)
@@ -104,10 +109,10 @@ def _with_append() -> DoclingDocument:
     append_text(doc, CodeItem, "print()", [_prov(1, 16.0)], code_language=python)
     append_text(doc, CodeItem, "raw")
     table = append_item(doc, "tables", TableItem, data=_table(), prov=[_prov(1, 17.0)])
-    caption = append_plain_text(doc, DocItemLabel.CAPTION, "Table 1", parent=table)
+    caption = append_text(doc, TextItem, "Table 1", parent=table, label=DocItemLabel.CAPTION)
     table.captions.append(RefItem(cref=caption.self_ref))
     picture = append_item(doc, "pictures", PictureItem, image=_image(), prov=[_prov(1, 18.0)])
-    append_plain_text(doc, DocItemLabel.CAPTION, "Figure 1", parent=picture)
+    append_text(doc, TextItem, "Figure 1", parent=picture, label=DocItemLabel.CAPTION)
     append_item(doc, "pictures", PictureItem, image=None)
     return doc
 
@@ -129,10 +134,6 @@ def test_items_are_validated() -> None:
     doc = DoclingDocument(name="d")
     with pytest.raises(ValueError, match="level"):
         append_text(doc, SectionHeaderItem, "Head", level=0)
-    with pytest.raises(ValueError, match="class of their own"):
-        append_plain_text(doc, DocItemLabel.TITLE, "Title")
-    with pytest.raises(ValueError, match="not a DoclingDocument item list"):
-        append_item(doc, "pages", TitleItem, text="x", orig="x")
 
 
 def test_provenance_given_as_data_builds_the_same_items() -> None:
@@ -141,15 +142,17 @@ def test_provenance_given_as_data_builds_the_same_items() -> None:
     models = [_prov(1, 10.0), _prov(2, 11.5)]
     data = [p.model_dump() for p in models]
     data[1]["bbox"] = models[1].bbox  # a model inside the data is kept as it is
-    append_plain_text(as_models, DocItemLabel.TEXT, "para", models)
-    append_plain_text(as_data, DocItemLabel.TEXT, "para", data)
+    append_text(as_models, TextItem, "para", models, label=DocItemLabel.TEXT)
+    append_text(as_data, TextItem, "para", data, label=DocItemLabel.TEXT)
     append_item(as_models, "tables", TableItem, data=_table(), prov=[_prov(1, 17.0)])
     append_item(as_data, "tables", TableItem, data=_table(), prov=[_prov(1, 17.0).model_dump()])
     assert as_data.model_dump_json() == as_models.model_dump_json()
     assert isinstance(as_data.texts[0].prov[0], ProvenanceItem)
     assert isinstance(as_data.texts[0].parent, RefItem)
     with pytest.raises(ValueError, match="bbox"):
-        append_plain_text(as_data, DocItemLabel.TEXT, "bad", [{"page_no": 1, "charspan": (0, 1)}])
+        append_text(
+            as_data, TextItem, "bad", [{"page_no": 1, "charspan": (0, 1)}], label=DocItemLabel.TEXT
+        )
 
 
 def test_the_exports_tables_equal_tables_docling_core_validates_whole() -> None:
