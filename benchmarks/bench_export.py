@@ -32,15 +32,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench_render import typical_page
 
-from hpdparse.engines.base import DecodeRecord
+from hpdparse.engines.base import PageResult
 from hpdparse.export.chunks import chunk_records, records_of
 from hpdparse.export.docling import to_docling
 from hpdparse.export.docling_json import docling_json
 from hpdparse.export.files import build_exports
 from hpdparse.export.tokenizers import _tekken_count, load_tokenizer
-from hpdparse.markdown.records import DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, gc_paused, render_document
 from hpdparse.sources.document import PageGeometry
+from hpdparse.store.raw_pages import RawPage
 from tests.export.export_cases import hybrid_chunks
 
 
@@ -49,11 +50,10 @@ def documents(pages: int, pages_per_document: int) -> list[RenderedDocument]:
     for first in range(0, pages, pages_per_document):
         numbers = range(first + 1, min(first + pages_per_document, pages) + 1)
         records = [
-            PageRecord(
+            RawPage(
                 number=n - first,
+                result=PageResult(n - first, typical_page(n), "stop"),
                 geometry=PageGeometry(1654, 2339, dpi=200, width_pt=595.0, height_pt=842.0),
-                decode=DecodeRecord("stop"),
-                raw=typical_page(n),
             )
             for n in numbers
         ]

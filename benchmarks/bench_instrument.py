@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 from bench_vllm import timed_run  # noqa: E402
 
 from hpdparse.engines.base import EngineConfig  # noqa: E402
+from hpdparse.engines.vllm.options import VllmOptions  # noqa: E402
 
 MODES = {"plain": (False, False), "fork": (True, False), "fork+pmtp": (True, True)}
 MODES |= {"plain+pmtp": (False, True)}
@@ -80,7 +81,6 @@ def _engine_config(
     model: Path, mode: str, device: str, max_tokens: int, max_model_len: int
 ) -> EngineConfig:
     fork, mtp = MODES[mode]
-    extra = {"kv_cache_gib": 2.0} if device == "cpu" else {}
     return EngineConfig(
         model=str(model),
         fork=fork,
@@ -88,7 +88,6 @@ def _engine_config(
         device=device,
         max_tokens=max_tokens,
         max_model_len=max_model_len,
-        extra=extra,
     )
 
 
@@ -119,7 +118,8 @@ def bench(args: argparse.Namespace, model: Path) -> dict:
             report["left_out"] += [f"{mode} batch {b}" for b in batches]
             continue
         config = _engine_config(model, mode, args.device, args.max_tokens, args.max_model_len)
-        with VllmEngine(config) as engine:
+        options = VllmOptions(kv_cache_gib=2.0) if args.device == "cpu" else VllmOptions()
+        with VllmEngine(config, options) as engine:
             rows = []
             print(f"\n{mode}: engine start-up {engine.startup_seconds:.1f} s\n{header}", flush=True)
             run_row(engine, payloads[:1], 1, expected)  # warm-up

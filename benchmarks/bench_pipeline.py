@@ -36,7 +36,7 @@ import psutil
 import pymupdf
 from PIL import Image
 
-from hpdparse.engines.openai.engine import encode_page_png
+from hpdparse.engines.openai.page_png import encode_page_png
 from hpdparse.engines.vllm.engine import prepare_tiles
 from hpdparse.hpd.tiling import (
     TilingConfig,
@@ -79,10 +79,10 @@ def cpu_seconds() -> float:
 
 def _inline_loop(pdf: Path, pages: list[int], dpi: int, prepare) -> tuple[float, float]:
     close_cached_documents()
-    prepare(rasterize_page(str(pdf), pages[0], dpi).image)  # warm-up
+    prepare(rasterize_page(str(pdf), pages[0], dpi)[0])  # warm-up
     start, cpu = time.perf_counter(), time.process_time()
     for number in pages:
-        prepare(rasterize_page(str(pdf), number, dpi).image)
+        prepare(rasterize_page(str(pdf), number, dpi)[0])
     return len(pages) / (time.perf_counter() - start), len(pages) / (time.process_time() - cpu)
 
 
@@ -139,7 +139,7 @@ def stage_times(pdf: Path, pages: list[int], dpi: int, tiling: TilingConfig) -> 
     greys = 0
     for number in pages:
         t = time.perf_counter()
-        image = rasterize_page(str(pdf), number, dpi).image
+        image, _ = rasterize_page(str(pdf), number, dpi)
         t = clock("render", t)
         band = _grey_band(image)
         greys += band is not None
@@ -181,7 +181,7 @@ def main() -> None:
     for pdf in pdfs:
         with pymupdf.open(pdf) as doc:
             pages = list(range(1, doc.page_count + 1))
-        size = rasterize_page(str(pdf), 1, args.dpi).image.size
+        size = rasterize_page(str(pdf), 1, args.dpi)[0].size
         print(f"{pdf.name}: {len(pages)} pages, page 1 is {size[0]}x{size[1]} px")
         for name, prepare in preparers.items():
             inline = inline_rate(pdf, pages, args.dpi, prepare)

@@ -74,10 +74,10 @@ def main() -> None:
     source = open_source(pdf)
     numbers = list(range(1, min(source.page_count, args.max_pages) + 1))
     dpi = args.dpi
-    sample = source.rasterize(1, dpi)
+    sample, _ = source.rasterize(1, dpi)
     print(
-        f"{pdf.name}: {len(numbers)} pages, {dpi} dpi, page 1 is {sample.image.size[0]}x"
-        f"{sample.image.size[1]} px; best of {args.rounds} passes, one process, one thread"
+        f"{pdf.name}: {len(numbers)} pages, {dpi} dpi, page 1 is {sample.size[0]}x"
+        f"{sample.size[1]} px; best of {args.rounds} passes, one process, one thread"
     )
 
     def mupdf_only(number: int) -> object:
@@ -91,7 +91,7 @@ def main() -> None:
 
     def render_and_png(number: int) -> object:
         buffer = io.BytesIO()
-        source.rasterize(number, dpi).image.save(buffer, format="PNG", compress_level=1)
+        source.rasterize(number, dpi)[0].save(buffer, format="PNG", compress_level=1)
         return buffer
 
     for label, fn in [

@@ -17,11 +17,12 @@ import time
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-from hpdparse.engines.base import DecodeRecord
+from hpdparse.engines.base import PageResult
 from hpdparse.hpd.stream import parse_page
-from hpdparse.markdown.records import DocumentRecord, PageRecord
+from hpdparse.markdown.records import DocumentRecord
 from hpdparse.markdown.render import RenderOptions, render_document
 from hpdparse.sources.document import PageGeometry
+from hpdparse.store.raw_pages import RawPage
 
 PARAGRAPH = (
     "Hierarchical decoding lets the layout branch fork a child per region, so that the "
@@ -89,7 +90,7 @@ def main() -> None:
     raws = [typical_page(i) for i in range(args.pages)]
     blocks = len(parse_page(raws[0]).blocks)
     pages = [
-        PageRecord(i + 1, PageGeometry(1654, 2339), DecodeRecord("stop"), raw=raw)
+        RawPage(i + 1, PageResult(i + 1, raw, "stop"), PageGeometry(1654, 2339))
         for i, raw in enumerate(raws)
     ]
     print(f"typical page: {blocks} blocks, {len(raws[0])} characters")

@@ -33,14 +33,14 @@ from tests.tinymodel.synth import load_ground_truth  # noqa: E402
 
 
 def _pngs(dpi: int) -> list[bytes]:
-    from hpdparse.engines.openai.engine import encode_page_png
+    from hpdparse.engines.openai.page_png import encode_page_png
     from hpdparse.sources.rasterize import rasterize_page
     from tests.helpers.paths import SAMPLES
     from tests.helpers.serving import INPUTS
 
     files = {Path(name).stem: SAMPLES / name for name in INPUTS}
     keys = sorted(load_ground_truth(FIXTURES / "streams"))
-    return [encode_page_png(rasterize_page(str(files[s]), p, dpi).image) for s, p in keys]
+    return [encode_page_png(rasterize_page(str(files[s]), p, dpi)[0]) for s, p in keys]
 
 
 def _percentile(values: list[float], share: float) -> float:

@@ -58,7 +58,7 @@ def main() -> None:
         for path in files:
             with open_source(path) as doc:
                 for number in range(1, doc.page_count + 1):
-                    tiles = tile_image(doc.rasterize(number, 200).image, tiling)
+                    tiles = tile_image(doc.rasterize(number, 200)[0], tiling)
                     px = normalize_torch(tiles, tiling, device=args.device)
                     f = model.image_features(px)
                     features.append((f"{path.stem}/{number}", f.reshape(-1, f.shape[-1])))
