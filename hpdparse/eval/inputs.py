@@ -88,7 +88,9 @@ def load_json_truth(path: Path) -> tuple[list[TruthPage], list[str]]:
 
 def markdown_truth_page(name: str, markdown: str) -> TruthPage:
     """Reference Markdown -> an OmniDocBench page: paragraphs become text blocks, display
-    formulas formula blocks, tables (HTML or pipe) table blocks, in the order they come."""
+    formulas formula blocks, tables (HTML or pipe) table blocks, in the order they come. The
+    page markers of hpdparse's Markdown are no text here either (`find_prediction`)."""
+    markdown = _PAGE_MARKER.sub("", markdown)
     elements = sorted(
         (e for items in page_elements(markdown).values() for e in items), key=lambda e: e.start
     )

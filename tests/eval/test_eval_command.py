@@ -51,6 +51,17 @@ def test_markdown_truth_identical_prediction_scores_perfectly(tmp_path: Path) ->
     assert report.overall["value"] == pytest.approx(100.0)
 
 
+def test_page_markers_are_not_text_in_truth_or_prediction(tmp_path: Path) -> None:
+    # A reference made from hpdparse's own Markdown written with --page-markers: the marker is
+    # no text on either side (the prediction reader already dropped it; the truth kept it).
+    marked = "<!-- page 1 (confidence 0.93) -->\n\n" + REFERENCE
+    truth = _write(tmp_path / "truth", {"a.md": marked})
+    pred = _write(tmp_path / "pred", {"a.md": marked})
+    report = evaluate(pred, truth, workers=1)
+    assert _edit(report, "text_block") == 0.0
+    assert _edit(report, "reading_order") == 0.0
+
+
 def test_markdown_truth_scores_the_differences(tmp_path: Path) -> None:
     truth = _write(tmp_path / "truth", {"a.md": REFERENCE})
     changed = REFERENCE.replace("world", "word").replace("| 1 | 2 |", "| 1 | 3 |")
