@@ -16,7 +16,7 @@ import functools
 import typing
 from collections.abc import Callable, Mapping
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 Keywords = dict[str, Any]
 """Values by setting name: a function's keyword arguments, a command's option values."""
@@ -88,3 +88,18 @@ def share_out(values: Mapping[str, Any], *classes: type) -> list[Keywords]:
         else:
             raise TypeError(f"unexpected keyword argument {name!r}")
     return shares
+
+
+def value_kind(hint: Any) -> Any:
+    """The type of a field, `X | None` read as X."""
+    members = [a for a in typing.get_args(hint) if a is not type(None)]
+    return members[0] if typing.get_origin(hint) is not None and len(members) == 1 else hint
+
+
+def choices(kind: Any) -> list[str]:
+    """The values a `Literal` or an enum allows, as the command line writes them."""
+    if typing.get_origin(kind) is Literal:
+        return [str(c) for c in typing.get_args(kind)]
+    if isinstance(kind, type) and issubclass(kind, Enum):
+        return [str(member.value) for member in kind]
+    return []

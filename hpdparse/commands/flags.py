@@ -5,16 +5,14 @@ the field's own name and with the field's values, so a command's keywords are fi
 from __future__ import annotations
 
 import dataclasses
-import enum
 import functools
 import operator
-import typing
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any
 
 import click
 
-from hpdparse.settings import Keywords, declaration, field_types
+from hpdparse.settings import Keywords, choices, declaration, field_types, value_kind
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
@@ -45,15 +43,15 @@ def _option(settings: type, name: str, help: str | None) -> Decorator:
         "show_default": declared.show_default,
         "metavar": declared.metavar,
     }
-    kind = _kind(field_types(settings)[name])
+    kind = value_kind(field_types(settings)[name])
     if kind is bool:
         if declared.negate:  # the command's keyword is still the field's value
             kwargs["callback"] = functools.partial(_parse, operator.not_)
             default = not default
         return click.option(declared.flag, name, is_flag=True, default=default, **kwargs)
-    choices = _choices(kind)
-    if choices:
-        kwargs["type"] = click.Choice(choices)
+    allowed = choices(kind)
+    if allowed:
+        kwargs["type"] = click.Choice(allowed)
         default = str(default)
     elif kind in (int, float) and (declared.low is not None or declared.high is not None):
         number_range = click.IntRange if kind is int else click.FloatRange
@@ -71,18 +69,3 @@ def _parse(
         return parse(text)
     except ValueError as exc:
         raise click.BadParameter(str(exc)) from None
-
-
-def _choices(kind: Any) -> list[str]:
-    """The values a `Literal` or an enum allows, as the command line writes them."""
-    if typing.get_origin(kind) is Literal:
-        return [str(c) for c in typing.get_args(kind)]
-    if isinstance(kind, type) and issubclass(kind, enum.Enum):
-        return [str(member.value) for member in kind]
-    return []
-
-
-def _kind(hint: Any) -> Any:
-    """The type of a field, `X | None` read as X."""
-    members = [a for a in typing.get_args(hint) if a is not type(None)]
-    return members[0] if typing.get_origin(hint) is not None and len(members) == 1 else hint

@@ -27,75 +27,55 @@ from hpdparse.serve.settings import ServeSettings, api_keys_from
     show_default=True,
     help="In-process engine that decodes the pages.",
 )
-@click.option(
-    "--host",
-    default=serve_settings.DEFAULT_HOST,
-    show_default=True,
-    help="Address to listen on: an IPv4 or IPv6 address (:: for every interface) or a name.",
-)
-@click.option(
-    "--port",
-    type=click.IntRange(0, 65535),
-    default=serve_settings.DEFAULT_PORT,
-    show_default=True,
-    help="Port to listen on; 0 picks a free one.",
-)
-@click.option(
-    "--uds",
-    type=click.Path(dir_okay=False),
-    help="Listen on this Unix socket instead of --host/--port.",
-)
+@flags(ServeSettings, "host", "port", "uds")
 @click.option(
     "--api-key",
     "api_keys",
     multiple=True,
     help="Key clients must send as 'Authorization: Bearer KEY' (repeatable; default: the "
-    f"{serve_settings.API_KEY_ENV} variable; none: no key needed). /health and /metrics "
-    "stay open.",
+    f"{serve_settings.API_KEY_ENV} variable; none: no key needed). With several keys each "
+    "sees only the documents it uploaded. /health, /metrics, / and /openapi.json stay open.",
 )
-@click.option(
-    "--served-model-name",
-    help="Model name clients send and GET /v1/models lists. Default: --model as given.",
+@flags(ServeSettings, "served_model_name")
+@flags(
+    ConvertSettings,
+    "batch_size",
+    "workers",
+    batch_size="Pages decoded at once (in flight), across requests and documents.",
+    workers="Processes rasterizing the documents' pages. Default: one per CPU core (max 8).",
 )
 @flags(
-    ConvertSettings, "batch_size", batch_size="Pages decoded at once (in flight), across requests."
-)
-@click.option(
-    "--max-queued",
-    type=click.IntRange(1, None),
-    default=serve_settings.DEFAULT_MAX_QUEUED,
-    show_default=True,
-    help="Pages held in memory (read, decoded, tiled, queued) before the engine takes them; "
-    "further requests wait.",
-)
-@click.option(
-    "--max-waiting",
-    type=click.IntRange(1, None),
-    default=serve_settings.DEFAULT_MAX_WAITING,
-    show_default=True,
-    help="Requests that may wait for room (see --max-queued); one more gets HTTP 503 at once.",
-)
-@click.option(
-    "--max-request-mb",
-    type=click.FloatRange(0.01, None),
-    default=serve_settings.DEFAULT_MAX_REQUEST_MB,
-    show_default=True,
-    help="Largest request body in MB; a larger one gets HTTP 413 before it is read.",
-)
-@click.option(
-    "--shutdown-timeout",
-    type=click.FloatRange(0, None),
-    default=serve_settings.DEFAULT_SHUTDOWN_TIMEOUT,
-    show_default=True,
-    help="Seconds a stop (SIGTERM, Ctrl-C) lets accepted pages finish; the rest get HTTP 503.",
+    ServeSettings,
+    "max_queued",
+    "max_waiting",
+    "max_request_mb",
+    "shutdown_timeout",
+    "store",
+    "keep_results",
+    "max_store_mb",
+    "max_upload_mb",
+    "max_pages",
+    "max_queued_documents",
+    "running_documents",
+    "allow_urls",
+    "sync_timeout",
 )
 @decode_options
 @click.option("-v", "--verbose", is_flag=True, help="Log every request.")
 def serve_command(**kw: Any) -> None:
-    """Serve HPD parsing as an OpenAI-compatible API, for clients such as `hpdparse convert
-    --engine openai --server URL` or the official openai client.
+    """Serve HPD parsing: whole documents converted as `hpdparse convert` converts them, and
+    an OpenAI-compatible API for single pages (clients such as `hpdparse convert --engine
+    openai --server URL` or the official openai client). Open http://HOST:PORT/ for the web
+    page.
 
     \b
+    POST /v1/documents: upload files (multipart, field "file", repeatable) with conversion
+      options as fields (pages, password, text_layer, docling, chunks, table_format, math,
+      keep_headers...); answers 202 with each document's id. GET /v1/documents/ID for its
+      status, /events for its progress, /result?format=markdown|json|docling|chunks|zip for
+      its files; DELETE cancels or deletes it. POST /v1/convert waits for one document. Kept
+      under --store: a server started again on it finishes what was accepted. GET /openapi.json
+      describes these routes.
     POST /v1/chat/completions: one page per request, a user message with the page as a PNG or
       JPEG data URL (and optionally the HPD instruction); the answer's content is the page's
       raw HPD text. stream: true sends it as server-sent events while the page decodes.
@@ -124,18 +104,8 @@ def serve_command(**kw: Any) -> None:
     )
     if kw["verbose"]:
         logging.getLogger("hpdparse.serve").setLevel(logging.DEBUG)
-    settings = ServeSettings(
-        host=kw["host"],
-        port=kw["port"],
-        uds=kw["uds"],
-        served_model_name=kw["served_model_name"],
-        api_keys=api_keys_from(kw["api_keys"]),
-        batch_size=kw["batch_size"],
-        max_queued=kw["max_queued"],
-        max_waiting=kw["max_waiting"],
-        max_request_bytes=int(kw["max_request_mb"] * 2**20),
-        shutdown_timeout=kw["shutdown_timeout"],
-    )
+    api_keys = api_keys_from(kw.pop("api_keys"))
+    settings = ServeSettings(api_keys=api_keys, **values(ServeSettings, kw))
     config = EngineConfig(**values(EngineConfig, kw))
     server = HpdServer(kw["engine"], config, settings, options=kw["engine_options"])
     with one_line_errors(kw["verbose"]):

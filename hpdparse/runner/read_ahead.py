@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Iterator
-from concurrent.futures import Future
+from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -34,6 +34,7 @@ class _Slot(Generic[Owner]):
     source: str
     number: int
     future: Future
+    generation: int  # the pool's when the future was submitted
     attempts: int = 1
 
 
@@ -77,13 +78,15 @@ class ReadAhead:
                     exhausted = True
                     break
                 owner, source, number = page
-                window.append(_Slot(owner, source, number, self._submit(source, number)))
+                future, generation = self._submit(source, number)
+                window.append(_Slot(owner, source, number, future, generation))
             if not window:
                 return
             head = window[0]
             try:
                 request = head.future.result(timeout=self.timeout)
-            except (BrokenProcessPool, FuturesTimeout) as exc:
+            except (BrokenProcessPool, CancelledError, FuturesTimeout) as exc:
+                # CancelledError: another run sharing the pool rebuilt it
                 failure = self._recover(window, timed_out=isinstance(exc, FuturesTimeout))
                 if failure is not None:
                     yield failure
@@ -93,8 +96,8 @@ class ReadAhead:
                 request.key = (head.owner, head.number)
             yield head.owner, head.number, request
 
-    def _submit(self, source: str, number: int) -> Future:
-        return self.pool.submit(
+    def _submit(self, source: str, number: int) -> tuple[Future, int]:
+        return self.pool.submit_tracked(
             prepare_page, source, number, self.dpi, self.password, self.read_text_layer
         )
 
@@ -104,8 +107,13 @@ class ReadAhead:
         """A rasterizer process died or hangs. Which page killed it is unknown, so the pages in
         the window are asked again in a new pool; the head page fails after a timeout or its last
         attempt (returned with its error)."""
-        self.pool.rebuild(kill=timed_out)
         head = window[0]
+        if not timed_out and head.generation != self.pool.generation:
+            # another run sharing the pool found this crash first and rebuilt it: ask again
+            for slot in window:
+                slot.future, slot.generation = self._submit(slot.source, slot.number)
+            return None
+        self.pool.rebuild(kill=timed_out, generation=head.generation)
         failure = None
         if timed_out or head.attempts >= self.attempts:
             window.popleft()
@@ -119,5 +127,5 @@ class ReadAhead:
         else:
             head.attempts += 1
         for slot in window:
-            slot.future = self._submit(slot.source, slot.number)
+            slot.future, slot.generation = self._submit(slot.source, slot.number)
         return failure

@@ -49,7 +49,7 @@ from hpdparse.runner.plan import finished_earlier
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import ReadAhead
 from hpdparse.runner.settings import ConvertSettings, text_layer_info
-from hpdparse.runner.workers import WorkerPool
+from hpdparse.runner.workers import SharedPool, WorkerPool
 from hpdparse.settings import TextLayerMode
 from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.office import use_conversion_folder
@@ -70,8 +70,13 @@ class Converter:
         settings: ConvertSettings,
         progress: Progress | None = None,
         start_engine: bool = True,
+        shared_pool: SharedPool | None = None,
     ) -> None:
+        """`shared_pool`: rasterizer processes (and their Office conversion folder) that outlive
+        the run, as several runs share them in the document service; else the run makes its
+        own."""
         self.engine = engine
+        self._shared_pool = shared_pool
         self.settings = settings
         self.progress = progress or Progress()
         self._start_engine = start_engine
@@ -98,13 +103,17 @@ class Converter:
         book.settle_pages = self._saver.settle
         self._finishes = BackgroundFinishes(book.finished)
         book.finish_later = self._finishes.submit
-        converted = conversion_folder(book.docs)  # the PDFs of Office and HTML inputs
-        use_conversion_folder(converted, self.settings.convert_timeout)
+        shared = self._shared_pool
+        converted = None
+        if shared is None:
+            converted = conversion_folder(book.docs)  # the PDFs of Office and HTML inputs
+            use_conversion_folder(converted, self.settings.convert_timeout)
         try:
             # open() first: the engine resolves its checkpoint (and revision) there, and the reuse
             # key of saved pages must carry that revision.
             self.engine.open()
-            self._pool = WorkerPool(
+            self._pool = shared.pool if shared is not None else None
+            self._pool = self._pool or WorkerPool(
                 self.settings.worker_count(),
                 self.engine.preparer(),
                 converted,
@@ -124,13 +133,14 @@ class Converter:
         finally:
             self._wait_for_finishes()
             self._saver.close()
-            if self._pool is not None:
+            if self._pool is not None and shared is None:
                 self._pool.shutdown(cancel=True)
             if self._engine_started and self._start_engine:
                 with contextlib.suppress(Exception):
                     self.engine.close()
-            use_conversion_folder(None)
-            remove_conversion_folder(converted)
+            if shared is None:
+                use_conversion_folder(None)
+                remove_conversion_folder(converted)
         self._drain_events()
         return book.end(started, self._first_sent, self._last_result)
 

@@ -192,8 +192,9 @@ def _widen_result_pipe(pool: ProcessPoolExecutor) -> None:
 
 class WorkerPool:
     """A process pool that can be rebuilt when a renderer process dies (MuPDF can crash on a
-    damaged file). Not thread-safe: one thread submits and rebuilds (another may wait for the
-    futures, as a background finish waits for its crops)."""
+    damaged file). Several runs may share one (the document service runs a conversion per
+    document): submitting and rebuilding take a lock, and `generation` counts the rebuilds, so
+    that of the runs that find the same crash only the first rebuilds the pool."""
 
     def __init__(
         self,
@@ -209,6 +210,8 @@ class WorkerPool:
         folder = None if conversion_folder is None else str(conversion_folder)
         self._conversions = (folder, convert_timeout)
         self._pool: ProcessPoolExecutor | None = None
+        self._lock = threading.RLock()
+        self.generation = 0  # the pool futures submitted now run in; +1 at each rebuild
 
     @property
     def pool(self) -> ProcessPoolExecutor:
@@ -226,24 +229,58 @@ class WorkerPool:
         """Run `fn(*args)` in a worker process. A pool broken by a process that died under
         another job (whose caller got BrokenProcessPool) is rebuilt first."""
         # Worker processes start inside submit(), so that is where the main module matters.
-        with _pseudo_main_file_hidden():
+        with self._lock, _pseudo_main_file_hidden():
             try:
                 return self.pool.submit(fn, *args)
             except BrokenProcessPool:
                 self.shutdown(cancel=True)
                 return self.pool.submit(fn, *args)
 
-    def rebuild(self, kill: bool = False) -> None:
-        """Drop the pool (a new one starts on the next submit); `kill` ends hung processes."""
-        if kill and self._pool is not None:
-            for process in list(getattr(self._pool, "_processes", {}).values()):
-                with contextlib.suppress(Exception):
-                    process.kill()
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
-        self.shutdown(cancel=True)
+    def submit_tracked(self, fn: Callable[..., Any], *args: Any) -> tuple[Future, int]:
+        """`submit`, with the generation of the pool the future runs in."""
+        with self._lock:
+            future = self.submit(fn, *args)
+            return future, self.generation
+
+    def rebuild(self, kill: bool = False, generation: int | None = None) -> None:
+        """Drop the pool (a new one starts on the next submit); `kill` ends hung processes.
+        With `generation` (that of the failed futures), only when no one rebuilt it since."""
+        with self._lock:
+            if generation is not None and generation != self.generation:
+                return
+            if kill and self._pool is not None:
+                for process in list(getattr(self._pool, "_processes", {}).values()):
+                    with contextlib.suppress(Exception):
+                        process.kill()
+                self._pool.shutdown(wait=False, cancel_futures=True)
+                self._pool = None
+            self.shutdown(cancel=True)
 
     def shutdown(self, cancel: bool = False) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=cancel)
-            self._pool = None
+        with self._lock:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True, cancel_futures=cancel)
+                self._pool = None
+                self.generation += 1
+
+
+class SharedPool:
+    """Rasterizer processes that several conversion runs share (the document service): one
+    `WorkerPool` and the conversion folder its Office and HTML PDFs go to, named by their bytes'
+    digest (hpdparse.sources.office), so one folder serves every run. `close` ends both."""
+
+    def __init__(
+        self,
+        workers: int,
+        preparer: Callable[[Image.Image], Any],
+        conversion_folder: Path,
+        convert_timeout: float = DEFAULT_CONVERT_TIMEOUT,
+    ) -> None:
+        conversion_folder.mkdir(parents=True, exist_ok=True)
+        self.conversion_folder = conversion_folder
+        use_conversion_folder(conversion_folder, convert_timeout)
+        self.pool = WorkerPool(workers, preparer, conversion_folder, convert_timeout)
+
+    def close(self) -> None:
+        self.pool.shutdown(cancel=True)
+        use_conversion_folder(None)

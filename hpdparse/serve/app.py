@@ -16,6 +16,7 @@ import enum
 import functools
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +24,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from hpdparse import wire
@@ -48,7 +49,7 @@ log = logging.getLogger(__name__)
 
 CHAT_ROUTE = "/v1" + wire.CHAT_COMPLETIONS_PATH
 MODELS_ROUTE = "/v1" + wire.MODELS_PATH
-ROUTES = (CHAT_ROUTE, MODELS_ROUTE, "/health", "/metrics")
+ROUTES = (CHAT_ROUTE, MODELS_ROUTE, "/health", "/metrics", "/v1/convert", "/", "/openapi.json")
 
 
 class State(enum.Enum):
@@ -105,8 +106,9 @@ class QueuePlaces:
         self._places.release()
 
 
-def build_app(service: Service) -> ASGIApp:
-    """The ASGI app: routes, OpenAI-style errors, request counting, API keys."""
+def build_app(service: Service, document_routes: Sequence[BaseRoute] = ()) -> ASGIApp:
+    """The ASGI app: routes (the chat ones and `document_routes`), OpenAI-style errors, request
+    counting, API keys."""
 
     async def not_found(request: Request, exc: Exception) -> Response:
         status = exc.status_code if isinstance(exc, HTTPException) else 500
@@ -120,6 +122,7 @@ def build_app(service: Service) -> ASGIApp:
         Route(MODELS_ROUTE, functools.partial(models, service), methods=["GET"]),
         Route("/health", functools.partial(health, service), methods=["GET"]),
         Route("/metrics", functools.partial(metrics, service), methods=["GET"]),
+        *document_routes,
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
     guarded = AuthMiddleware(app, ApiKeys(service.settings.api_keys))
@@ -154,6 +157,8 @@ class CountRequests:
 
 def _route_label(path: str) -> str:
     path = path.rstrip("/") or "/"
+    if path.startswith("/v1/documents"):
+        return "/v1/documents"
     return path if path in ROUTES else "other"
 
 
@@ -181,7 +186,7 @@ async def metrics(service: Service, request: Request) -> Response:
     return Response(service.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
 
-def _refusal(service: Service) -> WireError | None:
+def refusal_now(service: Service) -> WireError | None:
     """Why the server takes no page now (shutting down, engine failed), if it does not."""
     if service.state is State.DRAINING or service.pages.closed:
         return WireError(503, SHUTTING_DOWN)
@@ -211,7 +216,7 @@ async def _chat(service: Service, request: Request) -> Response:
     declared = request.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > limit:
         raise WireError(413, _too_large(int(declared), limit))
-    refusal = _refusal(service)
+    refusal = refusal_now(service)
     if refusal is not None:
         raise refusal
     await service.places.enter()
@@ -318,7 +323,7 @@ async def _engine_ready(service: Service) -> None:
     """Wait while the engine starts (requests that come early are answered once it is up)."""
     while not service.engine.ready.is_set():
         await asyncio.sleep(0.1)
-    refusal = _refusal(service)
+    refusal = refusal_now(service)
     if refusal is not None:
         raise refusal
 

@@ -1,4 +1,5 @@
-"""API keys: every route but /health and /metrics needs ``Authorization: Bearer KEY``."""
+"""API keys: every route needs ``Authorization: Bearer KEY`` but /health, /metrics and the two
+that hold no one's data: the web page (/, which asks for the key itself) and /openapi.json."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from hpdparse.wire import error_body
 
-OPEN_PATHS = frozenset({"/health", "/metrics"})
+OPEN_PATHS = frozenset({"/health", "/metrics", "", "/openapi.json"})  # "": "/" stripped
 
 
 class ApiKeys:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
 from hpdparse.engines.base import CANCELLED, Engine, PageRequest, PageResult, cancelled_result
+from hpdparse.sources.text_layer import PageText
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class PageQueue:
     """
 
     def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[int, Any] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[int, Any, PageText | None] | None] = queue.Queue()
         self._tickets: dict[int, Ticket] = {}
         self._lock = threading.Lock()
         self._keys = itertools.count(1)
@@ -84,14 +85,15 @@ class PageQueue:
         with self._lock:
             return len(self._tickets)
 
-    def submit(self, ticket: Ticket, payload: Any) -> int:
-        """Queue a prepared page; its key. QueueClosed once the queue is closed."""
+    def submit(self, ticket: Ticket, payload: Any, text_layer: PageText | None = None) -> int:
+        """Queue a prepared page (with its PDF text, --text-layer prefer); its key. QueueClosed
+        once the queue is closed."""
         with self._lock:
             if self.closed:
                 raise QueueClosed(SHUTTING_DOWN)
             key = next(self._keys)
             self._tickets[key] = ticket
-        self._queue.put((key, payload))
+        self._queue.put((key, payload, text_layer))
         return key
 
     def close(self) -> None:
@@ -118,7 +120,7 @@ class PageQueue:
                 continue
             if item is None:  # close()'s wake-up
                 continue
-            key, payload = item
+            key, payload, text_layer = item
             del item
             with self._lock:
                 ticket = self._tickets.get(key)
@@ -136,6 +138,7 @@ class PageQueue:
                 max_tokens=ticket.max_tokens,
                 cancel=ticket.cancel,
                 on_logprobs=ticket.token_logprobs if ticket.logprobs else None,
+                text_layer=text_layer,
             )
             del payload
 

@@ -23,16 +23,23 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
+
+from starlette.routing import BaseRoute
 
 from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine, get_entry
 from hpdparse.errors import EngineError, HpdparseError
-from hpdparse.serve.app import Service, State, build_app
+from hpdparse.serve.app import Service, State, build_app, refusal_now
+from hpdparse.serve.documents.routes import DocumentLimits, DocumentService, document_routes
+from hpdparse.serve.documents.runner import DocumentRunner
+from hpdparse.serve.documents.store import DocumentStore
 from hpdparse.serve.pages import PagePolicy, describe
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue
 from hpdparse.serve.settings import ServeSettings
+from hpdparse.wire import WireError
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,8 @@ class HpdServer:
         self._uvicorn: object | None = None
         self._http_thread: threading.Thread | None = None
         self.service: Service | None = None
+        self.runner: DocumentRunner | None = None
+        self._stopped = threading.Event()
 
     # ------------------------------------------------------------------------- addresses
     @property
@@ -101,6 +110,7 @@ class HpdServer:
                 f"--engine {self.engine_name} cannot serve: it does not take pages as they arrive"
             )
         engine = create_engine(self.engine_name, self.config, self.options)
+        store = DocumentStore(Path(self.settings.store))
         self._socket = self._bind()
         pages = PageQueue()
         self.service = service = Service(
@@ -114,7 +124,19 @@ class HpdServer:
             ),
             root_model=self.config.model,
         )
-        self._start_http(service)
+        settings = self.settings
+        self.runner = DocumentRunner(
+            store,
+            service.engine,
+            pages,
+            running_documents=settings.running_documents,
+            max_queued_pages=settings.max_queued,
+            batch_size=settings.batch_size,
+            workers=settings.workers,
+            max_pages=settings.max_pages,
+        )
+        documents = DocumentService(store, self.runner, _limits(settings), self._refusal)
+        self._start_http(service, document_routes(documents))
         service.engine.start()
         service.engine.ready.wait()
         if service.engine.error is not None:
@@ -124,15 +146,33 @@ class HpdServer:
             if isinstance(error, HpdparseError):
                 raise error
             raise HpdparseError(f"cannot start the {self.engine_name} engine: {describe(error)}")
+        self.runner.start()
         service.state = State.READY
+        threading.Thread(target=self._expire, args=(store,), daemon=True).start()
 
-    def _start_http(self, service: Service) -> None:
+    def _refusal(self) -> WireError | None:
+        """Why the server takes no document now: stopping, failed, or its engine starting."""
+        service = self.service
+        if service is None or service.state is State.STARTING:
+            return WireError(503, "the server is starting; retry")
+        return refusal_now(service)
+
+    def _expire(self, store: DocumentStore) -> None:
+        """Remove finished documents older than --keep-results, every minute or so."""
+        every = min(60.0, max(1.0, self.settings.keep_results / 10))
+        while not self._stopped.wait(every):
+            try:
+                store.expire(self.settings.keep_results)
+            except OSError as exc:  # a busy disk must not end the loop
+                log.warning("removing expired documents: %s", exc)
+
+    def _start_http(self, service: Service, routes: list[BaseRoute]) -> None:
         import uvicorn
 
         verbose = logging.getLogger("hpdparse.serve").isEnabledFor(logging.DEBUG)
         logging.getLogger("uvicorn.error").setLevel(logging.INFO if verbose else logging.WARNING)
         config = uvicorn.Config(
-            build_app(service),
+            build_app(service, routes),
             lifespan="off",
             log_config=None,
             access_log=verbose,
@@ -167,6 +207,10 @@ class HpdServer:
         began = time.perf_counter()
         if service.state is not State.FAILED:
             service.state = State.DRAINING
+        self._stopped.set()
+        if self.runner is not None:
+            self.runner.stop(self.settings.shutdown_timeout)
+            log.debug("stop: documents saved after %.2f s", time.perf_counter() - began)
         deadline = time.monotonic() + self.settings.shutdown_timeout
         while service.pages.open_tickets and time.monotonic() < deadline and service.engine.alive():
             time.sleep(0.05)
@@ -248,3 +292,16 @@ def serve(server: HpdServer, announce: Callable[[str], None]) -> int:
     if server.engine_error is not None:
         raise HpdparseError(f"the engine failed: {describe(server.engine_error, 300)}")
     return 0
+
+
+def _limits(settings: ServeSettings) -> DocumentLimits:
+    mb = 2**20
+    return DocumentLimits(
+        max_upload_bytes=int(settings.max_upload_mb * mb),
+        max_pages=settings.max_pages,
+        max_queued_documents=settings.max_queued_documents,
+        max_store_bytes=None if settings.max_store_mb is None else int(settings.max_store_mb * mb),
+        allow_urls=settings.allow_urls,
+        sync_timeout=settings.sync_timeout,
+        keep_seconds=settings.keep_results,
+    )

@@ -1,11 +1,14 @@
-"""The settings of `hpdparse serve` and their defaults (cheap to import: the CLI reads them)."""
+"""The settings of `hpdparse serve` and their defaults, declared once (hpdparse.settings): the
+command line's options are made from them (cheap to import: the CLI reads them)."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from hpdparse.runner.settings import DEFAULT_BATCH_SIZE
+from hpdparse.settings import setting
 
 API_KEY_ENV = "HPDPARSE_API_KEY"
 DEFAULT_HOST = "127.0.0.1"
@@ -14,30 +17,140 @@ DEFAULT_PORT = 8118
 # tiles (~15 MB at 200 dpi A4); the engine takes only what it can start (see the vllm engine's
 # admission control), so without this bound many clients would pile pages up in host memory.
 DEFAULT_MAX_QUEUED = 32
-# Requests waiting for one of those places (their bodies unread, ~64 KB each in the socket
-# buffers); one more is answered 503 at once.
-DEFAULT_MAX_WAITING = 1024
-# A 200 dpi page is a few MB as PNG; a 16-megapixel colour scan at most ~64 MB as base64.
-DEFAULT_MAX_REQUEST_MB = 64
-DEFAULT_SHUTDOWN_TIMEOUT = 0.0
+DEFAULT_KEEP_RESULTS = "7d"
+
+
+def default_store() -> str:
+    """$HPDPARSE_CACHE/serve, else $XDG_CACHE_HOME/hpdparse/serve, else ~/.cache/hpdparse/serve."""
+    if os.environ.get("HPDPARSE_CACHE"):
+        return str(Path(os.environ["HPDPARSE_CACHE"]) / "serve")
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return str(Path(base) / "hpdparse" / "serve")
+
+
+def _duration(text: str | None) -> float:
+    from hpdparse.serve.documents.store import parse_duration
+
+    return parse_duration(text or DEFAULT_KEEP_RESULTS)
 
 
 @dataclass
 class ServeSettings:
     """Everything `hpdparse serve` takes besides the engine's own options."""
 
-    host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
-    uds: str | None = None  # a Unix socket path; host and port are then not used
-    served_model_name: str | None = None
-    api_keys: list[str] = field(default_factory=list)
+    host: str = setting(
+        DEFAULT_HOST,
+        "Address to listen on: an IPv4 or IPv6 address (:: for every interface) or a name.",
+        flag="--host",
+    )
+    port: int = setting(
+        DEFAULT_PORT, "Port to listen on; 0 picks a free one.", flag="--port", low=0, high=65535
+    )
+    uds: str | None = setting(
+        None, "Listen on this Unix socket instead of --host/--port.", flag="--uds", metavar="PATH"
+    )
+    served_model_name: str | None = setting(
+        None,
+        "Model name clients send and GET /v1/models lists. Default: --model as given.",
+        flag="--served-model-name",
+    )
+    api_keys: list[str] = field(default_factory=list)  # --api-key, repeatable (commands/serve)
     batch_size: int = DEFAULT_BATCH_SIZE
-    max_queued: int = DEFAULT_MAX_QUEUED
-    max_waiting: int = DEFAULT_MAX_WAITING
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_MB * 2**20
-    # Seconds a stop waits for accepted pages to finish (0: answer them 503 at once, as vLLM).
-    shutdown_timeout: float = DEFAULT_SHUTDOWN_TIMEOUT
+    max_queued: int = setting(
+        DEFAULT_MAX_QUEUED,
+        "Pages held in memory (read, decoded, tiled, queued) before the engine takes them; "
+        "further requests wait.",
+        flag="--max-queued",
+        low=1,
+    )
+    # Requests waiting for one of those places (their bodies unread, ~64 KB each in the socket
+    # buffers); one more is answered 503 at once.
+    max_waiting: int = setting(
+        1024,
+        "Requests that may wait for room (see --max-queued); one more gets HTTP 503 at once.",
+        flag="--max-waiting",
+        low=1,
+    )
+    # A 200 dpi page is a few MB as PNG; a 16-megapixel colour scan at most ~64 MB as base64.
+    max_request_mb: float = setting(
+        64,
+        "Largest chat request body in MB; a larger one gets HTTP 413 before it is read.",
+        flag="--max-request-mb",
+        low=0.01,
+    )
+    shutdown_timeout: float = setting(
+        0.0,
+        "Seconds a stop (SIGTERM, Ctrl-C) lets accepted pages finish; the rest get HTTP 503 "
+        "(chat) or are decoded again by the next server on the same --store (documents).",
+        flag="--shutdown-timeout",
+        low=0,
+    )
     prepare_threads: int | None = None
+    # ---- documents (POST /v1/documents; docs/service.md)
+    store: str = setting(
+        default_store(),
+        "Folder that keeps uploaded documents and their results; a server started again on it "
+        "finishes what was accepted.",
+        flag="--store",
+        metavar="DIR",
+    )
+    keep_results: float = setting(
+        None,
+        f"How long finished documents are kept: 7d, 12h, 30m or seconds. [default: "
+        f"{DEFAULT_KEEP_RESULTS}]",
+        flag="--keep-results",
+        metavar="DURATION",
+        parse=_duration,
+        show_default=False,
+    )
+    max_store_mb: float | None = setting(
+        None,
+        "Most MB the store may hold; an upload beyond gets HTTP 507. Default: no limit.",
+        flag="--max-store-mb",
+        low=1,
+        show_default=False,
+    )
+    max_upload_mb: float = setting(
+        256, "Largest upload in MB; a larger one gets HTTP 413.", flag="--max-upload-mb", low=0.01
+    )
+    max_pages: int = setting(
+        5000,
+        "Most pages converted of one document; a document with more gets HTTP 413.",
+        flag="--max-pages",
+        low=1,
+    )
+    max_queued_documents: int = setting(
+        1000,
+        "Documents that may wait for their turn; one more gets HTTP 429 with Retry-After.",
+        flag="--max-queued-documents",
+        low=1,
+    )
+    running_documents: int = setting(
+        16,
+        "Documents converted at once (their pages share the engine's batch).",
+        flag="--running-documents",
+        low=1,
+    )
+    workers: int = 0  # rasterizer processes shared by the documents (--workers of convert)
+    allow_urls: bool = setting(
+        False,
+        'Also take {"url": ...} documents (http(s) and the object-storage URLs convert reads).',
+        flag="--allow-urls",
+    )
+    sync_timeout: float = setting(
+        60.0,
+        "Seconds POST /v1/convert waits for a document before answering 202 with its id.",
+        flag="--sync-timeout",
+        low=0,
+    )
+
+    def __post_init__(self) -> None:
+        if self.keep_results is None:
+            self.keep_results = _duration(None)
+
+    @property
+    def max_request_bytes(self) -> int:
+        return int(self.max_request_mb * 2**20)
 
 
 def api_keys_from(options: tuple[str, ...] | list[str]) -> list[str]:

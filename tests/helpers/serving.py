@@ -87,8 +87,11 @@ def _read_lines(stream, lines: queue.Queue) -> None:
 def serve_process(
     args: list[str], stderr: Path, *, model: Path = TINY, uds: str | None = None
 ) -> Iterator[Served]:
-    """`hpdparse serve --model MODEL ARGS` until the block ends (then SIGTERM, or kill)."""
+    """`hpdparse serve --model MODEL ARGS` until the block ends (then SIGTERM, or kill); its
+    document store in a folder beside `stderr` unless ARGS name one."""
     cmd = [sys.executable, "-m", "hpdparse", "serve", "--model", str(model), *args]
+    if "--store" not in args:
+        cmd += ["--store", str(stderr.parent / "store")]
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     with open(stderr, "w", encoding="utf-8") as err:
         proc = subprocess.Popen(

@@ -1,0 +1,384 @@
+"""The document routes of `hpdparse serve` (docs/service.md describes them for users):
+
+    POST   /v1/documents               upload files (multipart, field "file") or {"url": ...}
+    GET    /v1/documents               the caller's documents, newest first, paginated
+    GET    /v1/documents/{id}          status, pages, the one-line error, timings, confidence
+    GET    /v1/documents/{id}/events   server-sent events until the document ends
+    GET    /v1/documents/{id}/result   ?format=markdown|json|docling|chunks|zip|html
+    GET    /v1/documents/{id}/review   the review page (hpdparse review) of the document
+    DELETE /v1/documents/{id}          cancel a queued or running document, or delete it
+    POST   /v1/convert                 upload and wait (up to --sync-timeout) for the result
+    GET    /openapi.json               the OpenAPI 3 description of these routes
+    GET    /                           the web page (page.html: no build step, no network)
+
+Errors are the server's OpenAI-style error bodies. A caller sees only the documents its API key
+uploaded (every key its own); an uploaded file's name is only ever a file name in its
+document's own folder.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import shutil
+import tempfile
+import time
+from collections.abc import AsyncIterator, Callable
+from importlib import resources
+from pathlib import Path
+
+from starlette.datastructures import UploadFile
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    Response,
+    StreamingResponse,
+)
+from starlette.routing import Route
+from starlette.types import Message
+
+from hpdparse.remote import is_url
+from hpdparse.serve.documents.options import DocumentOptions, OptionError, read_options
+from hpdparse.serve.documents.results import RESULT_FORMATS, result_response, review_page
+from hpdparse.serve.documents.runner import DocumentRunner, too_many_pages
+from hpdparse.serve.documents.store import (
+    DONE,
+    FINAL,
+    DocumentJob,
+    DocumentStore,
+    owner_of,
+    safe_name,
+)
+from hpdparse.sources.open import open_source
+from hpdparse.wire import WireError
+
+_EVENT_WAKE = 0.25  # seconds between looks at a document for its event stream
+_MB = 2**20
+
+
+@dataclasses.dataclass
+class DocumentLimits:
+    """What the service takes: upload size and pages, documents waiting, store size."""
+
+    max_upload_bytes: int
+    max_pages: int
+    max_queued_documents: int
+    max_store_bytes: int | None
+    allow_urls: bool
+    sync_timeout: float
+    keep_seconds: float
+
+
+@dataclasses.dataclass
+class DocumentService:
+    store: DocumentStore
+    runner: DocumentRunner
+    limits: DocumentLimits
+    refusal: Callable[[], WireError | None]  # why the server takes no document now
+
+
+def document_routes(service: DocumentService) -> list[Route]:
+    def route(path: str, handler: Callable, method: str) -> Route:
+        async def endpoint(request: Request) -> Response:
+            try:
+                return await handler(service, request)
+            except WireError as error:
+                return _error(error)
+            except ClientDisconnect:
+                return Response(status_code=499)
+
+        return Route(path, endpoint, methods=[method])
+
+    return [
+        route("/v1/documents", upload, "POST"),
+        route("/v1/documents", listing, "GET"),
+        route("/v1/documents/{id}", status, "GET"),
+        route("/v1/documents/{id}", delete, "DELETE"),
+        route("/v1/documents/{id}/events", events, "GET"),
+        route("/v1/documents/{id}/result", result, "GET"),
+        route("/v1/documents/{id}/review", review, "GET"),
+        route("/v1/convert", convert, "POST"),
+        route("/openapi.json", openapi, "GET"),
+        route("/", page, "GET"),
+    ]
+
+
+RETRY_AFTER_SECONDS = 10  # what a 429 (queue full) tells the caller to wait
+
+
+def _error(error: WireError) -> Response:
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if error.status == 429 else {}
+    if error.status == 413:
+        headers["Connection"] = "close"  # the rest of the body is not read
+    return JSONResponse(error.body(), status_code=error.status, headers=headers or None)
+
+
+# ---------------------------------------------------------------------- accepting documents
+async def upload(service: DocumentService, request: Request) -> Response:
+    jobs = await _accept(service, request)
+    body = {"documents": [_summary(job) for job in jobs]}
+    headers = {"Location": f"/v1/documents/{jobs[0].id}"} if len(jobs) == 1 else None
+    return JSONResponse(body, status_code=202, headers=headers)
+
+
+async def convert(service: DocumentService, request: Request) -> Response:
+    """One document, answered when done within --sync-timeout (its Markdown, or the zip with
+    format=zip); past that, 202 with its id as POST /v1/documents answers."""
+    wanted = request.query_params.get("format", "markdown")
+    if wanted not in ("markdown", "zip"):
+        raise WireError(400, f"format must be markdown or zip, not {wanted!r}", "format")
+    jobs = await _accept(service, request, most=1)
+    job = jobs[0]
+    deadline = time.monotonic() + service.limits.sync_timeout
+    while job.status not in FINAL and time.monotonic() < deadline:
+        await asyncio.sleep(_EVENT_WAKE)
+    if job.status not in FINAL:
+        body = {"documents": [_summary(job)]}
+        return JSONResponse(body, status_code=202, headers={"Location": _location(job)})
+    return await result_response(service.store, job, wanted)
+
+
+async def _accept(
+    service: DocumentService, request: Request, most: int | None = None
+) -> list[DocumentJob]:
+    refusal = service.refusal()
+    if refusal is not None:
+        raise refusal
+    limits = service.limits
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limits.max_upload_bytes:
+        raise WireError(413, _too_large(int(declared), limits.max_upload_bytes))
+    store = service.store
+    incoming = Path(tempfile.mkdtemp(prefix="incoming-", dir=store.root))
+    try:
+        fields, files, url = await _read_request(request, limits, incoming)
+        try:
+            options = read_options(fields)
+        except OptionError as exc:
+            raise WireError(400, str(exc)) from None
+        count = len(files) + (url is not None)
+        if count == 0:
+            raise WireError(400, 'no document: send files in the form field "file", or a url')
+        if most is not None and count > most:
+            raise WireError(400, f"this route takes one document, got {count}")
+        if url is not None and not limits.allow_urls:
+            raise WireError(400, "this server takes no URLs (start it with --allow-urls)", "url")
+        if url is not None and not is_url(url):
+            raise WireError(400, f"not a URL: {url!r}", "url")
+        waiting = service.runner.queued
+        if waiting + count > limits.max_queued_documents:
+            raise WireError(429, f"the queue is full ({waiting} documents waiting); retry later")
+        size = sum(path.stat().st_size for _, path in files)
+        if limits.max_store_bytes is not None:
+            store.expire(limits.keep_seconds)
+            used = await asyncio.to_thread(store.size)
+            if used + size > limits.max_store_bytes:
+                raise WireError(
+                    507,
+                    f"the store is full ({used / _MB:.0f} MB of {limits.max_store_bytes / _MB:.0f}"
+                    " MB, --max-store-mb); delete documents or retry later",
+                )
+        for name, path in files:
+            await asyncio.to_thread(_check_pages, name, path, options, limits.max_pages)
+        owner = owner_of(_api_key(request))
+        jobs = []
+        for name, path in files:
+            job = DocumentJob(store.new_id(), name, owner, options, safe_name(name), time.time())
+            store.accept(job, path)
+            jobs.append(job)
+        if url is not None:
+            jobs.append(DocumentJob(store.new_id(), url, owner, options, url, time.time()))
+            store.accept(jobs[-1], None)
+        store.added(size)
+        for job in jobs:
+            service.runner.submit(job)
+        return jobs
+    finally:
+        shutil.rmtree(incoming, ignore_errors=True)
+
+
+async def _read_request(
+    request: Request, limits: DocumentLimits, incoming: Path
+) -> tuple[dict[str, object], list[tuple[str, Path]], str | None]:
+    """The option fields, the uploaded files (spooled into `incoming`) and the URL."""
+    limited = _limited(request, limits.max_upload_bytes)
+    if request.headers.get("content-type", "").startswith("application/json"):
+        raw = await limited.body()
+        try:
+            data = json.loads(raw or b"null")
+        except ValueError as exc:
+            raise WireError(400, f"the body is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise WireError(400, "the body must be a JSON object")
+        url = data.pop("url", None)
+        if url is not None and not isinstance(url, str):
+            raise WireError(400, "url must be a string", "url")
+        return data, [], url
+    try:
+        form = await limited.form(max_files=1000, max_fields=100)
+    except WireError:
+        raise
+    except Exception as exc:  # python-multipart's own errors
+        raise WireError(400, f"the body is not a form upload: {exc}") from None
+    fields: dict[str, object] = {}
+    files: list[tuple[str, Path]] = []
+    try:
+        for key, value in form.multi_items():
+            if isinstance(value, UploadFile):
+                if key != "file":
+                    raise WireError(400, f'files go in the form field "file", not {key!r}')
+                files.append((value.filename or "document", _spool(value, incoming, len(files))))
+            elif key == "url":
+                return fields, files, value
+            else:
+                fields[key] = value
+    finally:
+        await form.close()
+    url = fields.pop("url", None)
+    return fields, files, url if isinstance(url, str) else None
+
+
+def _spool(upload: UploadFile, incoming: Path, index: int) -> Path:
+    """The upload as a file named as the caller named it (made safe), in a folder of its own."""
+    path = incoming / str(index) / safe_name(upload.filename)
+    path.parent.mkdir()
+    upload.file.seek(0)
+    with open(path, "wb") as out:
+        shutil.copyfileobj(upload.file, out, 1 << 20)
+    return path
+
+
+def _limited(request: Request, limit: int) -> Request:
+    """The request, its body cut off with 413 past `limit` bytes (a body without a length)."""
+    received = 0
+
+    async def receive() -> Message:
+        nonlocal received
+        message = await request.receive()
+        received += len(message.get("body", b""))
+        if received > limit:
+            raise WireError(413, _too_large(received, limit, at_least=True))
+        return message
+
+    return Request(request.scope, receive)
+
+
+def _too_large(size: int, limit: int, at_least: bool = False) -> str:
+    more = "more than " if at_least else ""
+    return (
+        f"the upload is {more}{size / _MB:.1f} MB; this server takes at most "
+        f"{limit / _MB:.0f} MB (--max-upload-mb)"
+    )
+
+
+def _check_pages(name: str, path: Path, options: DocumentOptions, most: int) -> None:
+    """413 for a file with more selected pages than the server takes. A file that cannot be
+    opened here is accepted: its run fails it with convert's one-line error."""
+    try:
+        with open_source(path, options.password) as document:
+            selected = len(options.pages.select(document.page_count))
+    except Exception:
+        return
+    if selected > most:
+        raise WireError(413, too_many_pages(name, selected, most))
+
+
+def _api_key(request: Request) -> str | None:
+    scheme, _, token = request.headers.get("authorization", "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+
+
+# ---------------------------------------------------------------------- reading documents
+def _job(service: DocumentService, request: Request) -> DocumentJob:
+    job_id = request.path_params["id"]
+    job = service.store.get(job_id, owner_of(_api_key(request)))
+    if job is None:
+        raise WireError(404, f"no document {job_id!r}")
+    return job
+
+
+def _location(job: DocumentJob) -> str:
+    return f"/v1/documents/{job.id}"
+
+
+def _summary(job: DocumentJob) -> dict[str, object]:
+    return {"id": job.id, "name": job.name, "status": job.status}
+
+
+async def status(service: DocumentService, request: Request) -> Response:
+    return JSONResponse(_job(service, request).status_body())
+
+
+async def listing(service: DocumentService, request: Request) -> Response:
+    """?limit=N (at most 1000, default 100) &offset=M."""
+    try:
+        limit = min(int(request.query_params.get("limit", 100)), 1000)
+        offset = int(request.query_params.get("offset", 0))
+    except ValueError:
+        raise WireError(400, "limit and offset must be whole numbers") from None
+    if limit < 1 or offset < 0:
+        raise WireError(400, "limit must be at least 1 and offset at least 0")
+    jobs = service.store.listed(owner_of(_api_key(request)))
+    page = [job.status_body() for job in jobs[offset : offset + limit]]
+    return JSONResponse({"documents": page, "total": len(jobs), "offset": offset, "limit": limit})
+
+
+async def events(service: DocumentService, request: Request) -> Response:
+    """A `status` event (the status body) at each change, then `end` once it has ended."""
+    job = _job(service, request)
+
+    async def stream() -> AsyncIterator[str]:
+        seen = -1
+        while True:
+            version, ended = job.version, job.status in FINAL
+            if version != seen:
+                seen = version
+                yield f"event: status\ndata: {json.dumps(job.status_body())}\n\n"
+            if ended:
+                yield "event: end\ndata: {}\n\n"
+                return
+            await asyncio.sleep(_EVENT_WAKE)
+
+    headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
+
+
+async def result(service: DocumentService, request: Request) -> Response:
+    wanted = request.query_params.get("format", "markdown")
+    if wanted not in RESULT_FORMATS:
+        raise WireError(400, f"format must be one of {', '.join(RESULT_FORMATS)}", "format")
+    return await result_response(service.store, _job(service, request), wanted)
+
+
+async def review(service: DocumentService, request: Request) -> Response:
+    job = _job(service, request)
+    doc_dir = service.store.document_dir(job)
+    if job.status != DONE or doc_dir is None:
+        raise WireError(409, f"document {job.id} is {job.status}; it has no review page")
+
+    page_path = await asyncio.to_thread(review_page, doc_dir, job.options.password)
+    return FileResponse(page_path, media_type="text/html")
+
+
+async def delete(service: DocumentService, request: Request) -> Response:
+    """A queued or running document is cancelled (202); an ended one deleted with its files."""
+    job = _job(service, request)
+    if job.status not in FINAL:
+        service.runner.cancel(job)
+        return JSONResponse(_summary(job), status_code=202)
+    service.store.delete(job)
+    return JSONResponse({"id": job.id, "deleted": True})
+
+
+# ---------------------------------------------------------------------- description and page
+async def openapi(service: DocumentService, request: Request) -> Response:
+    text = resources.files("hpdparse.serve.documents").joinpath("openapi.json").read_text("utf-8")
+    return Response(text, media_type="application/json")
+
+
+async def page(service: DocumentService, request: Request) -> Response:
+    text = resources.files("hpdparse.serve.documents").joinpath("page.html").read_text("utf-8")
+    return HTMLResponse(text)
