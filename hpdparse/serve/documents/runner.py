@@ -25,7 +25,6 @@ from hpdparse.serve.documents.store import (
     CANCELLED,
     DONE,
     FAILED,
-    FINAL,
     QUEUED,
     RUNNING,
     DocumentJob,
@@ -87,9 +86,7 @@ class DocumentRunner:
         # the documents running at once read as far ahead, together, as one convert run does
         self._read_ahead = max(2, READ_AHEAD_PER_WORKER * workers // self._running)
         self._shared = SharedPool(workers, self._loop.preparer, self.store.converted)
-        for job in self.store.load():
-            if job.status in FINAL:
-                continue
+        for job in self.store.unfinished():
             if job.options.has_password:
                 self._end(job, FAILED, RESTARTED_WITHOUT_PASSWORD)
                 continue

@@ -132,6 +132,7 @@ class DocumentStore:
         self._lock = threading.Lock()
         self._jobs: dict[str, DocumentJob] = {}
         self._size_at: tuple[float, int] = (0.0, 0)
+        self.load()
 
     # ------------------------------------------------------------------ paths
     def folder(self, job_id: str) -> Path:
@@ -149,7 +150,10 @@ class DocumentStore:
 
     # ------------------------------------------------------------------ records
     def load(self) -> list[DocumentJob]:
-        """Read every record; remove uploads that never completed. Oldest first."""
+        """Read every record (when the store opens); remove uploads that never completed and
+        what a killed server was receiving. Oldest first."""
+        for folder in self.root.glob("incoming-*"):
+            shutil.rmtree(folder, ignore_errors=True)
         jobs = []
         for folder in sorted(self.documents.iterdir()):
             record = folder / JOB_FILE
@@ -181,11 +185,10 @@ class DocumentStore:
 
     def save(self, job: DocumentJob) -> None:
         """Write the record (atomically) after a change; `version` tells the event streams."""
-        with self._lock:
+        with self._lock:  # also keeps two threads from writing one record at once
             job.version += 1
             self._jobs[job.id] = job
-            data = job.to_json()
-        atomic_write_json(self.folder(job.id) / JOB_FILE, data)
+            atomic_write_json(self.folder(job.id) / JOB_FILE, job.to_json())
 
     def touch(self, job: DocumentJob) -> None:
         """A change the event streams see at once and job.json at the next `save`."""
@@ -196,6 +199,13 @@ class DocumentStore:
         with self._lock:
             job = self._jobs.get(job_id)
             return None if job is None else job.status
+
+    def unfinished(self) -> list[DocumentJob]:
+        """The documents not ended (queued or running when the last server stopped), oldest
+        first."""
+        with self._lock:
+            jobs = [job for job in self._jobs.values() if job.status not in FINAL]
+        return sorted(jobs, key=lambda job: job.created)
 
     def get(self, job_id: str, owner: str) -> DocumentJob | None:
         with self._lock:
