@@ -17,7 +17,8 @@ those inside functions included, and that no modules import each other in a cycl
     6. overlay, export     the --layout overlay PDF: block roles, colours, drawing; the
                            DoclingDocument and the retrieval chunks (docling-core)
     7. runner              a conversion run: plan, rasterize, decode, save, finish (runner.ray)
-    8. serve, review, eval `hpdparse serve` (an OpenAI-compatible server); the review pages;
+    8. serve, review, eval `hpdparse serve` (documents over HTTP, with a durable store and a
+                           web page; an OpenAI-compatible page API); the review pages;
                            `hpdparse eval` (OmniDocBench's end-to-end scores of Markdown)
     9. api                 the Python API (`hpdparse.api`)
    10. commands, __main__  the command line: convert, render, review, serve, eval

@@ -1,6 +1,9 @@
-"""`hpdparse serve`: an OpenAI-compatible HPD server on an in-process engine (vllm or torch).
+"""`hpdparse serve`: an HPD server on an in-process engine (vllm or torch): whole documents
+converted as `hpdparse convert` converts them (the `documents` package: routes, a durable store,
+a web page) and an OpenAI-compatible API for single pages. Both feed one engine thread, so the
+pages of documents and of chat requests share its batch.
 
-A request flows through these modules in this order:
+A chat request flows through these modules in this order:
 
     hpdparse.wire  the OpenAI chat-completions JSON shapes (shared with --engine openai)
     auth.py        API keys (Bearer, constant-time), before anything else

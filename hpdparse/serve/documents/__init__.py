@@ -12,4 +12,6 @@ A document flows through these modules in this order:
                 queue, one batch with every other document and the chat requests
     routes.py   the HTTP routes, the OpenAPI description (openapi.json) and the web page
                 (page.html) at /
+    results.py  a finished document's files as the routes answer them (one file, the zip,
+                its Markdown as HTML, its review page)
 """

@@ -92,7 +92,7 @@ class DocumentJob:
     def is_url(self) -> bool:
         return "://" in self.source
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         data = dataclasses.asdict(self)
         del data["version"]
         data["options"] = self.options.to_json()
