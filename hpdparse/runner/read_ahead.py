@@ -36,6 +36,7 @@ class _Slot(Generic[Owner]):
     future: Future
     generation: int  # the pool's when the future was submitted
     attempts: int = 1
+    alone: bool = False  # running in a pool of its own (a shared pool crashed under it)
 
 
 class ReadAhead:
@@ -59,6 +60,7 @@ class ReadAhead:
         self.window = max(1, window)
         self.timeout = timeout
         self.attempts = attempts
+        self._alone: WorkerPool | None = None  # where a suspect page of a shared pool runs
 
     def pages(
         self, pages: Iterable[tuple[Owner, str, int]]
@@ -70,6 +72,16 @@ class ReadAhead:
         plan documents as it goes."""
         window: deque[_Slot[Owner]] = deque()
         pending = iter(pages)
+        try:
+            yield from self._pages(window, pending)
+        finally:
+            if self._alone is not None:
+                self._alone.shutdown(cancel=True)
+                self._alone = None
+
+    def _pages(
+        self, window: deque[_Slot[Owner]], pending: Iterator[tuple[Owner, str, int]]
+    ) -> Iterator[tuple[Owner, int, PageRequest | str]]:
         exhausted = False
         while True:
             while not exhausted and len(window) < self.window:
@@ -87,7 +99,11 @@ class ReadAhead:
                 request = head.future.result(timeout=self.timeout)
             except (BrokenProcessPool, CancelledError, FuturesTimeout) as exc:
                 # CancelledError: another run sharing the pool rebuilt it
-                failure = self._recover(window, timed_out=isinstance(exc, FuturesTimeout))
+                timed_out = isinstance(exc, FuturesTimeout)
+                if self.pool.shared and not timed_out:
+                    failure = self._recover_shared(window)
+                else:
+                    failure = self._recover(window, timed_out)
                 if failure is not None:
                     yield failure
                 continue
@@ -129,3 +145,31 @@ class ReadAhead:
         for slot in window:
             slot.future, slot.generation = self._submit(slot.source, slot.number)
         return failure
+
+    def _recover_shared(self, window: deque[_Slot[Owner]]) -> tuple[Owner, int, str] | None:
+        """A rasterizer process of a pool other runs share died. Any run's page may have killed
+        it, so the head page runs again in a pool of its own, where a crash is its own: it fails
+        then. The first run to see the crash rebuilds the shared pool; every run asks its broken
+        pages again."""
+        head = window[0]
+        if head.alone:
+            assert self._alone is not None
+            self._alone.shutdown(cancel=True)
+            self._alone = None
+            window.popleft()
+            error = f"{head.source}: page {head.number} cannot be rendered: the renderer crashed"
+            return head.owner, head.number, error
+        self.pool.rebuild(generation=head.generation)
+        self._alone = self._alone or self.pool.alone()
+        head.future, head.generation = self._alone.submit_tracked(
+            prepare_page, head.source, head.number, self.dpi, self.password, self.read_text_layer
+        )
+        head.alone = True
+        for slot in list(window)[1:]:
+            if slot.future.done() and not slot.alone and _broken(slot.future):
+                slot.future, slot.generation = self._submit(slot.source, slot.number)
+        return None
+
+
+def _broken(future: Future) -> bool:
+    return future.cancelled() or isinstance(future.exception(), BrokenProcessPool)

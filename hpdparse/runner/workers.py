@@ -212,6 +212,7 @@ class WorkerPool:
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.RLock()
         self.generation = 0  # the pool futures submitted now run in; +1 at each rebuild
+        self.shared = False  # other runs submit to it too (SharedPool)
 
     @property
     def pool(self) -> ProcessPoolExecutor:
@@ -235,6 +236,11 @@ class WorkerPool:
             except BrokenProcessPool:
                 self.shutdown(cancel=True)
                 return self.pool.submit(fn, *args)
+
+    def alone(self) -> WorkerPool:
+        """A pool of one process like this one's, for a page that must run by itself."""
+        folder, timeout = self._conversions
+        return WorkerPool(1, self._preparer, None if folder is None else Path(folder), timeout)
 
     def submit_tracked(self, fn: Callable[..., Any], *args: Any) -> tuple[Future, int]:
         """`submit`, with the generation of the pool the future runs in."""
@@ -280,6 +286,7 @@ class SharedPool:
         self.conversion_folder = conversion_folder
         use_conversion_folder(conversion_folder, convert_timeout)
         self.pool = WorkerPool(workers, preparer, conversion_folder, convert_timeout)
+        self.pool.shared = True
 
     def close(self) -> None:
         self.pool.shutdown(cancel=True)

@@ -86,3 +86,28 @@ def test_a_crashing_page_is_retried_then_fails_and_the_others_survive(tmp_path: 
     assert [number for _, number, _ in out] == [1, 2, 3, 4]
     assert out[1][2] == f"{pdf}: page 2 cannot be rendered: the renderer crashed"
     assert [r.payload for _, _, r in out if not isinstance(r, str)] == [PORTRAIT] * 3
+
+
+def test_runs_sharing_a_pool_survive_a_crash_in_one_of_them(tmp_path: Path) -> None:
+    """Two runs on threads share one pool (the document service): a crashing page of one fails
+    that page alone; every page of the other comes back, none counted as crashed."""
+    import concurrent.futures
+
+    crashing = str(make_pdf(tmp_path / "a.pdf", [PORTRAIT, LANDSCAPE, PORTRAIT, PORTRAIT]))
+    healthy = str(make_pdf(tmp_path / "b.pdf", [PORTRAIT] * 12))
+    pool = WorkerPool(2, CrashOnWidePages(700))
+    pool.shared = True
+
+    def run(pdf: str, count: int) -> list:
+        pages: list[Page] = [(pdf, pdf, n) for n in range(1, count + 1)]
+        return list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(pages))
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(2) as threads:
+            first, second = threads.submit(run, crashing, 4), threads.submit(run, healthy, 12)
+            crashed, fine = first.result(timeout=120), second.result(timeout=120)
+    finally:
+        pool.shutdown()
+    assert [number for _, number, _ in crashed] == [1, 2, 3, 4]
+    assert crashed[1][2] == f"{crashing}: page 2 cannot be rendered: the renderer crashed"
+    assert [r.payload for _, _, r in fine] == [PORTRAIT] * 12
