@@ -10,7 +10,8 @@ from urllib.parse import quote
 
 from hpdparse.hpd.stream import ParsedPage
 from hpdparse.overlay.layout_pdf import page_status
-from hpdparse.store.outputs import DocumentOutput, json_path, layout_path, markdown_path
+from hpdparse.review.document_page import DocumentOutput
+from hpdparse.store.outputs import json_path, layout_path, markdown_path
 
 
 @dataclass
