@@ -24,11 +24,11 @@ from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.review.templates import render
 from hpdparse.sources.rasterize import close_cached_documents
 from hpdparse.store.atomic import atomic_write_text
+from hpdparse.store.layout import review_html_name
 from hpdparse.store.outputs import (
     INDEX_NAME,
     find_document_folders,
     is_document_folder,
-    review_path,
 )
 
 
@@ -64,7 +64,7 @@ def write_document_page(
         from_raw=shown.from_raw,
         index=index.as_posix() if index else None,
     )
-    target = review_path(doc.doc_dir, doc.stem)
+    target = doc.doc_dir / review_html_name(doc.stem)
     doc.folder.write_review_html(doc.stem, html)
     return target, shown.pages, problems
 

@@ -23,8 +23,9 @@ from hpdparse.overlay.roles import css_class, is_container, role_name
 from hpdparse.review.blocks import block_html, make_markdown
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE, page_image
 from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.layout import json_name
 from hpdparse.store.output_store import open_document_folder
-from hpdparse.store.outputs import checked_source, json_path
+from hpdparse.store.outputs import checked_source
 from hpdparse.store.state import DocumentState
 
 MAX_RAW_CHARS = 200_000
@@ -108,7 +109,7 @@ def load_document(doc_dir: Path) -> DocumentOutput:
         raise OutputError(
             f"{doc_dir}: not an hpdparse output folder (no readable raw/document.json)"
         )
-    path = json_path(doc_dir, state.stem)
+    path = doc_dir / json_name(state.stem)
     try:
         data = folder.read_json(state.stem)
     except FileNotFoundError:

@@ -1,5 +1,5 @@
 """What `convert` left in an output folder, as the review tools find it: the document folders
-under OUT, each one's source file, and the paths these tools read and write."""
+under OUT and each one's source file."""
 
 from __future__ import annotations
 
@@ -7,27 +7,10 @@ from pathlib import Path
 
 from hpdparse.errors import InputError, OutputError
 from hpdparse.sources.location import UrlSource, source_location
-from hpdparse.store.layout import json_name, layout_pdf_name, markdown_name, review_html_name
 from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.state import DocumentState
 
 INDEX_NAME = "review.html"
-
-
-def layout_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / layout_pdf_name(stem)
-
-
-def review_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / review_html_name(stem)
-
-
-def markdown_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / markdown_name(stem)
-
-
-def json_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / json_name(stem)
 
 
 def is_document_folder(path: Path) -> bool:
