@@ -34,8 +34,7 @@ from bench_render import typical_page
 
 from hpdparse.engines.base import PageResult
 from hpdparse.export.chunks import chunk_records, records_of
-from hpdparse.export.docling import to_docling
-from hpdparse.export.docling_json import docling_json
+from hpdparse.export.docling import docling_json, to_docling
 from hpdparse.export.files import build_exports
 from hpdparse.export.tokenizers import _tekken_count, load_tokenizer
 from hpdparse.markdown.records import DocumentRecord

@@ -3,10 +3,12 @@
 Every Markdown unit becomes the matching item, in reading order, with provenance (page, box in
 page coordinates with docling's bottom-left origin, character span); a paragraph or table merged
 across pages is one item with one provenance entry per page. Page headers and footers go to the
-furniture layer. `refs` maps every item to the blocks it was made from."""
+furniture layer. `refs` maps every item to the blocks it was made from. `docling_json` writes
+the document."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -82,6 +84,13 @@ def to_docling(rendered: RenderedDocument, *, provenance: bool = True) -> Doclin
     """Build the DoclingDocument of a rendered document. Without `provenance`, its items have
     none (what the chunks need: they take pages and boxes from `refs` and the blocks)."""
     return _Builder(rendered, provenance).build()
+
+
+def docling_json(doc: DoclingDocument) -> bytes:
+    """The bytes of `<stem>.docling.json`: docling-core's own dump of the document
+    (`export_to_dict`, what `DoclingDocument.save_as_json` writes), compact, in UTF-8."""
+    # Compact: an indent would take json's pure-Python encoder, several times slower.
+    return json.dumps(doc.export_to_dict(), ensure_ascii=False, separators=(",", ":")).encode()
 
 
 class _Builder:

@@ -14,13 +14,13 @@ own). tests/export/test_docling_items.py checks both give the same document."""
 from __future__ import annotations
 
 import functools
-from typing import Any, TypeAlias, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from docling_core.types.doc import (
     ContentLayer,
+    CoordOrigin,
     DoclingDocument,
     NodeItem,
-    ProvenanceItem,
     RefItem,
 )
 
@@ -28,9 +28,13 @@ _Item = TypeVar("_Item", bound=NodeItem)
 
 _REF = RefItem.__pydantic_validator__
 
-# A ProvenanceItem, or its fields as a dict (`bbox` a BoundingBox or its fields), validated with
-# the item.
-Provenance: TypeAlias = ProvenanceItem | dict[str, Any]
+
+class Provenance(TypedDict):
+    """A ProvenanceItem's fields, validated with the item (`bbox`: a BoundingBox's fields)."""
+
+    page_no: int
+    bbox: dict[str, float | CoordOrigin]
+    charspan: tuple[int, int]
 
 
 @functools.cache
@@ -54,7 +58,7 @@ def append_item(
     items: list[Any] = getattr(doc, collection)
     parent = parent or doc.body
     cref = f"#/{collection}/{len(items)}"
-    values: dict[str, Any] = {name: [] for name in _list_fields(cls)}
+    values: dict[str, object] = {name: [] for name in _list_fields(cls)}
     if prov:
         values["prov"] = prov
     if content_layer:

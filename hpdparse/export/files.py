@@ -35,8 +35,7 @@ def build_exports(rendered: RenderedDocument, options: RenderOptions) -> Exports
     if not (options.docling or options.chunks):
         return exports
     from hpdparse.export.chunks import chunk_records, chunks_jsonl
-    from hpdparse.export.docling import to_docling
-    from hpdparse.export.docling_json import docling_json
+    from hpdparse.export.docling import docling_json, to_docling
 
     with gc_paused():  # thousands of small acyclic objects (see gc_paused)
         # the chunks take their pages and boxes from `refs`: without --docling, no provenance

@@ -11,7 +11,7 @@ from pathlib import Path
 from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.stream import ParsedPage
-from hpdparse.review.document_page import page_views, shown_document
+from hpdparse.review.document_page import DocumentOutput, load_document, page_views
 from hpdparse.review.index import (
     MAX_PAGE_ROWS,
     IndexRow,
@@ -24,13 +24,11 @@ from hpdparse.review.page_images import DEFAULT_MAX_SIDE
 from hpdparse.review.templates import render
 from hpdparse.sources.rasterize import close_cached_documents
 from hpdparse.store.atomic import atomic_write_text
+from hpdparse.store.layout import review_html_name
 from hpdparse.store.outputs import (
     INDEX_NAME,
-    DocumentOutput,
     find_document_folders,
     is_document_folder,
-    load_document,
-    review_path,
 )
 
 
@@ -52,7 +50,8 @@ def write_document_page(
     """Write one document's review page; (its path, the pages shown, problems)."""
     if doc.problem is not None:
         return None, [], [doc.problem]
-    shown = shown_document(doc)
+    shown = doc.shown
+    assert shown is not None  # read without a problem
     if not shown.pages:
         return None, [], []
     pages, problems = page_views(doc, shown, password, max_side)
@@ -65,7 +64,7 @@ def write_document_page(
         from_raw=shown.from_raw,
         index=index.as_posix() if index else None,
     )
-    target = review_path(doc.doc_dir, doc.stem)
+    target = doc.doc_dir / review_html_name(doc.stem)
     doc.folder.write_review_html(doc.stem, html)
     return target, shown.pages, problems
 

@@ -4,12 +4,14 @@ the blocks in reading order with their rendered Markdown, the page's facts and r
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from markupsafe import Markup
 
-from hpdparse.errors import HpdparseError
+from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.hpd.confidence import DEFAULT_FLAG_BELOW
 from hpdparse.hpd.labels import PAGE_FURNITURE
 from hpdparse.hpd.stream import Block, BlockRef, ParsedPage
@@ -21,7 +23,10 @@ from hpdparse.overlay.roles import css_class, is_container, role_name
 from hpdparse.review.blocks import block_html, make_markdown
 from hpdparse.review.page_images import DEFAULT_MAX_SIDE, page_image
 from hpdparse.store.document_folder import DocumentFolder
-from hpdparse.store.outputs import DocumentOutput, checked_source
+from hpdparse.store.layout import json_name
+from hpdparse.store.output_store import open_document_folder
+from hpdparse.store.outputs import checked_source
+from hpdparse.store.state import DocumentState
 
 MAX_RAW_CHARS = 200_000
 CONFIDENT = 0.9  # blocks above it are drawn as confident
@@ -75,26 +80,67 @@ class ShownDocument:
     from_raw: bool  # rendered from raw/: the document is not finished
 
 
-def shown_document(doc: DocumentOutput) -> ShownDocument:
-    """The document's JSON as records; for an unfinished document (no JSON yet) its pages
-    rendered from raw/ in memory, as `render` would."""
-    data = doc.data
-    if data is not None:
-        return ShownDocument(
-            str(data.get("stem") or ""),
-            str(data.get("source") or ""),
-            str(data.get("engine") or ""),
-            str(data.get("model") or ""),
-            int(data.get("page_count") or 0),
-            bool((data.get("render_options") or {}).get("keep_headers")),
-            [page_from_json(page) for page in data["pages"]],
-            from_raw=False,
+@dataclass
+class DocumentOutput:
+    """One document folder: its resume state and what its review page shows."""
+
+    doc_dir: Path
+    folder: DocumentFolder
+    state: DocumentState
+    shown: ShownDocument | None  # None when its <stem>.json cannot be read: `problem` says why
+    problem: str | None = None
+
+    @property
+    def stem(self) -> str:
+        return self.state.stem
+
+    @property
+    def finished(self) -> bool:
+        return self.folder.has_markdown(self.stem)
+
+
+def load_document(doc_dir: Path) -> DocumentOutput:
+    """Read a document folder; OutputError when it is not one (or its state is damaged). Its
+    <stem>.json read back or, while the document is unfinished (no JSON yet), its pages rendered
+    from raw/ in memory, as `render` would."""
+    folder = open_document_folder(doc_dir)
+    state = folder.load_state()
+    if state is None:
+        raise OutputError(
+            f"{doc_dir}: not an hpdparse output folder (no readable raw/document.json)"
         )
+    path = doc_dir / json_name(state.stem)
+    try:
+        data = folder.read_json(state.stem)
+    except FileNotFoundError:
+        return DocumentOutput(doc_dir, folder, state, _from_raw(folder, state))
+    except (OSError, ValueError) as exc:
+        return DocumentOutput(doc_dir, folder, state, None, f"{path}: cannot be read ({exc})")
+    if not isinstance(data, dict) or not isinstance(data.get("pages"), list):
+        problem = f"{path}: not an hpdparse document JSON"
+        return DocumentOutput(doc_dir, folder, state, None, problem)
+    return DocumentOutput(doc_dir, folder, state, _from_json(data))
+
+
+def _from_json(data: Mapping[str, Any]) -> ShownDocument:
+    return ShownDocument(
+        str(data.get("stem") or ""),
+        str(data.get("source") or ""),
+        str(data.get("engine") or ""),
+        str(data.get("model") or ""),
+        int(data.get("page_count") or 0),
+        bool((data.get("render_options") or {}).get("keep_headers")),
+        [page_from_json(page) for page in data["pages"]],
+        from_raw=False,
+    )
+
+
+def _from_raw(folder: DocumentFolder, state: DocumentState) -> ShownDocument:
     known = {f.name for f in dataclasses.fields(RenderOptions)}
-    options = RenderOptions(**{k: v for k, v in doc.state.render_options.items() if k in known})
-    rendered = render_document(assemble_record(doc.folder, doc.state), options)
+    options = RenderOptions(**{k: v for k, v in state.render_options.items() if k in known})
+    rendered = render_document(assemble_record(folder, state), options)
     for page in rendered.pages:
-        if page.status == "failed" and page.number not in doc.state.failed_pages:
+        if page.status == "failed" and page.number not in state.failed_pages:
             page.error = "not decoded yet"
     record = rendered.doc
     return ShownDocument(

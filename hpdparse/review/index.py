@@ -10,7 +10,8 @@ from urllib.parse import quote
 
 from hpdparse.hpd.stream import ParsedPage
 from hpdparse.overlay.layout_pdf import page_status
-from hpdparse.store.outputs import DocumentOutput, json_path, layout_path, markdown_path
+from hpdparse.review.document_page import DocumentOutput
+from hpdparse.store.layout import json_name, layout_pdf_name, markdown_name
 
 
 @dataclass
@@ -38,6 +39,9 @@ class IndexRow:
         return self.lowest[0][1] if self.lowest else None
 
 
+_FILE_NAMES = (markdown_name, json_name, layout_pdf_name)  # the files the index links to
+
+
 def _link(out: Path, path: Path) -> str:
     return quote(path.relative_to(out).as_posix())
 
@@ -50,11 +54,7 @@ def index_row(
     statuses = [page_status(p) for p in pages]
     files = [
         (path.name, _link(out, path))
-        for path in (
-            markdown_path(doc.doc_dir, doc.stem),
-            json_path(doc.doc_dir, doc.stem),
-            layout_path(doc.doc_dir, doc.stem),
-        )
+        for path in (doc.doc_dir / name(doc.stem) for name in _FILE_NAMES)
         if path.is_file()
     ]
     failures = [f"page {n}: {reason}" for n, reason in sorted(state.failed_pages.items())]

@@ -1,36 +1,16 @@
-"""What `convert` left in an output folder, as the review tools read it: the document folders
-under OUT, each one's resume state and JSON, its source file, and the paths these tools write."""
+"""What `convert` left in an output folder, as the review tools find it: the document folders
+under OUT and each one's source file."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from hpdparse.errors import InputError, OutputError
 from hpdparse.sources.location import UrlSource, source_location
-from hpdparse.store.document_folder import DocumentFolder
-from hpdparse.store.layout import json_name, layout_pdf_name, markdown_name, review_html_name
 from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.state import DocumentState
 
 INDEX_NAME = "review.html"
-
-
-def layout_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / layout_pdf_name(stem)
-
-
-def review_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / review_html_name(stem)
-
-
-def markdown_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / markdown_name(stem)
-
-
-def json_path(doc_dir: Path, stem: str) -> Path:
-    return doc_dir / json_name(stem)
 
 
 def is_document_folder(path: Path) -> bool:
@@ -46,46 +26,6 @@ def find_document_folders(out: Path) -> list[Path]:
     except OSError as exc:
         raise OutputError(f"{out}: cannot be read ({exc.strerror or exc})") from None
     return [p for p in children if is_document_folder(p)]
-
-
-@dataclass
-class DocumentOutput:
-    """One document folder: its resume state and, once written, its JSON."""
-
-    doc_dir: Path
-    folder: DocumentFolder
-    state: DocumentState
-    data: dict[str, Any] | None  # <stem>.json; None when not written (yet) or unreadable
-    problem: str | None = None  # why `data` is None although the folder says it is finished
-
-    @property
-    def stem(self) -> str:
-        return self.state.stem
-
-    @property
-    def finished(self) -> bool:
-        return self.folder.has_markdown(self.stem)
-
-
-def load_document(doc_dir: Path) -> DocumentOutput:
-    """Read a document folder; OutputError when it is not one (or its state is damaged)."""
-    folder = open_document_folder(doc_dir)
-    state = folder.load_state()
-    if state is None:
-        raise OutputError(
-            f"{doc_dir}: not an hpdparse output folder (no readable raw/document.json)"
-        )
-    path = json_path(doc_dir, state.stem)
-    try:
-        data = folder.read_json(state.stem)
-    except FileNotFoundError:
-        return DocumentOutput(doc_dir, folder, state, None)
-    except (OSError, ValueError) as exc:
-        return DocumentOutput(doc_dir, folder, state, None, f"{path}: cannot be read ({exc})")
-    if not isinstance(data, dict) or not isinstance(data.get("pages"), list):
-        problem = f"{path}: not an hpdparse document JSON"
-        return DocumentOutput(doc_dir, folder, state, None, problem)
-    return DocumentOutput(doc_dir, folder, state, data)
 
 
 def checked_source(state: DocumentState, doc_dir: Path | str) -> Path | UrlSource:

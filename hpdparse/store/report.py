@@ -291,6 +291,30 @@ def _extra_lines(report: RunReport) -> list[str | None]:
     return [_stats_line(report), _cluster_line(report), layer]
 
 
+_COLOURS = {
+    STATUS_CONVERTED: "green",
+    STATUS_SKIPPED: "cyan",
+    STATUS_PARTIAL: "yellow",
+    STATUS_FAILED: "red",
+    STATUS_INTERRUPTED: "magenta",
+}
+
+
+def _doc_table(docs: list[DocumentReport]) -> Any:
+    from rich.table import Table
+
+    table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+    for column in ("status", "file", "pages", "output / error"):
+        table.add_column(column, overflow="fold")
+    for d in docs:
+        pages = f"{d.pages_done}/{d.pages}" if d.pages else "-"
+        if d.pages_failed:
+            pages += f" ({d.pages_failed} failed)"
+        status = f"[{_COLOURS.get(d.status, 'white')}]{d.status}[/]"
+        table.add_row(status, Path(d.source).name, pages, d.error or (d.output_dir or ""))
+    return table
+
+
 def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = False) -> None:
     """A one-screen summary: the documents that need attention (all of them when few), then the
     totals. `rich` draws a table (for a terminal)."""
@@ -301,43 +325,22 @@ def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = 
     hidden = len(attention) - len(shown) if len(docs) > 15 else 0
     if rich:
         from rich.console import Console
-        from rich.table import Table
 
         console = Console(file=stream)
         if shown:
-            table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
-            for column in ("status", "file", "pages", "output / error"):
-                table.add_column(column, overflow="fold")
-            colours = {
-                STATUS_CONVERTED: "green",
-                STATUS_SKIPPED: "cyan",
-                STATUS_PARTIAL: "yellow",
-                STATUS_FAILED: "red",
-                STATUS_INTERRUPTED: "magenta",
-            }
-            for d in shown:
-                pages = f"{d.pages_done}/{d.pages}" if d.pages else "-"
-                if d.pages_failed:
-                    pages += f" ({d.pages_failed} failed)"
-                table.add_row(
-                    f"[{colours.get(d.status, 'white')}]{d.status}[/]",
-                    Path(d.source).name,
-                    pages,
-                    d.error or (d.output_dir or ""),
-                )
-            console.print(table)
-        if hidden:
-            console.print(f"... and {hidden} more that need attention (see --report)")
-        console.print(_totals_line(report), highlight=False)
-        for line in (*_extra_lines(report), summary_line(report)):
-            if line:
-                console.print(line, highlight=False)
-        return
-    for d in shown:
-        print(_doc_line(d), file=stream)
-    if hidden:
-        print(f"... and {hidden} more that need attention (see --report)", file=stream)
-    print(_totals_line(report), file=stream)
-    for line in (*_extra_lines(report), summary_line(report)):
-        if line:
+            console.print(_doc_table(shown))
+
+        def say(line: str, highlight: bool = False) -> None:
+            console.print(line, highlight=highlight)
+    else:
+        for d in shown:
+            print(_doc_line(d), file=stream)
+
+        def say(line: str, highlight: bool = False) -> None:
             print(line, file=stream)
+
+    if hidden:
+        say(f"... and {hidden} more that need attention (see --report)", highlight=True)
+    for line in (_totals_line(report), *_extra_lines(report), summary_line(report)):
+        if line:
+            say(line)

@@ -22,8 +22,7 @@ from docling_core.types.doc import (
     TextItem,
 )
 
-from hpdparse.export.docling import plain
-from hpdparse.export.docling_json import docling_json
+from hpdparse.export.docling import docling_json, plain
 from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.formulas import wrap_arithmetic
 from hpdparse.markdown.merge import join_paragraphs

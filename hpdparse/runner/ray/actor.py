@@ -16,7 +16,7 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,7 @@ from hpdparse.runner.ray.units import (
     PAGE_NO_ENGINE,
     PAGE_SAVED,
     PageRow,
+    Scalar,
     WorkUnit,
     columns,
     rows_of,
@@ -161,7 +162,7 @@ class PageDecoder:
                 engine.close()
         gc.collect()
 
-    def __call__(self, batch: dict[str, Any]) -> dict[str, list[Any]]:
+    def __call__(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[Scalar]]:
         rows: list[PageRow] = []
         for unit_row in rows_of(batch):
             unit = WorkUnit.from_row(unit_row)

@@ -10,9 +10,9 @@ page, a few numbers and who decoded it. Both are plain dicts in the dataset (`to
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass, field, fields
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, TypeAlias, TypeVar
 
 PAGE_DECODED = "decoded"
 """Decoded by this attempt of the unit and saved."""
@@ -31,8 +31,38 @@ PAGE_NO_ENGINE = "no-engine"
 """Not decoded: the actor's engine could not start (`error` says why, and the run ends)."""
 
 
+Scalar: TypeAlias = int | float | str | bool
+Row: TypeAlias = dict[str, Scalar]
+"""A dataset row: scalar columns only, so that Ray stores it as a small Arrow table."""
+
+_SCALARS = {"int": int, "float": float, "str": str, "bool": bool}
+_FROM_JSON = {"tuple[int, ...]": tuple, "dict[str, int | float]": dict}  # the other fields
+
+
+_R = TypeVar("_R", bound="_RowRecord")
+
+
+class _RowRecord:
+    """A dataclass whose scalar fields are a row's columns, each other field a column of JSON."""
+
+    def to_row(self) -> Row:
+        values = ((f, getattr(self, f.name)) for f in fields(self))
+        return {f.name: v if f.type in _SCALARS else json.dumps(v) for f, v in values}
+
+    @classmethod
+    def from_row(cls: type[_R], row: Mapping[str, Any]) -> _R:
+        return cls(**{f.name: _read(str(f.type), row[f.name]) for f in fields(cls)})
+
+
+def _read(type_name: str, value: Any) -> Any:
+    """A column's value as the field's type (Ray may hand back numpy scalars)."""
+    if type_name in _SCALARS:
+        return _SCALARS[type_name](value)
+    return _FROM_JSON[type_name](json.loads(str(value)))
+
+
 @dataclass(frozen=True)
-class WorkUnit:
+class WorkUnit(_RowRecord):
     """Pages `pages` (1-based) of document `doc` (its index in the run) from file `source`, to be
     saved in the document folder at `folder`."""
 
@@ -42,22 +72,9 @@ class WorkUnit:
     folder: str  # absolute
     pages: tuple[int, ...]
 
-    def to_row(self) -> dict[str, Any]:
-        return {
-            "unit": self.unit,
-            "doc": self.doc,
-            "source": self.source,
-            "folder": self.folder,
-            "pages": json.dumps(list(self.pages)),
-        }
-
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> WorkUnit:
-        return cls(**_scalars(cls, row), pages=tuple(json.loads(str(row["pages"]))))
-
 
 @dataclass
-class PageRow:
+class PageRow(_RowRecord):
     """What became of one page of a unit, and where."""
 
     unit: int
@@ -75,33 +92,17 @@ class PageRow:
     node: str = ""
     stats: dict[str, int | float] = field(default_factory=dict)  # PageResult.stats
 
-    def to_row(self) -> dict[str, Any]:
-        row = asdict(self)
-        row["stats"] = json.dumps(self.stats)
-        return row
 
-    @classmethod
-    def from_row(cls, row: dict[str, Any]) -> PageRow:
-        return cls(**_scalars(cls, row), stats=json.loads(str(row["stats"])))
-
-
-def _scalars(cls: type, row: dict[str, Any]) -> dict[str, int | float | str | bool]:
-    """A row's int, float, str and bool fields as the Python types `cls` declares (Ray may hand
-    back numpy scalars)."""
-    types = {"int": int, "float": float, "str": str, "bool": bool}
-    return {f.name: types[f.type](row[f.name]) for f in fields(cls) if f.type in types}
-
-
-def columns(rows: Iterable[dict[str, Any]]) -> dict[str, list[Any]]:
+def columns(rows: Iterable[Row]) -> dict[str, list[Scalar]]:
     """Rows as the column dict a `map_batches` function returns."""
-    out: dict[str, list[Any]] = {}
+    out: dict[str, list[Scalar]] = {}
     for row in rows:
         for key, value in row.items():
             out.setdefault(key, []).append(value)
     return out
 
 
-def rows_of(batch: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def rows_of(batch: Mapping[str, Sequence[Any]]) -> Iterator[Row]:
     """The rows of a column batch (lists or numpy arrays)."""
     keys = list(batch)
     count = len(batch[keys[0]]) if keys else 0
