@@ -119,7 +119,8 @@ def _error(error: WireError) -> Response:
 # ---------------------------------------------------------------------- accepting documents
 async def upload(service: DocumentService, request: Request) -> Response:
     jobs = await _accept(service, request)
-    body = {"documents": [_summary(job) for job in jobs]}
+    body = {"documents": [_summary(job) for job in jobs]}  # as accepted: queued
+    _start(service, jobs)
     headers = {"Location": f"/v1/documents/{jobs[0].id}"} if len(jobs) == 1 else None
     return JSONResponse(body, status_code=202, headers=headers)
 
@@ -131,6 +132,7 @@ async def convert(service: DocumentService, request: Request) -> Response:
     if wanted not in ("markdown", "zip"):
         raise WireError(400, f"format must be markdown or zip, not {wanted!r}", "format")
     jobs = await _accept(service, request, most=1)
+    _start(service, jobs)
     job = jobs[0]
     deadline = time.monotonic() + service.limits.sync_timeout
     while job.status not in FINAL and time.monotonic() < deadline:
@@ -193,11 +195,14 @@ async def _accept(
             jobs.append(DocumentJob(store.new_id(), url, owner, options, url, time.time()))
             store.accept(jobs[-1], None)
         store.added(size)
-        for job in jobs:
-            service.runner.submit(job)
         return jobs
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
+
+
+def _start(service: DocumentService, jobs: list[DocumentJob]) -> None:
+    for job in jobs:
+        service.runner.submit(job)
 
 
 async def _read_request(
