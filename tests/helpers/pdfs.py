@@ -22,3 +22,13 @@ def make_pdf(path: Path, pages: int = 2, tag: str = "doc", password: str | None 
         doc.save(path)
     doc.close()
     return path
+
+
+def join_pdfs(path: Path, parts: list[Path]) -> Path:
+    """One PDF of the pages of `parts`, in order."""
+    with pymupdf.open() as doc:
+        for part in parts:
+            with pymupdf.open(part) as pages:
+                doc.insert_pdf(pages)
+        doc.save(path)
+    return path
