@@ -1,20 +1,20 @@
 """Whole documents through `hpdparse serve` against the same documents through `hpdparse convert`.
 
     .venv/bin/python benchmarks/bench_serve_documents.py [--engine vllm|torch] [--model M]
-        [--device DEV] [--documents 64] [--clients 8] [--store DIR] [--rounds 3]
+        [--device DEV] [--documents 64] [--clients 8] [--store DIR] [--rounds 3] [--poll 0.2]
         [--running-documents N] [--engine-option KEY=VALUE]
 
 --documents files (the samples repeated, each a distinct copy in a temporary folder) go through
 a real server (a subprocess started once with the engine, model and device given) and through
 `hpdparse convert` runs of the same engine, model and device, alternating, --rounds times each.
 Service side: --clients threads share the documents; each uploads all of its share first (so
-every document is in flight at once), then polls each one's status until it ends and downloads
-its Markdown; pages/s are counted from the first upload to the last download. Convert side:
-pages/s as its report gives them (from the first page sent to the engine to the last result; the
-model's load is not counted, as the server's is not). Prints each round, the medians, the
-median of the rounds' ratios service/convert (the target is 0.9 or more at 64 documents in
-flight), how many documents gave byte-identical Markdown both ways, the machine and the command
-line. Asserts nothing; on a shared machine the rounds move with its load.
+every document is in flight at once), then polls each one's status (every --poll seconds) until
+it ends and downloads its Markdown; pages/s are counted from the first upload to the last
+download. Convert side: pages/s as its report gives them (from the first page sent to the
+engine to the last result; the model's load is not counted, as the server's is not). Prints
+each round, the medians, the median of the rounds' ratios service/convert (the target is 0.9 or
+more at 64 documents in flight), how many documents gave byte-identical Markdown both ways, the
+machine and the command line. Asserts nothing; on a shared machine the rounds move with its load.
 """
 
 from __future__ import annotations
@@ -46,7 +46,6 @@ from tests.helpers.processes import stop_process  # noqa: E402
 
 INPUTS = ("report.pdf", "paper.pdf", "memo.pdf", "scan.png")
 START_SECONDS = 900  # a vLLM start on a busy machine
-POLL_SECONDS = 0.2
 FINAL = ("done", "failed", "cancelled")
 
 
@@ -85,6 +84,7 @@ class Outcome:
 @dataclass
 class Clients:
     base: str
+    poll: float  # seconds between a client's looks at its pending documents
     outcomes: list[Outcome] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -106,7 +106,7 @@ class Clients:
                         self.outcomes.append(outcome)
                     del pending[doc_id]
                 if pending:
-                    time.sleep(POLL_SECONDS)
+                    time.sleep(self.poll)
 
     @staticmethod
     def _upload(http: httpx.Client, path: Path) -> str:
@@ -139,9 +139,9 @@ def server(args: argparse.Namespace, store: Path, log: Path):
         stop_process(proc)
 
 
-def through_service(base: str, paths: list[Path], clients: int) -> dict:
+def through_service(base: str, paths: list[Path], clients: int, poll: float) -> dict:
     """One round: every document uploaded, followed and downloaded by `clients` threads."""
-    followers = Clients(base)
+    followers = Clients(base, poll)
     shares = [paths[n::clients] for n in range(clients)]
     threads = [threading.Thread(target=followers.client, args=(s,)) for s in shares if s]
     began = time.perf_counter()
@@ -199,6 +199,7 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=64)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--store", default=None, help="the server's --store (default: a temp one)")
+    parser.add_argument("--poll", type=float, default=0.2, help="seconds between status polls")
     parser.add_argument("--rounds", type=int, default=3, help="service and convert, alternating")
     parser.add_argument("--running-documents", type=int, default=None, help="default: serve's")
     parser.add_argument("--engine-option", action="append", default=[], metavar="KEY=VALUE")
@@ -214,7 +215,7 @@ def main() -> None:
         with server(args, store, work / "serve.log") as base:
             print(f"server up in {time.perf_counter() - began:.1f} s")
             for number in range(args.rounds):
-                service = through_service(base, paths, args.clients)
+                service = through_service(base, paths, args.clients, args.poll)
                 convert = through_convert(args, work / "documents", work / f"convert-{number}")
                 services.append(service["pps"])
                 converts.append(convert["pps"])
