@@ -116,3 +116,20 @@ def test_shell_commands_reads_variables_and_comments(tmp_path: Path) -> None:
     assert shell_commands(page) == [["convert", "a.pdf", "--model", "x", "-o", "out"], ["serve"]]
     with pytest.raises(click.UsageError):
         parse(["convert", "a.pdf", "--no-such-option"])
+
+
+def test_cli_page_names_every_serve_option() -> None:
+    """docs/cli.md's `hpdparse serve` synopsis and section name each of serve's options, and
+    no option serve lacks."""
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    synopsis = page.split("hpdparse serve ", 1)[1].split("```", 1)[0]
+    section = page.split("## `hpdparse serve`", 1)[1].split("\n## ", 1)[0]
+    serve = main.get_command(click.Context(main), "serve")
+    assert serve is not None
+    params = serve.get_params(click.Context(serve))
+    known = {opt for param in params for opt in (*param.opts, *param.secondary_opts)}
+    longs = {next(o for o in p.opts if o.startswith("--")) for p in params} - {"--help"}
+    for text in (synopsis, section):
+        named = set(re.findall(r"(?<![\w-])(--[a-z][\w-]*)", text))
+        assert named <= known, sorted(named - known)
+        assert longs <= named, sorted(longs - named)

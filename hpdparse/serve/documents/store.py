@@ -150,10 +150,10 @@ class DocumentStore:
 
     # ------------------------------------------------------------------ records
     def load(self) -> list[DocumentJob]:
-        """Read every record (when the store opens); remove uploads that never completed and
-        what a killed server was receiving. Oldest first."""
-        for folder in self.root.glob("incoming-*"):
-            shutil.rmtree(folder, ignore_errors=True)
+        """Read every record; remove uploads that never completed (a folder without its
+        record, and what a killed server was still receiving). Oldest first."""
+        for spool in self.root.glob("incoming-*"):
+            shutil.rmtree(spool, ignore_errors=True)
         jobs = []
         for folder in sorted(self.documents.iterdir()):
             record = folder / JOB_FILE
