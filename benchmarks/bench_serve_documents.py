@@ -1,20 +1,23 @@
 """Whole documents through `hpdparse serve` against the same documents through `hpdparse convert`.
 
     .venv/bin/python benchmarks/bench_serve_documents.py [--engine vllm|torch] [--model M]
-        [--device DEV] [--documents 64] [--clients 8] [--store DIR] [--rounds 3] [--poll 0.2]
+        [--device DEV] [--documents 64] [--clients 8] [--store DIR] [--rounds 3] [--poll 0]
         [--running-documents N] [--engine-option KEY=VALUE]
 
 --documents files (the samples repeated, each a distinct copy in a temporary folder) go through
 a real server (a subprocess started once with the engine, model and device given) and through
 `hpdparse convert` runs of the same engine, model and device, alternating, --rounds times each.
 Service side: --clients threads share the documents; each uploads all of its share first (so
-every document is in flight at once), then polls each one's status (every --poll seconds) until
-it ends and downloads its Markdown; pages/s are counted from the first upload to the last
-download. Convert side: pages/s as its report gives them (from the first page sent to the
-engine to the last result; the model's load is not counted, as the server's is not). Prints
-each round, the medians, the median of the rounds' ratios service/convert (the target is 0.9 or
-more at 64 documents in flight), how many documents gave byte-identical Markdown both ways, the
-machine and the command line. Asserts nothing; on a shared machine the rounds move with its load.
+every document is in flight at once), then follows each one (its server-sent events, or with
+--poll S its status every S seconds) until it ends and downloads its Markdown; pages/s are
+counted from the first upload to the last download. Convert side: one `hpdparse.api.convert` of
+the same folder (what the command runs), in a process of its own whose engine was loaded and
+started first, as the server's is; pages/s from the call to its return (rasterizing, decoding,
+finishing and writing every document). The clients run on the server's machine and take their
+share of its CPUs. Prints each round, the medians, the median of the rounds' ratios
+service/convert (the target is 0.9 or more at 64 documents in flight), how many documents gave
+byte-identical Markdown both ways, the machine and the command line. Asserts nothing; on a
+shared machine the rounds move with its load.
 """
 
 from __future__ import annotations
@@ -84,18 +87,18 @@ class Outcome:
 @dataclass
 class Clients:
     base: str
-    poll: float  # seconds between a client's looks at its pending documents
+    poll: float  # seconds between a client's looks at its pending documents; 0: events
     outcomes: list[Outcome] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def client(self, paths: list[Path]) -> None:
-        """Upload every document of `paths`, then follow each until it ends."""
+        """Upload every document of `paths`, then follow each until it ends and download it."""
         with httpx.Client(base_url=self.base, timeout=600) as http:
             pending = {self._upload(http, path): Outcome(path.name) for path in paths}
             while pending:
                 for doc_id, outcome in list(pending.items()):
-                    body = http.get(f"/v1/documents/{doc_id}").raise_for_status().json()
-                    if body["status"] not in FINAL:
+                    body = self._ended(http, doc_id)
+                    if body is None:
                         continue
                     outcome.status, outcome.error = body["status"], body["error"]
                     outcome.pages = body["pages"]["done"]
@@ -105,8 +108,21 @@ class Clients:
                     with self.lock:
                         self.outcomes.append(outcome)
                     del pending[doc_id]
-                if pending:
+                if pending and self.poll:
                     time.sleep(self.poll)
+
+    def _ended(self, http: httpx.Client, doc_id: str) -> dict | None:
+        """The document's status body once it has ended: polled (None while it runs), or with
+        --poll 0 read from its event stream (which returns at the end)."""
+        if self.poll:
+            body = http.get(f"/v1/documents/{doc_id}").raise_for_status().json()
+            return body if body["status"] in FINAL else None
+        body = None
+        with http.stream("GET", f"/v1/documents/{doc_id}/events") as events:
+            for line in events.raise_for_status().iter_lines():
+                if line.startswith("data: {") and line != "data: {}":
+                    body = json.loads(line.removeprefix("data: "))
+        return body
 
     @staticmethod
     def _upload(http: httpx.Client, path: Path) -> str:
@@ -165,29 +181,59 @@ def through_service(base: str, paths: list[Path], clients: int, poll: float) -> 
 
 
 # ---------------------------------------------------------------------- convert
+CONVERT_ROUND = """
+import json, sys, time
+from hpdparse import api
+from hpdparse.engines.options import EngineConfig
+from hpdparse.engines.registry import create_engine
+
+spec = json.loads(sys.argv[1])
+engine = create_engine(spec["engine"], EngineConfig(model=spec["model"], device=spec["device"]),
+                       spec["options"])
+engine.open()
+engine.start()
+began = time.perf_counter()
+report = api.convert([spec["folder"]], spec["out"], engine=engine, report_path=spec["report"])
+wall = time.perf_counter() - began
+engine.close()
+print(json.dumps({"wall": wall}))
+"""
+
+
 def through_convert(args: argparse.Namespace, folder: Path, work: Path) -> dict:
+    """One `hpdparse convert` of `folder` (the Python API's, which the command runs) on an engine
+    started beforehand, as the server's is: timed from the call to its return, rasterizing,
+    decoding, finishing and writing every document."""
     work.mkdir()
     out, report_path = work / "out", work / "run.json"
-    cmd = [sys.executable, "-m", "hpdparse", "convert", str(folder), "-o", str(out)]
-    cmd += [*engine_args(args), "--report", str(report_path), "--quiet"]
-    began = time.perf_counter()
+    options = dict(option.split("=", 1) for option in args.engine_option)
+    spec = {
+        "engine": args.engine,
+        "model": args.model,
+        "device": args.device,
+        "options": options,
+        "folder": str(folder),
+        "out": str(out),
+        "report": str(report_path),
+    }
+    cmd = [sys.executable, "-c", CONVERT_ROUND, json.dumps(spec)]
     done = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
-    wall = time.perf_counter() - began
-    if not report_path.is_file():
+    if not report_path.is_file() or done.returncode != 0:
         tail = done.stderr[-3000:]
-        raise SystemExit(f"convert wrote no report (exit {done.returncode}):\n{tail}")
+        raise SystemExit(f"convert failed (exit {done.returncode}):\n{tail}")
+    wall = json.loads(done.stdout.strip().splitlines()[-1])["wall"]
     report = json.loads(report_path.read_text("utf-8"))
     markdown = {}
     for doc in report["documents"]:
         path = Path(doc["output_dir"]) / f"{Path(doc['output_dir']).name}.md"
         markdown[Path(doc["source"]).name] = path.read_text("utf-8") if path.is_file() else None
+    pages = report["totals"]["pages_decoded"]
     return {
         "wall": wall,
-        "pages": report["totals"]["pages_decoded"],
-        "pps": report["pages_per_second"],
+        "pages": pages,
+        "pps": pages / wall,
         "failed": len(report["documents"]) - report["totals"]["converted"],
         "md": markdown,
-        "exit": done.returncode,
     }
 
 
@@ -199,7 +245,12 @@ def main() -> None:
     parser.add_argument("--documents", type=int, default=64)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--store", default=None, help="the server's --store (default: a temp one)")
-    parser.add_argument("--poll", type=float, default=0.2, help="seconds between status polls")
+    parser.add_argument(
+        "--poll",
+        type=float,
+        default=0.0,
+        help="seconds between status polls; 0 (the default): follow each document's events",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="service and convert, alternating")
     parser.add_argument("--running-documents", type=int, default=None, help="default: serve's")
     parser.add_argument("--engine-option", action="append", default=[], metavar="KEY=VALUE")
@@ -227,9 +278,9 @@ def main() -> None:
                     f"round {number + 1}: ratio {ratios[-1]:.2f}; service "
                     f"{service['pages']} pages in {service['wall']:.1f} s = "
                     f"{service['pps']:.2f} pages/s "
-                    f"({service['failed']} not done); convert {convert['pages']} pages = "
-                    f"{convert['pps']:.2f} pages/s while decoding ({convert['wall']:.1f} s with "
-                    f"the model's load, exit {convert['exit']}, {convert['failed']} not converted)"
+                    f"({service['failed']} not done); convert {convert['pages']} pages in "
+                    f"{convert['wall']:.1f} s = {convert['pps']:.2f} pages/s "
+                    f"({convert['failed']} not converted)"
                 )
     service_pps, convert_pps = statistics.median(services), statistics.median(converts)
     print(f"Markdown identical both ways: {min(same)} of {len(paths)} documents in every round")

@@ -126,7 +126,7 @@ class ServeSettings:
         low=1,
     )
     running_documents: int = setting(
-        16,
+        64,
         "Documents converted at once (their pages share the engine's batch).",
         flag="--running-documents",
         low=1,

@@ -111,6 +111,8 @@ def test_a_caller_without_a_key_gets_401(served: Served, uploaded, key: str | No
         for answer in answers:
             assert answer.status_code == 401, (answer.request.url, answer.text)
         assert docs.get("/health").status_code == 200
+        assert docs.get("/openapi.json").status_code == 200  # open: clients are made from it
+        assert docs.get("/").status_code == 200  # the web page asks for the key itself
     finally:
         docs.close()
     if some_id in uploaded[KEYS[0]]:  # the refused DELETE removed nothing

@@ -131,7 +131,7 @@ class DocumentRunner:
             if control.ends:  # cancelled or the server stopping while it was queued
                 return
             job.status, job.started = RUNNING, time.time()
-            self.store.save(job)
+            self.store.touch(job)  # on disk with the page count, once the run has planned
             report = self._convert(job, control)
             if control.cancelled.is_set():
                 self._end(job, CANCELLED, None, report)

@@ -131,6 +131,7 @@ class DocumentStore:
             raise HpdparseError(f"cannot use {self.root} as the store: {exc.strerror}") from None
         self._lock = threading.Lock()
         self._jobs: dict[str, DocumentJob] = {}
+        self._writing: dict[str, threading.Lock] = {}  # by id: one record's writes in turn
         self._size_at: tuple[float, int] = (0.0, 0)
         self.load()
 
@@ -185,9 +186,14 @@ class DocumentStore:
 
     def save(self, job: DocumentJob) -> None:
         """Write the record (atomically) after a change; `version` tells the event streams."""
-        with self._lock:  # also keeps two threads from writing one record at once
+        with self._lock:
             job.version += 1
             self._jobs[job.id] = job
+            writing = self._writing.setdefault(job.id, threading.Lock())
+        # Written outside the store's lock, so that readers (the HTTP routes) never wait on a disk
+        # and the records of different documents are synced at once; one record's lock keeps its
+        # writes in order, the last with the newest state.
+        with writing:
             atomic_write_json(self.folder(job.id) / JOB_FILE, job.to_json())
 
     def touch(self, job: DocumentJob) -> None:
@@ -221,6 +227,7 @@ class DocumentStore:
     def delete(self, job: DocumentJob) -> None:
         with self._lock:
             self._jobs.pop(job.id, None)
+            self._writing.pop(job.id, None)
         shutil.rmtree(self.folder(job.id), ignore_errors=True)
         self._size_at = (0.0, 0)
 
