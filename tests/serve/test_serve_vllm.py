@@ -1,7 +1,7 @@
 """`hpdparse serve` on the default engine (vLLM, tiny checkpoint) as a real subprocess: our own
-client (`convert --engine openai`), the official `openai` client streaming, a client leaving
-mid-stream, a load of concurrent clients (some leaving mid-page) against a small queue, and
-SIGTERM with pages in the engine.
+client (`convert --engine openai`), whole documents through the document routes, the official
+`openai` client streaming, a client leaving mid-stream, a load of concurrent clients (some
+leaving mid-page) against a small queue, and SIGTERM with pages in the engine.
 
 One server for the whole module (one vLLM start-up); the SIGTERM test stops it and runs last.
 """
@@ -9,12 +9,14 @@ One server for the whole module (one vLLM start-up); the SIGTERM test stops it a
 from __future__ import annotations
 
 import concurrent.futures
+import io
 import json
 import os
 import signal
 import socket
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,7 @@ import httpx
 import openai
 
 from hpdparse.commands.main import main
+from tests.helpers.documents_client import DocumentsClient
 from tests.helpers.paths import FIXTURES, SAMPLES, TINY
 from tests.helpers.patience import PATIENCE_SECONDS
 from tests.helpers.serving import (
@@ -111,6 +114,26 @@ def test_convert_through_the_server_gives_the_in_process_engines_text(
     for stem in {stem for stem, _ in truth}:  # the engine asked for logprobs, the server gave them
         pages = json.loads((out / stem / f"{stem}.json").read_text(encoding="utf-8"))["pages"]
         assert all(0 < page["confidence"] <= 1 for page in pages), stem
+
+
+def test_documents_through_the_document_routes_give_the_engines_text(served: Served, truth) -> None:
+    """Whole documents uploaded to the same server decode on its vLLM engine: each ends done with
+    the ground truth's raw pages in its zip."""
+    docs = DocumentsClient(served)
+    try:
+        ids = docs.upload_ids([SAMPLES / name for name in INPUTS])
+        for doc_id, name in zip(ids, INPUTS, strict=True):
+            body = docs.wait(doc_id)
+            assert body["status"] == "done", body
+            stem = Path(name).stem
+            with zipfile.ZipFile(io.BytesIO(docs.result(doc_id, "zip"))) as archive:
+                for (truth_stem, page), stream in truth.items():
+                    if truth_stem == stem:
+                        raw = archive.read(f"{stem}/raw/page-{page:04d}.txt").decode("utf-8")
+                        assert raw == stream, f"{stem} page {page} differs from the ground truth"
+            assert body["pages"]["done"] == body["pages"]["total"] > 0
+    finally:
+        docs.close()
 
 
 def test_streamed_and_plain_answers_are_the_same_text(client, truth, pngs) -> None:
