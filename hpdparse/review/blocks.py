@@ -23,7 +23,6 @@ from hpdparse.markdown.tables import parse_table
 from hpdparse.markdown.text import escape_block_start, render_inline
 from hpdparse.review.mathml import latex_to_mathml
 
-_CROP_NAME = re.compile(r"^images/page-\d{4,}-(?:figure|chart|seal)-\d{2,}\.png$")
 MAX_CROP_BYTES = 20 << 20
 
 
@@ -104,10 +103,13 @@ def formula_html(latex: str, tag: str | None) -> str:
     return '<div class="formula">' + "".join(parts) + "</div>"
 
 
-def figure_html(doc_dir: Path, block: Block) -> str:
-    """The figure's crop from images/, embedded; a note when there is none."""
-    name = block.image
-    if isinstance(name, str) and _CROP_NAME.match(name):
+CROP_NAME = re.compile(r"images/page-\d{4,}-(?:figure|chart|seal)-\d{2,}\.png")
+
+
+def crop_html(doc_dir: Path, name: str) -> str:
+    """The crop `name` (images/page-0002-figure-01.png) of the document's folder, embedded; a
+    note when it is missing or too large."""
+    if CROP_NAME.fullmatch(name):
         path = doc_dir / name
         try:
             if path.stat().st_size <= MAX_CROP_BYTES:
@@ -115,7 +117,14 @@ def figure_html(doc_dir: Path, block: Block) -> str:
                 return f'<img class="crop" alt="" src="data:image/png;base64,{data}">'
         except OSError:
             pass
-        return f'<p class="none">{html.escape(name)} is missing</p>'
+    return f'<p class="none">{html.escape(name)} is missing</p>'
+
+
+def figure_html(doc_dir: Path, block: Block) -> str:
+    """The figure's crop from images/, embedded; a note when there is none."""
+    name = block.image
+    if isinstance(name, str) and CROP_NAME.fullmatch(name):
+        return crop_html(doc_dir, name)
     if block.container_of is not None:
         return f'<p class="none">container of block {int(block.container_of)}</p>'
     return '<p class="none">figure (not cropped)</p>'

@@ -7,6 +7,7 @@ cancellation and the synchronous POST /v1/convert.
 
 from __future__ import annotations
 
+import base64
 import io
 import zipfile
 from collections.abc import Iterator
@@ -90,6 +91,20 @@ def test_one_document_answers_its_location(docs: DocumentsClient, converted) -> 
     assert docs.wait(doc["id"])["status"] == "done"
     assert docs.get(answer.headers["location"]).json()["id"] == doc["id"]
     assert docs.result(doc["id"], "markdown") == (converted / "memo" / "memo.md").read_bytes()
+
+
+def test_html_embeds_the_figures_of_convert_s_folder(docs: DocumentsClient, converted) -> None:
+    """format=html (the web page's view): the Markdown rendered, each figure line its crop."""
+    (doc_id,) = docs.upload_ids([SAMPLES / "report.pdf"], **SERVICE_OPTIONS)
+    assert docs.wait(doc_id)["status"] == "done"
+    page = docs.result(doc_id, "html").decode("utf-8")
+    crop = (converted / "report" / "images" / "page-0003-figure-01.png").read_bytes()
+    assert "![](images/page-0003-figure-01.png)" in (converted / "report" / "report.md").read_text()
+    assert page.count("<img ") == 1
+    assert f'src="data:image/png;base64,{base64.b64encode(crop).decode()}"' in page
+    assert "images/page-0003-figure-01.png" not in page
+    assert "<h1>Annual Report on Data Quality</h1>" in page
+    assert "<table>" in page and "<math" in page
 
 
 def test_events_follow_a_document_to_its_end(docs: DocumentsClient, long_pdf: Path) -> None:

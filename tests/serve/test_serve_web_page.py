@@ -84,7 +84,7 @@ def open_tab(browser, served: Served):
         context.on(
             "request",
             lambda r: (
-                r.url.startswith((served.base + "/", "blob:", "about:"))
+                r.url.startswith((served.base + "/", "blob:", "about:", "data:image/png;"))
                 or tab.foreign.append(r.url)
             ),
         )
@@ -159,10 +159,13 @@ def test_the_rendered_markdown_has_the_table_and_the_formulas(converted, screens
     assert page.get_attribute("#viewer td:has-text('Model')", "rowspan") == "2"
     assert page.eval_on_selector_all("#viewer math", "m => m.length") >= 2
     assert page.locator("#viewer h1").text_content() == "A Small Study of Layout Models"
-    # the figure is a file of the zip, never asked of the server (the review page's renderer
-    # leaves an image's Markdown as text)
-    assert "images/page-0002-figure-01.png" in page.text_content("#viewer")
-    assert page.eval_on_selector_all("#viewer img", "m => m.length") == 0
+    # the figure's crop came embedded in the HTML, and the browser decoded it
+    assert "images/page-0002-figure-01.png" not in page.text_content("#viewer")
+    sizes = page.eval_on_selector_all(
+        "#viewer img", "images => images.map(i => [i.naturalWidth, i.naturalHeight])"
+    )
+    assert len(sizes) == 1 and min(sizes[0]) > 0, sizes
+    assert page.get_attribute("#viewer img", "src").startswith("data:image/png;base64,")
     page.screenshot(path=screenshots / "web-page.png", full_page=True)
 
 
@@ -240,19 +243,22 @@ def test_dropped_files_are_chosen(open_tab) -> None:
 
 def test_rendered_html_is_made_inert_before_it_is_shown(open_tab) -> None:
     """The server's renderer writes no raw HTML (tests/review); the page strips what would act
-    all the same, as it holds the key."""
+    all the same, as it holds the key, and keeps no image but embedded PNG data."""
     page = open_tab().page
     hostile = (
         '<p onclick="x()">text <a href="javascript:x()">a</a> <a href="#t">b</a></p>'
         '<script>x()</script><img src="x" onerror="x()"><iframe src="x"></iframe>'
         '<table><tr><td rowspan="2" onmouseover="x()">c</td></tr></table>'
         '<math display="block"><mi href="data:text/html,x">y</mi></math><style>p{}</style>'
+        '<img class="crop" src="data:image/png;base64,iVBORw0KGgo=" onload="x()" title="t">'
+        '<img src="data:image/svg+xml,<svg/>"><img src="data:image/png;base64,A B">'
     )
     shown = page.evaluate("html => inert(html).map(n => n.outerHTML || n.textContent)", hostile)
     assert shown == [
         '<p>text <a>a</a> <a href="#t">b</a></p>',
         '<table><tbody><tr><td rowspan="2">c</td></tr></tbody></table>',
         '<math display="block"><mi>y</mi></math>',
+        '<img src="data:image/png;base64,iVBORw0KGgo=" alt="">',
     ]
 
 

@@ -41,7 +41,7 @@ async def result_response(store: DocumentStore, job: DocumentJob, wanted: str) -
         path = await asyncio.to_thread(_zip, store.folder(job.id), doc_dir)
         return FileResponse(path, media_type="application/zip", filename=f"{stem}.zip")
     if wanted == "html":
-        return HTMLResponse(await asyncio.to_thread(_rendered, doc_dir / markdown_name(stem)))
+        return HTMLResponse(await asyncio.to_thread(_rendered, doc_dir))
     namer, media = _FILES[wanted]
     path = doc_dir / namer(stem)
     if not path.is_file():
@@ -71,16 +71,22 @@ def _zip(folder: Path, doc_dir: Path) -> Path:
 _HTML_TABLE = re.compile(r"(<table\b.*?</table>)", re.DOTALL | re.IGNORECASE)
 
 
-def _rendered(markdown_path: Path) -> str:
+def _rendered(doc_dir: Path) -> str:
     """The Markdown as the review page renders it: markdown-it without raw HTML, tables rebuilt
-    from their cells, math as MathML (hpdparse.review.blocks)."""
-    from hpdparse.review.blocks import make_markdown, table_html
+    from their cells, math as MathML, the figures' crops embedded (hpdparse.review.blocks)."""
+    from hpdparse.review.blocks import CROP_NAME, crop_html, make_markdown, table_html
 
     md = make_markdown()
-    parts = _HTML_TABLE.split(markdown_path.read_text("utf-8"))
-    return "".join(
-        table_html(md, part) if index % 2 else md.render(part) for index, part in enumerate(parts)
-    )
+    figure_line = re.compile(rf"^!\[[^\]\n]*\]\(({CROP_NAME.pattern})\)[ \t]*$", re.MULTILINE)
+    out = []
+    text = (doc_dir / markdown_name(doc_dir.name)).read_text("utf-8")
+    for index, part in enumerate(_HTML_TABLE.split(text)):
+        if index % 2:
+            out.append(table_html(md, part))
+            continue
+        for number, piece in enumerate(figure_line.split(part)):
+            out.append(crop_html(doc_dir, piece) if number % 2 else md.render(piece))
+    return "".join(out)
 
 
 def review_page(doc_dir: Path, password: str | None) -> Path:
