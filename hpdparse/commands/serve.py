@@ -72,10 +72,10 @@ def serve_command(**kw: Any) -> None:
     POST /v1/documents: upload files (multipart, field "file", repeatable) with conversion
       options as fields (pages, password, text_layer, docling, chunks, table_format, math,
       keep_headers...); answers 202 with each document's id. GET /v1/documents/ID for its
-      status, /events for its progress, /result?format=markdown|json|docling|chunks|zip for
-      its files; DELETE cancels or deletes it. POST /v1/convert waits for one document. Kept
-      under --store: a server started again on it finishes what was accepted. GET /openapi.json
-      describes these routes.
+      status, /events for its progress, /result?format=markdown|json|docling|chunks|zip|html
+      for its files, /review for its review page; DELETE cancels or deletes it. POST
+      /v1/convert waits for one document. Kept under --store: a server started again on it
+      finishes what was accepted. GET /openapi.json describes these routes.
     POST /v1/chat/completions: one page per request, a user message with the page as a PNG or
       JPEG data URL (and optionally the HPD instruction); the answer's content is the page's
       raw HPD text. stream: true sends it as server-sent events while the page decodes.
