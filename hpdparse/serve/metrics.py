@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
@@ -10,6 +10,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from hpdparse.engines.base import PageResult
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
+StatusCounts = Callable[[], Mapping[str, int]]  # how many documents have each status
 # Seconds from a page's request being accepted to its answer (vLLM's end-to-end buckets, trimmed).
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 # Status label of a request whose client closed the connection before its answer (nginx's code).
@@ -79,6 +80,17 @@ class ServeMetrics:
         self._counters = {
             stat: Counter(name, text, registry=registry) for stat, name, text in _PAGE_COUNTERS
         }
+        self._documents: tuple[Gauge, tuple[str, ...], StatusCounts] | None = None
+
+    def watch_documents(self, statuses: tuple[str, ...], count: StatusCounts) -> None:
+        """Report the document service's documents by status (`count()` at each scrape)."""
+        gauge = Gauge(
+            "hpdparse_documents",
+            "Documents in the store, by status",
+            ["status"],
+            registry=self.registry,
+        )
+        self._documents = (gauge, statuses, count)
 
     def count_request(self, route: str, status: int) -> None:
         self._requests.labels(route=route, status=str(status)).inc()
@@ -98,4 +110,9 @@ class ServeMetrics:
                 counter.inc(value)
 
     def render(self) -> bytes:
+        if self._documents is not None:
+            gauge, statuses, count = self._documents
+            counts = count()
+            for status in statuses:
+                gauge.labels(status=status).set(counts.get(status, 0))
         return generate_latest(self.registry)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import io
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,6 +142,18 @@ def test_listing_is_newest_first_with_limit_and_offset(docs: DocumentsClient) ->
         assert docs.get("/v1/documents", **bad).status_code == 400, bad
     for doc_id in ids:
         docs.wait(doc_id)
+
+
+def test_metrics_count_the_documents_by_status(docs: DocumentsClient) -> None:
+    (doc_id,) = docs.upload_ids([SAMPLES / "memo.pdf"])
+    listed = docs.listing(limit=1000)["documents"]
+    for body in listed:
+        docs.wait(body["id"])
+    statuses = Counter(docs.status(body["id"])["status"] for body in listed)
+    assert statuses["done"] >= 1
+    metrics = docs.get("/metrics").text
+    for status in ("queued", "running", "done", "failed", "cancelled"):
+        assert f'hpdparse_documents{{status="{status}"}} {float(statuses[status])}' in metrics
 
 
 def test_deleting_a_done_document_removes_its_files(docs: DocumentsClient, served) -> None:

@@ -13,6 +13,7 @@ password stays in memory, and its owner is a digest of the caller's API key.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import hashlib
@@ -33,6 +34,7 @@ from hpdparse.store.atomic import atomic_write_json
 
 QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
 FINAL = frozenset({DONE, FAILED, CANCELLED})
+STATUSES = (QUEUED, RUNNING, DONE, FAILED, CANCELLED)
 JOB_FILE = "job.json"
 _ID = re.compile(r"^[0-9a-f]{24}$")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -205,6 +207,11 @@ class DocumentStore:
         with self._lock:
             job = self._jobs.get(job_id)
             return None if job is None else job.status
+
+    def counts(self) -> dict[str, int]:
+        """How many documents have each status."""
+        with self._lock:
+            return dict(collections.Counter(job.status for job in self._jobs.values()))
 
     def unfinished(self) -> list[DocumentJob]:
         """The documents not ended (queued or running when the last server stopped), oldest
