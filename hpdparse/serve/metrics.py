@@ -10,7 +10,7 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from hpdparse.engines.base import PageResult
 
 CONTENT_TYPE = CONTENT_TYPE_LATEST
-StatusCounts = Callable[[], Mapping[str, int]]  # how many documents have each status
+StatusCounts = Callable[[], Mapping[str, int]]  # how many documents have each status (0s too)
 # Seconds from a page's request being accepted to its answer (vLLM's end-to-end buckets, trimmed).
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600)
 # Status label of a request whose client closed the connection before its answer (nginx's code).
@@ -80,9 +80,9 @@ class ServeMetrics:
         self._counters = {
             stat: Counter(name, text, registry=registry) for stat, name, text in _PAGE_COUNTERS
         }
-        self._documents: tuple[Gauge, tuple[str, ...], StatusCounts] | None = None
+        self._documents: tuple[Gauge, StatusCounts] | None = None
 
-    def watch_documents(self, statuses: tuple[str, ...], count: StatusCounts) -> None:
+    def watch_documents(self, count: StatusCounts) -> None:
         """Report the document service's documents by status (`count()` at each scrape)."""
         gauge = Gauge(
             "hpdparse_documents",
@@ -90,7 +90,7 @@ class ServeMetrics:
             ["status"],
             registry=self.registry,
         )
-        self._documents = (gauge, statuses, count)
+        self._documents = (gauge, count)
 
     def count_request(self, route: str, status: int) -> None:
         self._requests.labels(route=route, status=str(status)).inc()
@@ -111,8 +111,7 @@ class ServeMetrics:
 
     def render(self) -> bytes:
         if self._documents is not None:
-            gauge, statuses, count = self._documents
-            counts = count()
-            for status in statuses:
-                gauge.labels(status=status).set(counts.get(status, 0))
+            gauge, count = self._documents
+            for status, documents in count().items():
+                gauge.labels(status=status).set(documents)
         return generate_latest(self.registry)

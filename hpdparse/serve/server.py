@@ -35,7 +35,7 @@ from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.serve.app import Service, State, build_app, refusal_now
 from hpdparse.serve.documents.routes import DocumentLimits, DocumentService, document_routes
 from hpdparse.serve.documents.runner import DocumentRunner
-from hpdparse.serve.documents.store import STATUSES, DocumentStore
+from hpdparse.serve.documents.store import DocumentStore
 from hpdparse.serve.pages import PagePolicy, describe
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue
 from hpdparse.serve.settings import ServeSettings
@@ -135,7 +135,7 @@ class HpdServer:
             workers=settings.workers,
             max_pages=settings.max_pages,
         )
-        service.metrics.watch_documents(STATUSES, store.counts)
+        service.metrics.watch_documents(store.counts)
         documents = DocumentService(store, self.runner, _limits(settings), self._refusal)
         self._start_http(service, document_routes(documents))
         service.engine.start()

@@ -209,9 +209,10 @@ class DocumentStore:
             return None if job is None else job.status
 
     def counts(self) -> dict[str, int]:
-        """How many documents have each status."""
+        """How many documents have each status (every status, 0 included)."""
         with self._lock:
-            return dict(collections.Counter(job.status for job in self._jobs.values()))
+            counted = collections.Counter(job.status for job in self._jobs.values())
+        return {status: counted[status] for status in STATUSES}
 
     def unfinished(self) -> list[DocumentJob]:
         """The documents not ended (queued or running when the last server stopped), oldest
