@@ -64,6 +64,7 @@ _CELLS = TypeAdapter(list[TableCell])
 # Enum members read once: on Python 3.11 each `DocItemLabel.X` is a Python-level lookup.
 _TEXT, _BOTTOM_LEFT = DocItemLabel.TEXT, CoordOrigin.BOTTOMLEFT
 _Text = TypeVar("_Text", bound=NodeItem)
+_Item = TypeVar("_Item", bound=NodeItem)
 
 
 @dataclass
@@ -145,9 +146,10 @@ class _Builder:
 
     def _text(self, unit: Unit, cls: type[_Text], text: str, **fields: Any) -> _Text:
         """A text-like item of `unit` with its provenance, linked to the unit's blocks."""
-        item = append_text(self.doc, cls, text, self._provenance(unit, text), **fields)
-        self._link(item, unit)
-        return item
+        refs = self._refs(unit)
+        return self._link(
+            append_text(self.doc, cls, text, self._provenance(refs, text), **fields), refs
+        )
 
     def _caption(self, unit: Unit, owner: TableItem | PictureItem) -> None:
         label = DocItemLabel.CAPTION
@@ -160,65 +162,60 @@ class _Builder:
         for text, block in zip(unit.items, item_blocks, strict=False):
             marker, body = item_parts(text, unit.ordered)
             body = plain(body)
-            ref = BlockRef(unit.page, block)
-            prov = self._block_provenance(ref, (0, len(body)))
+            refs = [(BlockRef(unit.page, block), "")]
+            prov = self._provenance(refs, body)
             item = append_text(
-                self.doc,
-                ListItem,
-                body,
-                [prov] if prov else None,
-                enumerated=unit.ordered,
-                marker=marker or "",
-                parent=group,
+                self.doc, ListItem, body, prov, enumerated=unit.ordered, marker=marker, parent=group
             )
-            self.export.refs[item.self_ref] = [ref]
+            self._link(item, refs)
 
     def _table(self, unit: Unit, index: int) -> None:
         if unit.table is None:
             return
-        prov = self._provenance(unit, "")
-        item = append_item(self.doc, "tables", TableItem, data=_table_data(unit.table), prov=prov)
-        self._link(item, unit)
+        refs = self._refs(unit)
+        data = _table_data(unit.table)
+        item = append_item(
+            self.doc, "tables", TableItem, data=data, prov=self._provenance(refs, "")
+        )
+        self._link(item, refs)
         for caption in self.table_captions.get(index, []):
             self._caption(self.units[caption], item)
 
     def _figure(self, unit: Unit) -> None:
-        ref = BlockRef(unit.page, unit.block or 0)
-        prov = self._block_provenance(ref, (0, 0))
-        image = self._image(unit, ref)
-        prov_list = [prov] if prov else None
-        picture = append_item(self.doc, "pictures", PictureItem, image=image, prov=prov_list)
-        self.export.refs[picture.self_ref] = [ref]
+        refs = self._refs(unit)  # a figure's block alone: figures are never merged
+        image = self._image(unit, refs[0][0])
+        prov = self._provenance(refs, "")
+        picture = self._link(
+            append_item(self.doc, "pictures", PictureItem, image=image, prov=prov), refs
+        )
         if unit.text:
             self._caption(unit, picture)
 
     # --- provenance ----------------------------------------------------------------------------
 
-    def _provenance(self, unit: Unit, text: str) -> list[Provenance]:
-        """One entry per block the unit was made from (several when merged across pages); the
-        character spans split `text` where the continuation's own text starts. Empty when the
-        first block has no box."""
+    def _refs(self, unit: Unit) -> list[tuple[BlockRef, str]]:
+        """The blocks the unit was made from (several when merged across pages), each with its
+        own text (that of the first is not needed)."""
+        first = BlockRef(unit.page, unit.block or 0)
+        return [(first, ""), *self.continuations.get((unit.kind, first), [])]
+
+    def _link(self, item: _Item, refs: list[tuple[BlockRef, str]]) -> _Item:
+        self.export.refs[item.self_ref] = [ref for ref, _ in refs]
+        return item
+
+    def _provenance(self, refs: list[tuple[BlockRef, str]], text: str) -> list[Provenance]:
+        """One entry per block; the character spans split `text` where each continuation's own
+        text starts. Empty when the first block has no box."""
         if not self.provenance:
             return []
-        first = BlockRef(unit.page, unit.block or 0)
-        later = self.continuations.get((unit.kind, first))
-        if not later:  # most units: one block, the whole text
-            entry = self._block_provenance(first, (0, len(text)))
-            return [entry] if entry is not None else []
-        spans = _spans(text, [len(plain(t)) for _, t in later])
-        refs = [first] + [ref for ref, _ in later]
-        entries = [self._block_provenance(ref, span) for ref, span in zip(refs, spans, strict=True)]
+        spans = _spans(text, [len(plain(t)) for _, t in refs[1:]])
+        entries = [
+            self._block_provenance(ref, span) for (ref, _), span in zip(refs, spans, strict=True)
+        ]
         return [e for e in entries if e is not None] if entries[0] is not None else []
-
-    def _link(self, item: NodeItem, unit: Unit) -> None:
-        first = BlockRef(unit.page, unit.block or 0)
-        later = self.continuations.get((unit.kind, first), [])
-        self.export.refs[item.self_ref] = [first] + [ref for ref, _ in later]
 
     def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> Provenance | None:
         """A ProvenanceItem's fields (the item's validation builds it)."""
-        if not self.provenance:
-            return None
         page = self.pages.get(ref.page)
         block = self.blocks.get(ref)
         grid = block.bbox if block is not None else None

@@ -189,17 +189,15 @@ class ForkTree:
         """The page's spliced tokens: final once `done`; before that, the settled prefix."""
         return self._splice(_SpliceCursor())
 
-    def logprobs(self) -> list[float] | None:
-        """The log-probability of each of `tokens()` (a spliced ``<CHILD>`` has its ``<FORK>``'s),
-        or None when some branch's tokens came without them."""
-        return self.tokens_and_logprobs()[1]
-
     def tokens_and_logprobs(self) -> tuple[list[int], list[float] | None]:
-        """`tokens()` and `logprobs()` from one splice."""
-        if any(len(b.logprobs) != len(b.tokens) for b in self.branches):
-            return self.tokens(), None
-        values: list[float] = []
+        """`tokens()` and the log-probability of each (a spliced ``<CHILD>`` has its
+        ``<FORK>``'s), from one splice; None when some branch's tokens came without them."""
+        values: list[float] | None = [] if self._has_logprobs else None
         return self._splice(_SpliceCursor(), values), values
+
+    @property
+    def _has_logprobs(self) -> bool:
+        return all(len(b.logprobs) == len(b.tokens) for b in self.branches)
 
     def take_settled(self, logprobs: list[float] | None = None) -> list[int]:
         """The tokens that joined the settled prefix since the last call (and, when `logprobs`
@@ -210,9 +208,7 @@ class ForkTree:
         change: the parent's tokens up to the first ``<FORK>`` whose child is still decoding,
         then ``<CHILD>`` and that child's tokens so far. Once the page is done the calls' tokens,
         concatenated, are exactly `tokens()`."""
-        if any(len(b.logprobs) != len(b.tokens) for b in self.branches):
-            logprobs = None
-        return self._splice(self._settled, logprobs)
+        return self._splice(self._settled, logprobs if self._has_logprobs else None)
 
     def stream_settled(
         self,

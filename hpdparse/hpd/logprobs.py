@@ -64,11 +64,21 @@ class PageLogprobs:
         is_marker: Callable[[T], bool],
     ) -> PageLogprobs:
         """Cut a page's tokens (ids, or token texts) and their log-probabilities into segments.
-        `is_block` tells a ``<BLOCK>`` token, `is_marker` a ``<CHILD>`` or ``<FORK>``."""
+        `is_block` tells a ``<BLOCK>`` token, `is_marker` a ``<CHILD>`` or ``<FORK>``.
+
+        A block's header runs from its ``<BLOCK>`` up to and including its first marker (all of
+        it without one), its content on to the next ``<BLOCK>``. Slices, not a Python step per
+        token (host time per page)."""
         if len(tokens) != len(logprobs):
             raise ValueError(f"{len(tokens)} tokens but {len(logprobs)} log-probabilities")
         starts = [i for i, token in enumerate(tokens) if is_block(token)]
-        return cls._cut(tokens, logprobs, starts, is_marker)
+        values = [float(v) for v in logprobs]
+        segments = [Segment((), tuple(values[: starts[0] if starts else len(values)]))]
+        for k, start in enumerate(starts):
+            end = starts[k + 1] if k + 1 < len(starts) else len(values)
+            cut = next((i + 1 for i in range(start + 1, end) if is_marker(tokens[i])), end)
+            segments.append(Segment(tuple(values[start:cut]), tuple(values[cut:end])))
+        return cls(tuple(segments))
 
     @classmethod
     def of_ids(
@@ -78,30 +88,8 @@ class PageLogprobs:
         there are no log-probabilities."""
         if logprobs is None:
             return None
-        if len(token_ids) != len(logprobs):
-            raise ValueError(f"{len(token_ids)} tokens but {len(logprobs)} log-probabilities")
-        block = ids.block
-        starts = [i for i, token in enumerate(token_ids) if token == block]
-        return cls._cut(token_ids, logprobs, starts, {ids.child, ids.fork}.__contains__)
-
-    @classmethod
-    def _cut(
-        cls,
-        tokens: Sequence[T],
-        logprobs: Sequence[float],
-        starts: list[int],
-        is_marker: Callable[[T], bool],
-    ) -> PageLogprobs:
-        """The segments, given where the ``<BLOCK>`` tokens are: a block's header runs from its
-        ``<BLOCK>`` up to and including its first marker (all of it without one), its content on
-        to the next ``<BLOCK>``. Slices, not a Python step per token (host time per page)."""
-        values = [float(v) for v in logprobs]
-        segments = [Segment((), tuple(values[: starts[0] if starts else len(values)]))]
-        for k, start in enumerate(starts):
-            end = starts[k + 1] if k + 1 < len(starts) else len(values)
-            cut = next((i + 1 for i in range(start + 1, end) if is_marker(tokens[i])), end)
-            segments.append(Segment(tuple(values[start:cut]), tuple(values[cut:end])))
-        return cls(tuple(segments))
+        block, markers = ids.block, {ids.child, ids.fork}
+        return cls.split(token_ids, logprobs, lambda token: token == block, markers.__contains__)
 
     def to_json(self) -> LogprobsJson:
         """The compact record saved in raw/page-NNNN.json."""

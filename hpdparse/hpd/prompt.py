@@ -126,7 +126,3 @@ class PromptBuilder:
         before, after = self._parts[fork]
         image = [self.ids.img_start, *([self.ids.img_context] * num_image_tokens), self.ids.img_end]
         return before + image + after
-
-    def text(self, fork: bool) -> str:
-        """The prompt with a placeholder for the image (recorded with raw pages)."""
-        return P.instruction(fork)

@@ -362,7 +362,9 @@ def _cut_repeated_blocks(blocks: list[Block], strict: bool) -> bool:
     last block."""
     min_repeats = 5 if strict else 3
     # A page that stopped by itself rarely loops: there, blocks repeat only if their boxes do too.
-    keys = [(b.label, b.content, b.bbox) if strict else _key(b) for b in blocks]
+    keys = [
+        (b.label, b.content, b.bbox) if strict else (b.label, b.content or b.bbox) for b in blocks
+    ]
     n = len(keys)
     for period in range(1, _MAX_BLOCK_PERIOD + 1):
         if n < min_repeats * period:
@@ -375,10 +377,6 @@ def _cut_repeated_blocks(blocks: list[Block], strict: bool) -> bool:
             blocks[-1].flags.append(FLAG_REPETITION)
             return True
     return False
-
-
-def _key(block: Block) -> tuple[str, object]:
-    return (block.label, block.content or block.bbox)
 
 
 def bbox_to_pixels(

@@ -8,6 +8,7 @@ attribute. A table cut off without `</table>` is closed.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
@@ -267,20 +268,26 @@ def to_gfm(table: Table, dollar: bool) -> str:
 
 def to_html(table: Table, dollar: bool) -> str:
     """Clean HTML: one line per row, no blank lines (so it stays one Markdown HTML block)."""
-    lines = ["<table>"]
+    rows = html_rows(table, lambda text: render_inline(text, dollar, MODE_HTML))
+    return "\n".join(["<table>", *rows, "</table>"])
+
+
+def html_rows(table: Table, cell_html: Callable[[str], str]) -> list[str]:
+    """Each row as one line of HTML: its cells, spans kept, each cell's text as `cell_html`
+    writes it."""
+    rows = []
     for row in table.rows:
         cells = []
         for cell in row:
             tag = "th" if cell.header else "td"
-            attrs = ""
-            if cell.rowspan > 1:
-                attrs += f' rowspan="{cell.rowspan}"'
-            if cell.colspan > 1:
-                attrs += f' colspan="{cell.colspan}"'
-            cells.append(f"<{tag}{attrs}>{render_inline(cell.text, dollar, MODE_HTML)}</{tag}>")
-        lines.append("<tr>" + "".join(cells) + "</tr>")
-    lines.append("</table>")
-    return "\n".join(lines)
+            spans = "".join(
+                f' {name}="{value}"'
+                for name, value in (("rowspan", cell.rowspan), ("colspan", cell.colspan))
+                if value > 1
+            )
+            cells.append(f"<{tag}{spans}>{cell_html(cell.text)}</{tag}>")
+        rows.append("<tr>" + "".join(cells) + "</tr>")
+    return rows
 
 
 def render_table(table: Table, table_format: str, dollar: bool) -> str:

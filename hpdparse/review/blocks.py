@@ -19,7 +19,7 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from hpdparse.hpd.stream import Block
 from hpdparse.markdown.lists import is_ordered, render_list, split_items
-from hpdparse.markdown.tables import parse_table
+from hpdparse.markdown.tables import html_rows, parse_table
 from hpdparse.markdown.text import escape_block_start, render_inline
 from hpdparse.review.mathml import latex_to_mathml
 
@@ -74,19 +74,9 @@ def table_html(md: MarkdownIt, table_markup: str) -> str:
     cell_md = make_cell_markdown()
     table = parse_table(table_markup)
     parts = [f"<p>{inline_html(md, t)}</p>" for t in (table.before, table.caption) if t]
-    rows = []
-    for row in table.rows:
-        cells = []
-        for cell in row:
-            tag = "th" if cell.header else "td"
-            spans = "".join(
-                f' {name}="{value}"'
-                for name, value in (("rowspan", cell.rowspan), ("colspan", cell.colspan))
-                if value > 1
-            )
-            body = "<br>".join(cell_md.renderInline(line) for line in cell.text.split("\n"))
-            cells.append(f"<{tag}{spans}>{body}</{tag}>")
-        rows.append("<tr>" + "".join(cells) + "</tr>")
+    rows = html_rows(
+        table, lambda text: "<br>".join(cell_md.renderInline(line) for line in text.split("\n"))
+    )
     if rows:
         parts.append('<table class="tbl">' + "".join(rows) + "</table>")
     if table.after:

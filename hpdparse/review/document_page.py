@@ -35,14 +35,14 @@ PLACEHOLDER_SIZE = (1000, 1414)  # a page whose size is unknown (failed, no sour
 
 @dataclass
 class BlockView:
+    """A block as the review page shows it: its record, then what the page adds."""
+
+    block: Block
     ref: str
     role: str  # css class
     role_name: str
-    label: str
-    index: int
     html: Markup
     notes: list[Markup]
-    flags: list[str]
     furniture: bool
     container: bool
     confidence: str = "conf-none"  # css class: conf-low, conf-mid, conf-high, conf-none
@@ -52,12 +52,11 @@ class BlockView:
 
 @dataclass
 class PageView:
-    number: int
-    label: str | None
+    """A page as the review page shows it: its record, then what the page adds."""
+
+    page: ParsedPage
     status: str  # ok | truncated | failed
-    error: str | None
     facts: str
-    flags: list[str]
     width: int
     height: int
     image: str | None
@@ -184,27 +183,22 @@ def _notes(block: Block, keep_headers: bool) -> list[Markup]:
 
 def _block_views(doc_dir: Path, page: ParsedPage, keep_headers: bool) -> list[BlockView]:
     md = make_markdown()
-    views = []
-    for block in page.blocks:
-        role = block.role or "text"
-        views.append(
-            BlockView(
-                ref=f"p{page.number}-{block.index}",
-                role=css_class(role),
-                role_name=role_name(role),
-                label=block.label,
-                index=block.index,
-                html=Markup(block_html(md, doc_dir, block)),
-                notes=_notes(block, keep_headers),
-                flags=block.flags,
-                furniture=role in PAGE_FURNITURE,
-                container=is_container(block),
-                confidence=confidence_class(block.confidence),
-                confidence_text=confidence_text(block.confidence),
-                box=_box(block.bbox_px),
-            )
+    return [
+        BlockView(
+            block,
+            ref=f"p{page.number}-{block.index}",
+            role=css_class(block.role),  # an unknown role (or none) is drawn as text
+            role_name=role_name(block.role),
+            html=Markup(block_html(md, doc_dir, block)),
+            notes=_notes(block, keep_headers),
+            furniture=block.role in PAGE_FURNITURE,
+            container=is_container(block),
+            confidence=confidence_class(block.confidence),
+            confidence_text=confidence_text(block.confidence),
+            box=_box(block.bbox_px),
         )
-    return views
+        for block in page.blocks
+    ]
 
 
 def _box(bbox_px: tuple[int, int, int, int] | None) -> tuple[int, int, int, int] | None:
@@ -263,12 +257,9 @@ def page_views(
         height = int(page.height_px or (image.height if image else PLACEHOLDER_SIZE[1]))
         views.append(
             PageView(
-                number,
-                page.label,
+                page,
                 page_status(page),
-                page.error,
                 _facts(page),
-                page.flags,
                 width,
                 height,
                 image.data_url if image else None,

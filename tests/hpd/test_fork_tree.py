@@ -272,7 +272,7 @@ def test_streamed_tokens_come_with_their_logprobs_a_child_marker_with_its_forks(
         ("logprobs", [-0.4, -0.3]),
         ("tokens", [12, 11]),
     ]
-    assert page.logprobs() == [-0.1, -0.2, -0.4, -0.3]
+    assert page.tokens_and_logprobs()[1] == [-0.1, -0.2, -0.4, -0.3]
 
 
 def test_tokens_without_logprobs_stream_without_them() -> None:

@@ -193,10 +193,11 @@ class HpdDecoder:
 
     def result(self, page: _Page) -> PageDecode:
         tree = page.tree
+        token_ids, logprobs = tree.tokens_and_logprobs()
         return PageDecode(
             key=page.job.key,
-            token_ids=tree.tokens(),
-            logprobs=tree.logprobs(),
+            token_ids=token_ids,
+            logprobs=logprobs,
             finish_reason=tree.finish_reason,
             prompt_tokens=len(page.job.prompt_ids),
             stats={
