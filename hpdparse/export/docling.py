@@ -49,12 +49,10 @@ from hpdparse.markdown.tables import Table, occupancy
 from hpdparse.markdown.text import MODE_PLAIN, render_inline
 from hpdparse.markdown.units import Kind, Unit
 
-_TEXT_LABELS = {
+_TEXT_LABELS = {  # of paragraphs, then of page furniture (other roles: text)
     ROLE_CAPTION: DocItemLabel.CAPTION,
     "footnote": DocItemLabel.FOOTNOTE,
     "reference": DocItemLabel.REFERENCE,
-}
-_FURNITURE_LABELS = {
     ROLE_HEADER: DocItemLabel.PAGE_HEADER,
     ROLE_FOOTER: DocItemLabel.PAGE_FOOTER,
     ROLE_PAGE_NUMBER: DocItemLabel.PAGE_FOOTER,
@@ -120,9 +118,10 @@ class _Builder:
             self._text(unit, TitleItem, plain(unit.text))
         elif kind == Kind.HEADING:
             self._text(unit, SectionHeaderItem, plain(unit.text), level=min(unit.level, 100))
-        elif kind == Kind.PARAGRAPH:
+        elif kind in (Kind.PARAGRAPH, Kind.FURNITURE):
             label = _TEXT_LABELS.get(unit.role, _TEXT)
-            self._text(unit, TextItem, plain(unit.text), label=label)
+            layer = ContentLayer.FURNITURE if kind == Kind.FURNITURE else None
+            self._text(unit, TextItem, plain(unit.text), label=label, content_layer=layer)
         elif kind == Kind.LIST:
             self._list(unit)
         elif kind == Kind.TABLE:
@@ -137,10 +136,6 @@ class _Builder:
             language = _LANGUAGES.get(unit.language.lower())
             fields = {"code_language": language} if language else {}
             self._text(unit, CodeItem, unit.text, **fields)
-        elif kind == Kind.FURNITURE:
-            label = _FURNITURE_LABELS.get(unit.role, _TEXT)
-            furniture = ContentLayer.FURNITURE
-            self._text(unit, TextItem, plain(unit.text), label=label, content_layer=furniture)
 
     # --- items ---------------------------------------------------------------------------------
 

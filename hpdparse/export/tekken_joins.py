@@ -69,10 +69,7 @@ def _last_boundary(text: str) -> int | None:
         before = text[j - 1]
         if before in _ASCII_DIGITS:
             return j
-        if before in _ASCII_LETTERS and (j == len(text) or _ascii_non_letter(text[j])):
+        after = text[j : j + 1]  # "" at the end
+        if before in _ASCII_LETTERS and after < "\x80" and after not in _ASCII_LETTERS:
             return j
     return None
-
-
-def _ascii_non_letter(char: str) -> bool:
-    return char < "\x80" and char not in _ASCII_LETTERS

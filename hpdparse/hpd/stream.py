@@ -21,6 +21,7 @@ from hpdparse.hpd.labels import LABEL_ROLES, normalize_label, role_of
 from hpdparse.hpd.protocol import BLOCK, CHILD, FINISH_LENGTH, FORK
 
 GRID = 1000
+Box = tuple[int, int, int, int]  # x1, y1, x2, y2
 
 # Block flags
 FLAG_NO_HEADER = "no_header"  # content before the first <BLOCK>
@@ -87,10 +88,10 @@ class Block:
     index: int  # reading order on the page, 0-based
     label: str  # normalized label as the model wrote it ("" when missing)
     role: str  # see hpdparse.hpd.labels
-    bbox: tuple[int, int, int, int] | None  # 0-1000 grid, x1 <= x2, y1 <= y2
+    bbox: Box | None  # 0-1000 grid, x1 <= x2, y1 <= y2
     content: str | None  # None: no <CHILD> (image, list container...) or a "no text" sentence
     flags: list[str] = field(default_factory=list)
-    bbox_px: tuple[int, int, int, int] | None = None  # the box in pixels of the page image
+    bbox_px: Box | None = None  # the box in pixels of the page image
     # What the renderer tied to it (indices of blocks on the same page), in <stem>.json's order;
     # None: not tied
     container_of: int | None = None  # a figure around the figure block `container_of`
@@ -235,7 +236,7 @@ def _parse_block(part: str, index: int) -> Block:
     return Block(index, label, role_of(label), bbox, content, flags)
 
 
-def parse_header(text: str) -> tuple[str, tuple[int, int, int, int] | None]:
+def parse_header(text: str) -> tuple[str, Box | None]:
     """A block header's text (``label [x1, y1, x2, y2]``, what follows ``<BLOCK>``) -> its
     normalised label ("" when none) and box (None when missing or unusable)."""
     match = _HEADER.match(text)
@@ -244,7 +245,7 @@ def parse_header(text: str) -> tuple[str, tuple[int, int, int, int] | None]:
     return label, box
 
 
-def parse_box(text: str, flags: list[str]) -> tuple[int, int, int, int] | None:
+def parse_box(text: str, flags: list[str]) -> Box | None:
     """`[x1, y1, x2, y2]` -> ints on the 0-1000 grid, clamped and ordered; None when unusable."""
     plain = _PLAIN_BOX.fullmatch(text)
     if plain:
@@ -379,9 +380,7 @@ def _cut_repeated_blocks(blocks: list[Block], strict: bool) -> bool:
     return False
 
 
-def bbox_to_pixels(
-    bbox: tuple[int, int, int, int] | None, width: int, height: int
-) -> tuple[int, int, int, int] | None:
+def bbox_to_pixels(bbox: Box | None, width: int, height: int) -> Box | None:
     """0-1000 grid -> pixels of the page image (outward rounding, clamped); None if empty."""
     if bbox is None or width <= 0 or height <= 0:
         return None

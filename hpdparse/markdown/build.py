@@ -212,8 +212,7 @@ class PageBuilder:
             block.caption = caption.index
             caption.caption_of = block.index
         if image is not None or caption_text:
-            unit = self._add(Kind.FIGURE, block, text=caption_text)
-            unit.image = image
+            self._add(Kind.FIGURE, block, text=caption_text, image=image)
 
     def _table(self, block: Block) -> None:
         if not block.content:
@@ -254,16 +253,13 @@ class PageBuilder:
             return
         block.latex = "\n\n".join(cleaned)
         block.tag = tag or None
-        unit = self._add(Kind.FORMULA, block, formulas=cleaned)
-        unit.tag = tag
+        self._add(Kind.FORMULA, block, formulas=cleaned, tag=tag)
 
     # --- helpers -------------------------------------------------------------------------------
 
-    def _add(self, kind: str, block: Block, **fields: Any) -> Unit:
+    def _add(self, kind: str, block: Block, **fields: Any) -> None:
         role = fields.pop("role", block.role)
-        unit = Unit(kind, self.page.number, block.index, role=role, **fields)
-        self.units.append(unit)
-        return unit
+        self.units.append(Unit(kind, self.page.number, block.index, role=role, **fields))
 
     def _flag(self, block: Block, flag: str) -> None:
         if flag not in block.flags:

@@ -14,30 +14,20 @@ import re
 _CN_NUM = "一二三四五六七八九十百零〇"
 _ROMAN = r"(?=[IVXLC])C{0,3}(?:XC|XL|L?X{0,3})(?:IX|IV|V?I{0,3})"
 
-_STYLES: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(rf"^第[{_CN_NUM}\d]+[章篇部]"), "cn_chapter"),
-    (re.compile(rf"^第[{_CN_NUM}\d]+节"), "cn_section"),
-    (re.compile(rf"^{_ROMAN}\.\s*\S"), "roman"),
-    (re.compile(rf"^[{_CN_NUM}]+[、.．]"), "cn_num"),
-    (re.compile(rf"^[（(][{_CN_NUM}]+[）)]"), "cn_paren"),
-    (re.compile(r"^[A-Z](?:\.\d{1,2})+\.?(?:\s|$)"), "letter_dotted"),
-    (re.compile(r"^[A-Z][.．]\s*\S"), "letter"),
-    (re.compile(r"^\d{1,2}(?:\.\d{1,2})*[.．、]?(?:\s|(?=[^\d\s.．、]))"), "arabic"),
-    (re.compile(r"^[（(]\d{1,2}[）)]|^\d{1,2}[）)]"), "paren_arabic"),
-    (re.compile(r"^[（(]?[a-z][）)]"), "lower_letter"),
+# Each style with its place in the nesting order (arabic numbering: 5 + its depth).
+_STYLES: list[tuple[re.Pattern[str], str, float]] = [
+    (re.compile(rf"^第[{_CN_NUM}\d]+[章篇部]"), "cn_chapter", 0.0),
+    (re.compile(rf"^第[{_CN_NUM}\d]+节"), "cn_section", 1.0),
+    (re.compile(rf"^{_ROMAN}\.\s*\S"), "roman", 2.0),
+    (re.compile(rf"^[{_CN_NUM}]+[、.．]"), "cn_num", 3.0),
+    (re.compile(rf"^[（(][{_CN_NUM}]+[）)]"), "cn_paren", 4.0),
+    (re.compile(r"^[A-Z](?:\.\d{1,2})+\.?(?:\s|$)"), "letter_dotted", 5.0),
+    (re.compile(r"^[A-Z][.．]\s*\S"), "letter", 6.0),  # 2.5 under Roman numerals
+    (re.compile(r"^\d{1,2}(?:\.\d{1,2})*[.．、]?(?:\s|(?=[^\d\s.．、]))"), "arabic", 5.0),
+    (re.compile(r"^[（(]\d{1,2}[）)]|^\d{1,2}[）)]"), "paren_arabic", 20.0),
+    (re.compile(r"^[（(]?[a-z][）)]"), "lower_letter", 21.0),
 ]
-
-_ORDER = {
-    "cn_chapter": 0.0,
-    "cn_section": 1.0,
-    "roman": 2.0,
-    "letter_under_roman": 2.5,
-    "cn_num": 3.0,
-    "cn_paren": 4.0,
-    # arabic depth d: 5 + d
-    "paren_arabic": 20.0,
-    "lower_letter": 21.0,
-}
+_ORDER = {style: order for _, style, order in _STYLES}
 
 MAX_LEVEL = 5  # level 1 is "##", level 5 is "######"
 
@@ -45,7 +35,7 @@ MAX_LEVEL = 5  # level 1 is "##", level 5 is "######"
 def numbering(text: str) -> tuple[str, int] | None:
     """The numbering style of a heading and its depth (`1.2.3` -> ("arabic", 3)), or None."""
     stripped = text.lstrip()
-    for pattern, style in _STYLES:
+    for pattern, style, _ in _STYLES:
         match = pattern.match(stripped)
         if match:
             if style in ("arabic", "letter_dotted"):
@@ -58,10 +48,8 @@ def numbering(text: str) -> tuple[str, int] | None:
 
 def _order(style: str, depth: int, has_roman: bool) -> float:
     if style in ("arabic", "letter_dotted"):
-        return 5.0 + depth
-    if style == "letter":
-        return _ORDER["letter_under_roman"] if has_roman else 6.0
-    return _ORDER[style]
+        return _ORDER[style] + depth
+    return 2.5 if style == "letter" and has_roman else _ORDER[style]
 
 
 def assign_levels(headings: list[str]) -> list[int]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from hpdparse.hpd.stream import Box
 from hpdparse.markdown.text import escape_block_start, render_inline
 
 BULLET = re.compile(r"^[•·▪▫◦●○■□◆◇➢➤►▶▸‣⁃✓✔✗✘\-*–—]\s*")
@@ -14,17 +15,13 @@ _ORDERED_LOOKALIKE = re.compile(r"^(\d{1,9})([.)])(\s|$)")
 CONTAINED_SLACK = 8  # grid units an item may stick out of its list box
 
 
-def inside(
-    inner: tuple[int, int, int, int] | None, outer: tuple[int, int, int, int] | None
-) -> bool:
+def inside(inner: Box | None, outer: Box | None) -> bool:
+    """`inner` lies in `outer`, give or take CONTAINED_SLACK."""
     if inner is None or outer is None:
         return False
     s = CONTAINED_SLACK
-    return (
-        inner[0] >= outer[0] - s
-        and inner[1] >= outer[1] - s
-        and inner[2] <= outer[2] + s
-        and inner[3] <= outer[3] + s
+    return all(i >= o - s for i, o in zip(inner[:2], outer[:2], strict=True)) and all(
+        i <= o + s for i, o in zip(inner[2:], outer[2:], strict=True)
     )
 
 

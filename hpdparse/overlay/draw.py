@@ -38,23 +38,16 @@ def latin1(text: str) -> str:
     return text.encode("latin-1", "replace").decode("latin-1")
 
 
-def box_rect(block: Block, sx: float, sy: float) -> pymupdf.Rect | None:
-    """The block's box in page points, from its pixel box (None without a box)."""
-    if block.bbox_px is None:
-        return None
-    x1, y1, x2, y2 = block.bbox_px
-    return pymupdf.Rect(x1 * sx, y1 * sy, x2 * sx, y2 * sy)
-
-
 def draw_blocks(page: pymupdf.Page, blocks: list[Block], sx: float, sy: float) -> None:
     """Each block's box in its role's colour (dashed for containers), then the tags on top."""
     m = Metrics(page.rect.width)
     shape = page.new_shape()
     placed = []
     for block in blocks:
-        rect = box_rect(block, sx, sy)
-        if rect is None:
+        if block.bbox_px is None:
             continue
+        x1, y1, x2, y2 = block.bbox_px
+        rect = pymupdf.Rect(x1 * sx, y1 * sy, x2 * sx, y2 * sy)  # in page points
         colour = rgb(block.role)
         container = is_container(block)
         shape.draw_rect(rect)
