@@ -122,11 +122,9 @@ def load_document(doc_dir: Path) -> DocumentOutput:
 
 
 def _from_json(data: Mapping[str, Any]) -> ShownDocument:
+    names = (str(data.get(key) or "") for key in ("stem", "source", "engine", "model"))
     return ShownDocument(
-        str(data.get("stem") or ""),
-        str(data.get("source") or ""),
-        str(data.get("engine") or ""),
-        str(data.get("model") or ""),
+        *names,
         int(data.get("page_count") or 0),
         bool((data.get("render_options") or {}).get("keep_headers")),
         [page_from_json(page) for page in data["pages"]],
