@@ -5,7 +5,7 @@ Stages (each callable on its own, keeping no hidden state):
     read_ahead.ReadAhead(pool, ...).pages(pages)          rasterize + prepare ahead: PageRequests
     engine.run(requests, max_in_flight)                   decode (hpdparse.engines)
     folder.write_raw_page(RawPage(number, result, geometry, info, reuse))   store a raw page
-    finish.start_converted(folder, state, options, cutter, report)()   write the document
+    finish.DocumentFinish(folder, state, options, cutter, report).start_converted()()   write it
                                  (two steps: render here, then the writing on any thread)
 Around them: settings (ConvertSettings and defaults), workers (the rasterizer pool, crops),
 images (cutters), document_run (per-document counters), document_book (`DocumentBook`: a run's

@@ -8,7 +8,7 @@ progress display is told, from the moment a document is added to the moment it i
                                  next on the main thread (show the document started, or close
                                  it: failed, skipped, finished), called there by the runner
     page_decoded, page_failed    a page came back; the document is finished once none is out
-    finish(doc)                  every page is in: write the document (start_converted), at
+    finish(doc)                  every page is in: write the document (DocumentFinish), at
                                  once or, with `finish_later`, in the background
     finished(doc, outcome)       the document is written (or failed): close it
     fail(doc, message)           the document cannot go on
@@ -26,7 +26,7 @@ from pathlib import Path
 from hpdparse.engines.base import EngineInfo
 from hpdparse.errors import HpdparseError
 from hpdparse.runner.document_run import DocumentRun
-from hpdparse.runner.finish import FinishedDocument, start_converted
+from hpdparse.runner.finish import DocumentFinish, FinishedDocument
 from hpdparse.runner.images import ImageCutter, PoolCutter
 from hpdparse.runner.overlay import OverlayWriter, PoolOverlay
 from hpdparse.runner.plan import plan_document
@@ -159,7 +159,7 @@ class DocumentBook:
             if settle is not None and (reason := settle(doc)) is not None:
                 raise OSError(errno.EIO, reason)
 
-        write = start_converted(
+        write = DocumentFinish(
             doc.folder,
             doc.state,
             self.settings.render_options,
@@ -170,7 +170,7 @@ class DocumentBook:
             pages_saved,
             text_layers=doc.text_layers,
             unfinished=True,  # planning removed its .md
-        )
+        ).start_converted()
         if self.finish_later is None:
             self.finished(doc, write())
         else:

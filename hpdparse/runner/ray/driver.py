@@ -5,7 +5,7 @@
 2. One Ray Dataset row per unit, one block per row (Ray would otherwise hand a small work list to
    a single actor), `map_batches` through `PageDecoder` actors.
 3. Consume the page rows as units finish, anywhere in the cluster: progress, counters, and a
-   document is finished (`start_converted`, on the driver) as soon as all its pages are in.
+   document is finished (`DocumentFinish`, on the driver) as soon as all its pages are in.
    Meanwhile `watch` threads show the actors alive (from the `run_book`'s heartbeats) and end
    a run no row comes back to.
 4. A unit whose actor died on every attempt (Ray retries it on a restarted actor) is dropped
