@@ -199,8 +199,7 @@ class PageDecoder:
                 to_decode.append(number)
         if not to_decode:
             return rows
-        handle = self.feed.submit(unit.unit, unit.source, to_decode)
-        for page in self.feed.decode(handle):
+        for page in self.feed.decode(unit.source, to_decode):
             rows.append(self._page_row(unit, started, folder, page))
         return rows
 
