@@ -171,17 +171,9 @@ class Converter:
         yield from rest
 
     def _requests(self) -> Iterator[PageRequest]:
-        assert self._pool is not None
-        s = self.settings
-        assert self._info is not None
-        read_ahead = ReadAhead(
-            self._pool,
-            s.dpi,
-            s.password,
-            s.read_ahead_count(),
-            s.rasterize_timeout,
-            read_text_layer=self._info.text_layer == TextLayerMode.PREFER,
-        )
+        assert self._pool is not None and self._info is not None
+        prefer = self._info.text_layer == TextLayerMode.PREFER
+        read_ahead = ReadAhead.of(self._pool, self.settings, read_text_layer=prefer)
         for doc, number, request in read_ahead.pages(self._pages()):
             if isinstance(request, str):
                 self._later.append(functools.partial(self._book.page_failed, doc, number, request))

@@ -40,7 +40,8 @@ from hpdparse.runner.ray.units import (
     columns,
     rows_of,
 )
-from hpdparse.runner.settings import MAX_AUTO_WORKERS, ConvertSettings
+from hpdparse.runner.read_ahead import ReadAhead
+from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.raw_pages import RawPage
@@ -55,13 +56,6 @@ the pool then relaunched the tracker, which printed a `KeyError` traceback for e
 was told to forget. The actor ends its own processes (`__del__`), and each of them also ends by
 itself when the actor process dies (the tracker and the forkserver on their pipe's end of file,
 the rasterizers by `workers._exit_when_orphaned`, a vLLM engine runs in the actor's process)."""
-
-
-def rasterizer_count(settings: ConvertSettings, cpus: float) -> int:
-    """--workers, or one rasterizer process per CPU the actor reserved (at most the usual cap)."""
-    if settings.workers > 0:
-        return settings.workers
-    return max(1, min(int(cpus), MAX_AUTO_WORKERS))
 
 
 class PageDecoder:
@@ -102,17 +96,12 @@ class PageDecoder:
         self.start_error = self._start_engine(engine_name, config, options, server, reuse_key)
         if self.start_error is not None:
             return  # each call answers PAGE_NO_ENGINE rows; the driver ends the run
-        self.pool = WorkerPool(
-            rasterizer_count(settings, ray_settings.cpus_per_actor), self.engine.preparer()
-        )
+        workers = settings.worker_count(ray_settings.cpus_per_actor)
+        self.pool = WorkerPool(workers, self.engine.preparer())
         self.feed = EngineFeed(
             self.engine,
-            self.pool,
+            ReadAhead.of(self.pool, settings),
             live=ENGINES[engine_name].live_source,
-            dpi=settings.dpi,
-            password=settings.password,
-            read_ahead=settings.read_ahead_count(),
-            rasterize_timeout=settings.rasterize_timeout,
             batch_size=settings.batch_size,
             hang_seconds=ray_settings.hang_seconds,
         )

@@ -28,7 +28,6 @@ from typing import NoReturn
 
 from hpdparse.engines.base import Engine, PageRequest, PageResult
 from hpdparse.runner.read_ahead import ReadAhead
-from hpdparse.runner.workers import WorkerPool
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.raw_pages import RawPage
 
@@ -55,18 +54,15 @@ class UnitPages:
 
 
 class EngineFeed:
-    """Rasterize the pages of the units submitted and decode them with `engine` (started)."""
+    """Rasterize the pages of the units submitted (with `read_ahead`, around the actor's own
+    pool) and decode them with `engine` (started)."""
 
     def __init__(
         self,
         engine: Engine,
-        pool: WorkerPool,
+        read_ahead: ReadAhead,
         *,
         live: bool,
-        dpi: int,
-        password: str | None,
-        read_ahead: int,
-        rasterize_timeout: float,
         batch_size: int,
         hang_seconds: float,
         on_death: Callable[[str], NoReturn] = die,
@@ -76,11 +72,11 @@ class EngineFeed:
         self.batch_size = batch_size
         self.hang_seconds = hang_seconds
         self._die = on_death
-        self._read_ahead = ReadAhead(pool, dpi, password, read_ahead, rasterize_timeout)
+        self._read_ahead = read_ahead
         self._units: queue.Queue[UnitPages] = queue.Queue()
         # Prepared pages waiting for the live engine; bounded, so rasterizing stays ahead of
         # the engine by at most the read-ahead window.
-        self._requests: queue.Queue[PageRequest] = queue.Queue(maxsize=max(1, read_ahead))
+        self._requests: queue.Queue[PageRequest] = queue.Queue(maxsize=read_ahead.window)
         # The geometry of each page in the engine, by request key (unit, page number).
         self._geometry: dict[tuple[UnitPages, int], PageGeometry] = {}
         self._lock = threading.Lock()
