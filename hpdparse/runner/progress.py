@@ -83,12 +83,6 @@ class Progress:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> Progress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
 
 class PlainProgress(Progress):
     """One log line per document (and per notable event with --verbose), for logs and pipes."""
