@@ -12,6 +12,7 @@ rasterize its work unit's pages with one around its own pool.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import CancelledError, Future
@@ -85,13 +86,8 @@ class ReadAhead:
     def _pages(
         self, window: deque[_Slot[Owner]], pending: Iterator[tuple[Owner, str, int]]
     ) -> Iterator[tuple[Owner, int, PageRequest | str]]:
-        exhausted = False
         while True:
-            while not exhausted and len(window) < self.window:
-                page = next(pending, None)
-                if page is None:
-                    exhausted = True
-                    break
+            for page in itertools.islice(pending, self.window - len(window)):
                 window.append(self._submit(_Slot(*page)))
             if not window:
                 return
