@@ -41,26 +41,22 @@ class _Slot(Generic[Owner]):
     alone: bool = False  # running in a pool of its own (a shared pool crashed under it)
 
 
+@dataclass
 class ReadAhead:
     """Rasterize and prepare pages in `pool` (whose workers run the engine's preparer), at most
     `window` pages ahead of the consumer, each within `timeout` seconds."""
 
-    def __init__(
-        self,
-        pool: WorkerPool,
-        dpi: int,
-        password: str | None,
-        window: int,
-        timeout: float,
-        read_text_layer: bool = False,
-    ) -> None:
-        self.pool = pool
-        self.read_text_layer = read_text_layer  # each page's words too (--text-layer prefer)
-        self.dpi = dpi
-        self.password = password
-        self.window = max(1, window)
-        self.timeout = timeout
-        self._alone: WorkerPool | None = None  # where a suspect page of a shared pool runs
+    pool: WorkerPool
+    dpi: int
+    password: str | None
+    window: int
+    timeout: float
+    read_text_layer: bool = False  # each page's words too (--text-layer prefer)
+    # where a suspect page of a shared pool runs
+    _alone: WorkerPool | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.window = max(1, self.window)
 
     @classmethod
     def of(cls, pool: WorkerPool, s: ConvertSettings, read_text_layer: bool = False) -> ReadAhead:
