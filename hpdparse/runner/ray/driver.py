@@ -40,7 +40,7 @@ from hpdparse.runner.ray.units import (
     WorkUnit,
     cut_units,
 )
-from hpdparse.runner.ray.watch import ActorWatch, StallWatch
+from hpdparse.runner.ray.watch import StallWatch, actors_watched
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.settings import TextLayerMode
@@ -171,7 +171,7 @@ class RayConverter:
             try:
                 dataset, actors = self._dataset(ray, units, book)
                 rows = iter(dataset.iter_rows())
-                with stall, ActorWatch(ray, book, self.progress, actors):
+                with stall, actors_watched(ray, book, self.progress, actors):
                     self.progress.decoding_started()
                     for row in rows:
                         stall.last = time.monotonic()
