@@ -42,13 +42,10 @@ def render_folders(
         try:
             for warning in _render_one(folder, options, cutter, overlay, r):
                 progress.error(warning)
-        except HpdparseError as exc:
-            r.status = STATUS_FAILED
-            r.error = str(exc)
-            progress.error(str(exc))
-        except OSError as exc:
-            r.status = STATUS_FAILED
-            r.error = f"{folder.location}: {exc.strerror or exc}"
+        except (HpdparseError, OSError) as exc:
+            r.status, r.error = STATUS_FAILED, str(exc)
+            if isinstance(exc, OSError):
+                r.error = f"{folder.location}: {exc.strerror or exc}"
             progress.error(r.error)
         r.seconds = time.monotonic() - t0
         progress.document_finished(r)
