@@ -22,7 +22,7 @@ import errno
 import json
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -174,7 +174,8 @@ def filesystem(url: str) -> tuple[AbstractFileSystem, str]:
     options.update(user)
     retries = options.pop("retries", None)  # an attribute of s3fs's file system, not an argument
     try:
-        if _EXTRAS.get(scheme) == "gcs" and not _gcsfs_experimental_asked():
+        experimental = os.environ.get(GCSFS_EXPERIMENTAL_ENV, "").lower() in ("true", "1")
+        if _EXTRAS.get(scheme) == "gcs" and not experimental:
             fs, path = _plain_gcsfs(url, options)
         else:
             fs, path = url_to_fs(url, **options)
@@ -208,10 +209,6 @@ def _open_reason(scheme: str, exc: BaseException) -> str:
             "--storage-option account_key=...)"
         )
     return f"cannot open the Azure account: {text}"
-
-
-def _gcsfs_experimental_asked() -> bool:
-    return os.environ.get(GCSFS_EXPERIMENTAL_ENV, "").lower() in ("true", "1")
 
 
 def _plain_gcsfs(url: str, options: dict[str, OptionValue]) -> tuple[AbstractFileSystem, str]:
@@ -255,25 +252,22 @@ def _without_userinfo(match: re.Match[str]) -> str:
 
 
 def _secret_values() -> list[str]:
-    values: list[str] = []
-
-    def walk(value: OptionValue) -> None:
-        if isinstance(value, dict):
-            for item in value.values():
-                walk(item)
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                walk(item)
-        elif isinstance(value, str):
-            values.append(value)
-
-    walk(storage_options())
-    for name in _SECRET_ENV:
-        if os.environ.get(name):
-            values.append(os.environ[name])
+    values = list(_strings(storage_options()))
+    values += [os.environ[name] for name in _SECRET_ENV if os.environ.get(name)]
     for text in list(values):  # a connection string's key, wherever it appears alone
         values += _CONNECTION_SECRET.findall(text)
     return values
+
+
+def _strings(value: OptionValue) -> Iterator[str]:
+    """The strings in a storage option's value, however deep."""
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)
+    elif isinstance(value, str):
+        yield value
 
 
 # The secrets each cloud's chain reads from the environment (botocore, adlfs, the Azure SDK).

@@ -197,17 +197,10 @@ def render(**kw: Any) -> None:
     model (the source file, recorded in raw/document.json, is needed for images)."""
     options = _make_render_options(kw)
     quiet, verbose = kw.pop("quiet"), kw.pop("verbose")
-    use_storage(kw["storage_options"], [*kw["doc_dirs"], kw["report_path"]])
+    use_storage(kw.pop("storage_options"), [*kw["doc_dirs"], kw["report_path"]])
     progress = make_progress(quiet=quiet, verbose=verbose)
     with one_line_errors(verbose, progress):
-        report = api.render(
-            kw["doc_dirs"],
-            password=kw["password"],
-            render_options=options,
-            layout=kw["layout"],
-            progress=progress,
-            **values(ReportSettings, kw),
-        )
+        report = api.render(kw.pop("doc_dirs"), render_options=options, progress=progress, **kw)
     _finish(report, progress, quiet)
 
 

@@ -51,31 +51,24 @@ def review_command(**kw: Any) -> None:
     its block and the other way round. OUT/review.html lists the documents with status, pages
     and failures. No model is needed: it reads what convert wrote and the source files.
     """
-    out = kw["out"]
+    out, quiet = kw.pop("out"), kw.pop("quiet")
     if isinstance(out, Path) and not out.is_dir():
         raise click.BadParameter(f"{out}: no such folder", param_hint="OUT")
     if isinstance(out, str) and kw["output"] is None:
         raise click.UsageError(f"{out}: a URL is reviewed into a local folder: give -o FOLDER")
-    use_storage(kw["storage_options"], [out])
+    use_storage(kw.pop("storage_options"), [out])
     try:
-        result = api.review(
-            out,
-            password=kw["password"],
-            image_size=kw["image_size"],
-            open_browser=kw["open_browser"],
-            output_dir=kw["output"],
-        )
+        result = api.review(out, output_dir=kw.pop("output"), **kw)
     except (HpdparseError, OSError) as exc:
+        message = str(exc)
         if isinstance(exc, OSError):
-            message = f"{exc.filename or kw['out']}: {exc.strerror or exc}"
-        else:
-            message = str(exc)
+            message = f"{exc.filename or out}: {exc.strerror or exc}"
         click.echo(f"error: {message}", err=True)
         sys.exit(1)
     for problem in result.problems:
         click.echo(f"error: {problem}", err=True)
-    if not kw["quiet"]:
+    if not quiet:
         written = f"{len(result.pages)} review page{'s' if len(result.pages) != 1 else ''}"
-        where = result.index or (result.pages[0] if result.pages else kw["out"])
+        where = result.index or (result.pages[0] if result.pages else out)
         click.echo(f"wrote {written} in {result.seconds:.1f} s: {where}")
     sys.exit(result.exit_code)

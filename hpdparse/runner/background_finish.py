@@ -3,11 +3,12 @@
 Writing a finished document (its figure crops, .json, resume state and exports, then its .md)
 takes a few rounds of requests; on an object store that is long enough for the engine to decode
 many pages meanwhile. The run's main thread does what needs its rasterizer pool or its report
-(rendering the document, starting its crops: `finish.start_converted`), hands the writing here,
-and takes each outcome back between results (`collect`): a document counts as finished, in the
-report and on the progress display, only once its .md is written. A finish never raises (any
-error becomes the document's one-line failure). At most `most` documents are in hand at once
-(`submit` waits for the oldest beyond that), so what they hold in memory stays bounded.
+(rendering the document, starting its crops: `DocumentFinish.start_converted`), hands the
+writing here, and takes each outcome back between results (`collect`): a document counts as
+finished, in the report and on the progress display, only once its .md is written. A finish
+never raises (any error becomes the document's one-line failure). At most `most` documents are
+in hand at once (`submit` waits for the oldest beyond that), so what they hold in memory stays
+bounded.
 
 The run's end waits for every finish (`close`), interrupted or not; interrupted again while it
 waits, it abandons them (`abandon`): those not started are dropped, the others end on their own

@@ -15,6 +15,7 @@ import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpdparse.runner.document_run import DocumentRun
@@ -39,27 +40,22 @@ def remove_conversion_folder(folder: Path | None) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@dataclass
 class ConvertAhead:
     """Convert the Office and HTML documents of `docs` in `pool`, up to `ahead` documents ahead
     of the one being planned; `skip(doc)`: True for a document that will not be converted."""
 
-    def __init__(
-        self,
-        pool: WorkerPool,
-        docs: Sequence[DocumentRun],
-        ahead: int,
-        skip: Callable[[DocumentRun], bool],
-    ) -> None:
-        self.pool = pool
-        self.docs = docs
-        self.ahead = max(1, ahead)
-        self.skip = skip
-        self._started: dict[int, Future | None] = {}  # index -> its conversion (None: none)
+    pool: WorkerPool
+    docs: Sequence[DocumentRun]
+    ahead: int
+    skip: Callable[[DocumentRun], bool]
+    # document index -> its conversion (None: none)
+    _started: dict[int, Future | None] = field(default_factory=dict, init=False)
 
     def before_planning(self, index: int) -> str | None:
         """Start the conversions of documents `index`.. up to `ahead` ones, then wait for that of
         document `index`: its one-line error, or None (converted, or nothing to convert)."""
-        for i in range(index, min(index + self.ahead, len(self.docs))):
+        for i in range(index, min(index + max(1, self.ahead), len(self.docs))):
             if i not in self._started:
                 doc = self.docs[i]
                 wanted = needs_conversion(doc) and not self.skip(doc)

@@ -2,13 +2,13 @@
 (this machine's scheduler, a Ray driver). It owns the documents, their reports and what the
 progress display is told, from the moment a document is added to the moment it is closed:
 
-    add(sources, input_errors)   every input gets its report (inputs not found: failed at once)
-    plan(doc, info)              plan_document; returns the pages to decode and the events it
-                                 causes, which `handle` acts on (a runner that plans inside the
-                                 engine's pull hands them to its main loop first)
-    handle(event)                document failed / skipped / started / ready, page failed
-    page_decoded, page_failed    a page came back; `complete(doc)` once none is still out
-    finish(doc)                  every page is in: write the document (start_converted), at
+    DocumentBook(..., sources, input_errors)   every input gets its report (inputs not found:
+                                 failed at once)
+    plan(doc, info)              plan_document; returns the pages to decode and what to do
+                                 next on the main thread (show the document started, or close
+                                 it: failed, skipped, finished), called there by the runner
+    page_decoded, page_failed    a page came back; the document is finished once none is out
+    finish(doc)                  every page is in: write the document (DocumentFinish), at
                                  once or, with `finish_later`, in the background
     finished(doc, outcome)       the document is written (or failed): close it
     fail(doc, message)           the document cannot go on
@@ -18,6 +18,7 @@ progress display is told, from the moment a document is added to the moment it i
 from __future__ import annotations
 
 import errno
+import functools
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,22 +26,15 @@ from pathlib import Path
 from hpdparse.engines.base import EngineInfo
 from hpdparse.errors import HpdparseError
 from hpdparse.runner.document_run import DocumentRun
-from hpdparse.runner.events import (
-    DocumentFailed,
-    DocumentReady,
-    DocumentSkipped,
-    DocumentStarted,
-    Event,
-    PageFailed,
-)
-from hpdparse.runner.finish import FinishedDocument, start_converted
-from hpdparse.runner.images import ImageCutter
-from hpdparse.runner.overlay import OverlayWriter
+from hpdparse.runner.finish import DocumentFinish, FinishedDocument
+from hpdparse.runner.images import ImageCutter, PoolCutter
+from hpdparse.runner.overlay import OverlayWriter, PoolOverlay
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.settings import ConvertSettings
+from hpdparse.runner.workers import WorkerPool
 from hpdparse.sources.location import UrlSource
-from hpdparse.store.output_root import OutputStore
+from hpdparse.store.output_store import open_output_store
 from hpdparse.store.report import DocumentReport, RunReport
 from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SKIPPED
 
@@ -48,7 +42,16 @@ from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SK
 class DocumentBook:
     """The documents of a run and its report (`report`), shown on `progress`."""
 
-    def __init__(self, settings: ConvertSettings, progress: Progress) -> None:
+    def __init__(
+        self,
+        settings: ConvertSettings,
+        progress: Progress,
+        sources: Sequence[Path | UrlSource],
+        input_errors: Sequence[HpdparseError],
+    ) -> None:
+        """Every source gets its folder in the output store and its report; inputs that could
+        not even be found or opened are failed documents at once. Then the display starts."""
+        self.started = time.monotonic()
         self.settings = settings
         self.progress = progress
         self.report = RunReport(command="convert", output_dir=str(settings.output_dir))
@@ -62,74 +65,51 @@ class DocumentBook:
         # and its writing step, and calls `finished` on this thread once it is done.
         self.finish_later: Callable[[DocumentRun, Callable[[], FinishedDocument]], None] | None
         self.finish_later = None
-
-    def add(
-        self,
-        store: OutputStore,
-        sources: Sequence[Path | UrlSource],
-        input_errors: Sequence[HpdparseError],
-    ) -> None:
-        """Every source gets its folder in `store` and its report; inputs that could not even be
-        found or opened are failed documents at once. Then the display starts."""
         for error in input_errors:
             source = error.path if error.path is not None else str(error)
             doc = DocumentReport(source=source, status=STATUS_FAILED, error=str(error))
             self.report.documents.append(doc)
             self.progress.error(str(error))
             self.progress.document_finished(doc)
-        folders = store.assign_folders(sources)
+        folders = open_output_store(settings.output_dir).assign_folders(sources)
         for src in sources:
             doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)
             self.docs.append(DocumentRun(src.absolute(), folders[src], doc_report))
             self.report.documents.append(doc_report)
         self.progress.start(len(self.report.documents))
 
-    def engine_opened(
-        self, info: EngineInfo, cut_images: ImageCutter, overlay: OverlayWriter | None
-    ) -> None:
-        """The engine is open (its identity goes into the report) and documents can be written
-        (figure images cut by `cut_images`, the --layout overlay drawn by `overlay`)."""
+    def engine_opened(self, info: EngineInfo, pool: WorkerPool) -> None:
+        """The engine is open (its identity goes into the report) and documents can be written:
+        figure images cut and the --layout overlay drawn in `pool`'s rasterizer processes."""
         self.report.engine, self.report.model = info.engine, info.model
         self.report.revision = info.revision
-        self._cut_images, self._overlay = cut_images, overlay
+        self._cut_images = PoolCutter(pool, self.settings.password)
+        if self.settings.layout:
+            self._overlay = PoolOverlay(pool, self.settings.password)
 
     # --- planning ---
 
-    def plan(self, doc: DocumentRun, info: EngineInfo) -> tuple[list[int], list[Event]]:
-        """Plan `doc`: the pages to decode, and what happened, for `handle`. Shows nothing."""
+    def plan(self, doc: DocumentRun, info: EngineInfo) -> tuple[list[int], Callable[[], None]]:
+        """Plan `doc`: the pages to decode, and what to do next on the run's main thread (show
+        the document started, or close it: failed, skipped, finished at once when it has no page
+        to decode). Shows nothing itself."""
         doc.started = time.monotonic()
         try:
             plan = plan_document(doc.folder, doc.source, self.settings, info)
         except HpdparseError as exc:
-            return [], [DocumentFailed(doc, str(exc))]
-        doc.state = plan.state
+            return [], functools.partial(self.fail, doc, str(exc))
+        doc.state, r = plan.state, doc.report
+        r.pages, r.pages_reused = len(plan.state.selected), plan.reused
         if plan.skip:
-            return [], [DocumentSkipped(doc)]
-        doc.report.pages = len(plan.state.selected)
-        doc.report.pages_reused = plan.reused
+            r.pages_done = r.pages
+            return [], functools.partial(self.close, doc, STATUS_SKIPPED, None)
         doc.pending = len(plan.to_decode)
-        events: list[Event] = [DocumentStarted(doc, len(plan.to_decode))]
-        if not plan.to_decode:
-            events.append(DocumentReady(doc))
-        return plan.to_decode, events
+        return plan.to_decode, functools.partial(self._started, doc, len(plan.to_decode))
 
-    def handle(self, event: Event) -> None:
-        match event:
-            case DocumentFailed(doc, message):
-                self.fail(doc, message)
-            case DocumentSkipped(doc):
-                assert doc.state is not None
-                selected = len(doc.state.selected)
-                doc.report.pages = doc.report.pages_done = doc.report.pages_reused = selected
-                self.close(doc, STATUS_SKIPPED, None)
-            case DocumentStarted(doc, to_decode):
-                assert doc.state is not None
-                self.progress.document_started(str(doc.source), len(doc.state.selected), to_decode)
-            case DocumentReady(doc):
-                self.finish(doc)
-            case PageFailed(doc, number, message):
-                self.page_failed(doc, number, message)
-                self.complete(doc)
+    def _started(self, doc: DocumentRun, to_decode: int) -> None:
+        self.progress.document_started(str(doc.source), doc.report.pages, to_decode)
+        if not to_decode:  # every selected page has a reusable raw output
+            self.finish(doc)
 
     # --- pages ---
 
@@ -148,7 +128,7 @@ class DocumentBook:
             r.output_tokens += output_tokens
             self.report.add_stats(stats)
         self.progress.pages_done(1, output_tokens)
-        doc.pending -= 1
+        self._page_in(doc)
 
     def page_failed(self, doc: DocumentRun, number: int, message: str) -> None:
         """A page of `doc` failed (`message`: its one-line error)."""
@@ -157,10 +137,11 @@ class DocumentBook:
             doc.state.failed_pages[number] = message
             self.progress.error(message)
         self.progress.pages_done(1, 0)
-        doc.pending -= 1
+        self._page_in(doc)
 
-    def complete(self, doc: DocumentRun) -> None:
-        """Finish `doc` if none of its pages is still out."""
+    def _page_in(self, doc: DocumentRun) -> None:
+        """Finish `doc` once none of its pages is still out."""
+        doc.pending -= 1
         if doc.pending == 0:
             self.finish(doc)
 
@@ -178,7 +159,7 @@ class DocumentBook:
             if settle is not None and (reason := settle(doc)) is not None:
                 raise OSError(errno.EIO, reason)
 
-        write = start_converted(
+        write = DocumentFinish(
             doc.folder,
             doc.state,
             self.settings.render_options,
@@ -189,7 +170,7 @@ class DocumentBook:
             pages_saved,
             text_layers=doc.text_layers,
             unfinished=True,  # planning removed its .md
-        )
+        ).start_converted()
         if self.finish_later is None:
             self.finished(doc, write())
         else:
@@ -220,10 +201,10 @@ class DocumentBook:
             r.output_dir = None
         self.progress.document_finished(r)
 
-    def end(self, started: float, first_page: float | None, last_page: float | None) -> RunReport:
+    def end(self, first_page: float | None, last_page: float | None) -> RunReport:
         """Close the documents still open (interrupted, or failed with the engine's error) and
-        time the run: from `started` (time.monotonic), decoding from the first page sent to the
-        last result (on any one clock)."""
+        time the run: from the book's making, decoding from the first page sent to the last
+        result (on any one clock)."""
         report = self.report
         for doc in self.docs:
             if not doc.done:
@@ -233,5 +214,5 @@ class DocumentBook:
                     self.close(doc, STATUS_FAILED, report.engine_error or "not converted")
         if first_page is not None and last_page is not None:
             report.engine_seconds = last_page - first_page
-        report.seconds = time.monotonic() - started
+        report.seconds = time.monotonic() - self.started
         return report

@@ -7,9 +7,11 @@ could not be written. There is one cutter per place the work can run."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import functools
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
 
 from hpdparse.errors import InputError
 from hpdparse.markdown.render import ImageCrop
@@ -21,6 +23,9 @@ from hpdparse.store.state import DocumentState
 
 PageCrops = dict[int, list[tuple[str, tuple[int, int, int, int]]]]
 """Page number -> (file name in the folder, pixel box) of each crop on that page."""
+
+Cut = list[tuple[str, bytes]] | str
+"""A page's crops cut (file name, PNG bytes), or why they could not be: one line."""
 
 WriteCrops = Callable[[], list[str]]
 """Wait for a document's crops, write them and return the one-line errors (pages in order)."""
@@ -35,15 +40,15 @@ def group_crops(crops: list[ImageCrop]) -> PageCrops:
     return by_page
 
 
+@dataclass
 class PoolCutter:
     """Cut in the rasterizer processes of `pool` (a run's own, already started), pages in
     parallel; a crashed process costs that page's images, not the document (the pool is rebuilt
     by its next submit, on the thread that owns it). The crops are written from this process as
-    they come, concurrently (`ConcurrentWrites`)."""
+    they come, concurrently."""
 
-    def __init__(self, pool: WorkerPool, password: str | None) -> None:
-        self.pool = pool
-        self.password = password
+    pool: WorkerPool
+    password: str | None
 
     def __call__(
         self, folder: DocumentFolder, state: DocumentState, crops: PageCrops
@@ -54,26 +59,23 @@ class PoolCutter:
             )
             for number, page_crops in sorted(crops.items())
         }
-        return lambda: _write_cut(folder, futures)
+        return lambda: _write_crops(folder, _results(futures))
 
 
-def _write_cut(folder: DocumentFolder, futures: dict[int, Future]) -> list[str]:
-    with _CropWriter(folder) as writer:
-        for number, future in futures.items():
-            try:
-                cut = future.result()
-            except (BrokenProcessPool, CancelledError):  # cancelled: the pool was rebuilt
-                cut = "images not written: the renderer crashed"
-            writer.write(number, cut)
-        return writer.errors()
+def _results(futures: dict[int, Future]) -> Iterator[tuple[int, Cut]]:
+    for number, future in futures.items():
+        try:
+            yield number, future.result()
+        except (BrokenProcessPool, CancelledError):  # cancelled: the pool was rebuilt
+            yield number, "images not written: the renderer crashed"
 
 
+@dataclass
 class InProcessCutter:
     """Cut in this process, one page after the other (`hpdparse render`, which has no pool).
     The source must still be the file that was converted: InputError otherwise."""
 
-    def __init__(self, password: str | None) -> None:
-        self.password = password
+    password: str | None
 
     def __call__(
         self, folder: DocumentFolder, state: DocumentState, crops: PageCrops
@@ -91,46 +93,31 @@ class InProcessCutter:
             raise InputError(
                 f"{source}: the source changed since {folder.location} was converted", path=source
             )
-        with _CropWriter(folder) as writer:
-            for number, page_crops in sorted(crops.items()):
-                writer.write(
-                    number, cut_crops(str(source), number, state.dpi, self.password, page_crops)
-                )
-            return writer.errors()
+        cuts = (
+            (number, cut_crops(str(source), number, state.dpi, self.password, page_crops))
+            for number, page_crops in sorted(crops.items())
+        )
+        return _write_crops(folder, cuts)
 
 
-class _CropWriter:
-    """Writes the crops of a document's pages into its folder concurrently and keeps one error
-    per page whose crops could not be cut or written."""
-
-    def __init__(self, folder: DocumentFolder) -> None:
-        self.folder = folder
-        self._writes = ConcurrentWrites()
-        self._pages: dict[int, str | None] = {}  # page number -> error cutting it
-
-    def __enter__(self) -> _CropWriter:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._writes.close()
-
-    def write(self, number: int, cut: list[tuple[str, bytes]] | str) -> None:
-        """Write page `number`'s crops (or keep its error)."""
-        if isinstance(cut, str):
-            self._pages[number] = cut
-            return
-        self._pages[number] = None
-        write = self.folder.write_image
-        for name, png in cut:
-            self._writes.submit(number, lambda name=name, png=png: write(name, png))
-
-    def errors(self) -> list[str]:
-        """Once every write is done: one line per page whose images are missing, in page order."""
-        errors = []
-        for number, error in sorted(self._pages.items()):
-            reason = self._writes.settle(number)
+def _write_crops(folder: DocumentFolder, cuts: Iterable[tuple[int, Cut]]) -> list[str]:
+    """Write each page's crops into `folder` as they come, concurrently (or keep the page's
+    error); once every write is done, one line per page whose images are missing, in page
+    order."""
+    errors: dict[int, str | None] = {}  # page number -> error cutting it
+    with ConcurrentWrites() as writes:
+        for number, cut in cuts:
+            if isinstance(cut, str):
+                errors[number] = cut
+                continue
+            errors[number] = None
+            for name, png in cut:
+                writes.submit(number, functools.partial(folder.write_image, name, png))
+        lines = []
+        for number, error in sorted(errors.items()):
+            reason = writes.settle(number)
             if error is None and reason is not None:
                 error = f"images of page {number} not written: {reason}"
             if error:
-                errors.append(error)
-        return errors
+                lines.append(error)
+        return lines

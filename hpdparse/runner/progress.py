@@ -23,11 +23,19 @@ Clock = Callable[[], float]
 
 
 class Progress:
-    """Quiet mode (and the base of the others): nothing but errors, on stderr."""
+    """Quiet mode (and the base of the others): nothing but errors, on stderr. It keeps the
+    rates (pages and output tokens per second since decoding started) and the `--ray` actors'
+    figures that the others show."""
 
-    def __init__(self, stream: TextIO | None = None, verbose: bool = False) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, verbose: bool = False, clock: Clock = time.monotonic
+    ) -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.verbose = verbose
+        self._clock = clock
+        self._decoding_since: float | None = None
+        self._pages = self._tokens = 0
+        self._actors = ""  # the actors' figures, once the driver told them
 
     def start(self, documents: int) -> None:
         pass
@@ -37,9 +45,19 @@ class Progress:
 
     def decoding_started(self) -> None:
         """The engine took its first page: rates count from now."""
+        if self._decoding_since is None:
+            self._decoding_since = self._clock()
 
     def pages_done(self, pages: int, output_tokens: int) -> None:
-        pass
+        self._pages += pages
+        self._tokens += output_tokens
+
+    def _per_second(self) -> tuple[float, float]:
+        """Pages and output tokens per second since decoding started (0 before)."""
+        if self._decoding_since is None:
+            return 0.0, 0.0
+        elapsed = max(self._clock() - self._decoding_since, 1e-9)
+        return self._pages / elapsed, self._tokens / elapsed
 
     def document_finished(self, doc: DocumentReport) -> None:
         pass
@@ -48,6 +66,9 @@ class Progress:
         """`--ray`: engine actors alive now of those wanted, restarts so far, and actors done
         (let go with no work left for them). Called from another thread than the other hooks,
         when a figure changes."""
+        restarted = f", {restarts} restarted" if restarts else ""
+        finished = f", {done} done" if done else ""
+        self._actors = f"{alive}/{wanted} actors alive{restarted}{finished}"
 
     def info(self, message: str) -> None:
         pass
@@ -62,36 +83,6 @@ class Progress:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> Progress:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-class _Rates:
-    """Pages and output tokens per second since decoding started (0 before)."""
-
-    def __init__(self, clock: Clock) -> None:
-        self.clock = clock
-        self.since: float | None = None
-        self.pages = 0
-        self.tokens = 0
-
-    def start(self) -> None:
-        if self.since is None:
-            self.since = self.clock()
-
-    def add(self, pages: int, output_tokens: int) -> None:
-        self.pages += pages
-        self.tokens += output_tokens
-
-    def per_second(self) -> tuple[float, float]:
-        if self.since is None:
-            return 0.0, 0.0
-        elapsed = max(self.clock() - self.since, 1e-9)
-        return self.pages / elapsed, self.tokens / elapsed
-
 
 class PlainProgress(Progress):
     """One log line per document (and per notable event with --verbose), for logs and pipes."""
@@ -99,13 +90,10 @@ class PlainProgress(Progress):
     def __init__(
         self, stream: TextIO | None = None, verbose: bool = False, clock: Clock = time.monotonic
     ) -> None:
-        super().__init__(stream, verbose)
-        self._clock = clock
+        super().__init__(stream, verbose, clock)
         self._started = clock()
         self._documents = 0
         self._finished = 0
-        self._rates = _Rates(clock)
-        self._actors = ""
         self._lock = threading.Lock()
 
     def _line(self, message: str) -> None:
@@ -123,17 +111,11 @@ class PlainProgress(Progress):
             extra = f", {reused} reused from an earlier run" if reused else ""
             self._line(f"start {name}: {pages_to_decode} pages to decode{extra}")
 
-    def decoding_started(self) -> None:
-        self._rates.start()
-
-    def pages_done(self, pages: int, output_tokens: int) -> None:
-        self._rates.add(pages, output_tokens)
-
     def document_finished(self, doc: DocumentReport) -> None:
         self._finished += 1
         if doc.status == STATUS_SKIPPED and not self.verbose:
             return
-        pages_per_s, tokens_per_s = self._rates.per_second()
+        pages_per_s, tokens_per_s = self._per_second()
         pages = f", {doc.pages_done}/{doc.pages} pages" if doc.pages else ""
         failed = f", {doc.pages_failed} failed" if doc.pages_failed else ""
         actors = f", {self._actors}" if self._actors else ""
@@ -144,7 +126,7 @@ class PlainProgress(Progress):
         )
 
     def actors_alive(self, alive: int, wanted: int, restarts: int = 0, done: int = 0) -> None:
-        self._actors = _actors_text(alive, wanted, restarts, done)
+        super().actors_alive(alive, wanted, restarts, done)
         self._line(f"ray: {self._actors}")
 
     def info(self, message: str) -> None:
@@ -158,7 +140,7 @@ class RichProgress(Progress):
     def __init__(
         self, stream: TextIO | None = None, verbose: bool = False, clock: Clock = time.monotonic
     ) -> None:
-        super().__init__(stream, verbose)
+        super().__init__(stream, verbose, clock)
         from rich.console import Console
         from rich.progress import (
             BarColumn,
@@ -181,33 +163,28 @@ class RichProgress(Progress):
             transient=False,
         )
         self._docs = self._bars.add_task("documents", total=None, rate="")
-        self._pages = self._bars.add_task("pages", total=0, rate="")
-        self._rates = _Rates(clock)
-        self._actors = ""
+        self._pages_bar = self._bars.add_task("pages", total=0, rate="")
         self._bars.start()
 
     def start(self, documents: int) -> None:
         self._bars.update(self._docs, total=documents)
 
     def document_started(self, name: str, pages_total: int, pages_to_decode: int) -> None:
-        task = self._bars.tasks[self._pages]
-        self._bars.update(self._pages, total=(task.total or 0) + pages_to_decode)
+        task = self._bars.tasks[self._pages_bar]
+        self._bars.update(self._pages_bar, total=(task.total or 0) + pages_to_decode)
         if self.verbose:
             self.console.print(f"start {name}: {pages_to_decode} pages to decode", highlight=False)
 
-    def decoding_started(self) -> None:
-        self._rates.start()
-
     def pages_done(self, pages: int, output_tokens: int) -> None:
-        self._rates.add(pages, output_tokens)
-        self._bars.update(self._pages, advance=pages, rate=self._rate_text())
+        super().pages_done(pages, output_tokens)
+        self._bars.update(self._pages_bar, advance=pages, rate=self._rate_text())
 
     def actors_alive(self, alive: int, wanted: int, restarts: int = 0, done: int = 0) -> None:
-        self._actors = _actors_text(alive, wanted, restarts, done)
-        self._bars.update(self._pages, rate=self._rate_text())
+        super().actors_alive(alive, wanted, restarts, done)
+        self._bars.update(self._pages_bar, rate=self._rate_text())
 
     def _rate_text(self) -> str:
-        pages_per_s, tokens_per_s = self._rates.per_second()
+        pages_per_s, tokens_per_s = self._per_second()
         actors = f" {self._actors}" if self._actors else ""
         return f"{pages_per_s:.2f} pages/s {tokens_per_s:.0f} tok/s{actors}"
 
@@ -235,12 +212,6 @@ class RichProgress(Progress):
 
     def close(self) -> None:
         self._bars.stop()
-
-
-def _actors_text(alive: int, wanted: int, restarts: int, done: int) -> str:
-    restarted = f", {restarts} restarted" if restarts else ""
-    finished = f", {done} done" if done else ""
-    return f"{alive}/{wanted} actors alive{restarted}{finished}"
 
 
 def make_progress(

@@ -12,15 +12,17 @@ rasterize its work unit's pages with one around its own pool.
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FuturesTimeout
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from hpdparse.engines.base import PageRequest
+from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool, prepare_page
 
 RASTERIZE_ATTEMPTS = 2  # a page whose rasterizer process dies twice is given up as failed
@@ -33,34 +35,34 @@ class _Slot(Generic[Owner]):
     owner: Owner
     source: str
     number: int
-    future: Future
-    generation: int  # the pool's when the future was submitted
+    future: Future = field(init=False)
+    generation: int = field(init=False)  # the pool's when the future was submitted
     attempts: int = 1
     alone: bool = False  # running in a pool of its own (a shared pool crashed under it)
 
 
+@dataclass
 class ReadAhead:
     """Rasterize and prepare pages in `pool` (whose workers run the engine's preparer), at most
     `window` pages ahead of the consumer, each within `timeout` seconds."""
 
-    def __init__(
-        self,
-        pool: WorkerPool,
-        dpi: int,
-        password: str | None,
-        window: int,
-        timeout: float,
-        attempts: int = RASTERIZE_ATTEMPTS,
-        read_text_layer: bool = False,
-    ) -> None:
-        self.pool = pool
-        self.read_text_layer = read_text_layer  # each page's words too (--text-layer prefer)
-        self.dpi = dpi
-        self.password = password
-        self.window = max(1, window)
-        self.timeout = timeout
-        self.attempts = attempts
-        self._alone: WorkerPool | None = None  # where a suspect page of a shared pool runs
+    pool: WorkerPool
+    dpi: int
+    password: str | None
+    window: int
+    timeout: float
+    read_text_layer: bool = False  # each page's words too (--text-layer prefer)
+    # where a suspect page of a shared pool runs
+    _alone: WorkerPool | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.window = max(1, self.window)
+
+    @classmethod
+    def of(cls, pool: WorkerPool, s: ConvertSettings, read_text_layer: bool = False) -> ReadAhead:
+        """The read-ahead of a run with settings `s`."""
+        window, timeout = s.read_ahead_count(), s.rasterize_timeout
+        return cls(pool, s.dpi, s.password, window, timeout, read_text_layer)
 
     def pages(
         self, pages: Iterable[tuple[Owner, str, int]]
@@ -70,10 +72,8 @@ class ReadAhead:
         (owner, number)), in order; a page that cannot be rasterized or prepared comes with its
         one-line error instead. `pages` is pulled lazily, only to keep the window full, so it may
         plan documents as it goes."""
-        window: deque[_Slot[Owner]] = deque()
-        pending = iter(pages)
         try:
-            yield from self._pages(window, pending)
+            yield from self._pages(deque(), iter(pages))
         finally:
             if self._alone is not None:
                 self._alone.shutdown(cancel=True)
@@ -82,16 +82,9 @@ class ReadAhead:
     def _pages(
         self, window: deque[_Slot[Owner]], pending: Iterator[tuple[Owner, str, int]]
     ) -> Iterator[tuple[Owner, int, PageRequest | str]]:
-        exhausted = False
         while True:
-            while not exhausted and len(window) < self.window:
-                page = next(pending, None)
-                if page is None:
-                    exhausted = True
-                    break
-                owner, source, number = page
-                future, generation = self._submit(source, number)
-                window.append(_Slot(owner, source, number, future, generation))
+            for page in itertools.islice(pending, self.window - len(window)):
+                window.append(self._submit(_Slot(*page)))
             if not window:
                 return
             head = window[0]
@@ -112,10 +105,12 @@ class ReadAhead:
                 request.key = (head.owner, head.number)
             yield head.owner, head.number, request
 
-    def _submit(self, source: str, number: int) -> tuple[Future, int]:
-        return self.pool.submit_tracked(
-            prepare_page, source, number, self.dpi, self.password, self.read_text_layer
+    def _submit(self, slot: _Slot[Owner], pool: WorkerPool | None = None) -> _Slot[Owner]:
+        """(Re)submit `slot`'s page to `pool` (by default the run's)."""
+        slot.future, slot.generation = (pool or self.pool).submit_tracked(
+            prepare_page, slot.source, slot.number, self.dpi, self.password, self.read_text_layer
         )
+        return slot
 
     def _recover(
         self, window: deque[_Slot[Owner]], timed_out: bool
@@ -124,26 +119,24 @@ class ReadAhead:
         the window are asked again in a new pool; the head page fails after a timeout or its last
         attempt (returned with its error)."""
         head = window[0]
-        if not timed_out and head.generation != self.pool.generation:
-            # another run sharing the pool found this crash first and rebuilt it: ask again
-            for slot in window:
-                slot.future, slot.generation = self._submit(slot.source, slot.number)
-            return None
-        self.pool.rebuild(kill=timed_out, generation=head.generation)
         failure = None
-        if timed_out or head.attempts >= self.attempts:
-            window.popleft()
-            reason = (
-                f"rendering took more than {self.timeout:g} s"
-                if timed_out
-                else "the renderer crashed"
-            )
-            error = f"{head.source}: page {head.number} cannot be rendered: {reason}"
-            failure = (head.owner, head.number, error)
-        else:
-            head.attempts += 1
+        # Unless another run sharing the pool found this crash first and rebuilt it: then the
+        # pages are only asked again.
+        if timed_out or head.generation == self.pool.generation:
+            self.pool.rebuild(kill=timed_out, generation=head.generation)
+            if timed_out or head.attempts >= RASTERIZE_ATTEMPTS:
+                window.popleft()
+                reason = (
+                    f"rendering took more than {self.timeout:g} s"
+                    if timed_out
+                    else "the renderer crashed"
+                )
+                error = f"{head.source}: page {head.number} cannot be rendered: {reason}"
+                failure = (head.owner, head.number, error)
+            else:
+                head.attempts += 1
         for slot in window:
-            slot.future, slot.generation = self._submit(slot.source, slot.number)
+            self._submit(slot)
         return failure
 
     def _recover_shared(self, window: deque[_Slot[Owner]]) -> tuple[Owner, int, str] | None:
@@ -161,13 +154,11 @@ class ReadAhead:
             return head.owner, head.number, error
         self.pool.rebuild(generation=head.generation)
         self._alone = self._alone or self.pool.alone()
-        head.future, head.generation = self._alone.submit_tracked(
-            prepare_page, head.source, head.number, self.dpi, self.password, self.read_text_layer
-        )
+        self._submit(head, self._alone)
         head.alone = True
         for slot in list(window)[1:]:
             if slot.future.done() and not slot.alone and _broken(slot.future):
-                slot.future, slot.generation = self._submit(slot.source, slot.number)
+                self._submit(slot)
         return None
 
 

@@ -1,5 +1,5 @@
 """`hpdparse render`: rebuild the .md, .json and images/ of converted document folders from their
-raw pages and source file, without a model (`finish.finish_document`, as `convert` does)."""
+raw pages and source file, without a model (`finish.DocumentFinish`, as `convert` does)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.runner.finish import finish_document
+from hpdparse.runner.finish import DocumentFinish
 from hpdparse.runner.images import InProcessCutter
 from hpdparse.runner.overlay import InProcessOverlay
 from hpdparse.runner.progress import Progress
@@ -42,13 +42,10 @@ def render_folders(
         try:
             for warning in _render_one(folder, options, cutter, overlay, r):
                 progress.error(warning)
-        except HpdparseError as exc:
-            r.status = STATUS_FAILED
-            r.error = str(exc)
-            progress.error(str(exc))
-        except OSError as exc:
-            r.status = STATUS_FAILED
-            r.error = f"{folder.location}: {exc.strerror or exc}"
+        except (HpdparseError, OSError) as exc:
+            r.status, r.error = STATUS_FAILED, str(exc)
+            if isinstance(exc, OSError):
+                r.error = f"{folder.location}: {exc.strerror or exc}"
             progress.error(r.error)
         r.seconds = time.monotonic() - t0
         progress.document_finished(r)
@@ -72,7 +69,7 @@ def _render_one(
         )
     r.source = state.source.path
     try:
-        finished = finish_document(folder, state, options, cutter, r, overlay)
+        finished = DocumentFinish(folder, state, options, cutter, r, overlay).start()()
     finally:
         r.pages_reused = r.pages_done  # render decodes nothing: every page done is reused
     if not finished.written:

@@ -18,17 +18,18 @@
 - finish (`runner.finish`): when a document's last page is in, it is rebuilt from its raw pages
   and its crops started on the main thread, then written, its .md last, in the background
   (`runner.background_finish`) while the engine goes on; it counts as finished once written.
-Planning and rasterizing run inside the engine's pull of the next request, so they only record
-events (`runner.events`); the main loop acts on them between results. Output folders are read and
+Planning and rasterizing run inside the engine's pull of the next request, so they only queue
+what the main loop does between results (`Converter._later`). Output folders are read and
 written only through `hpdparse.store` (`OutputStore`, `DocumentFolder`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from hpdparse.engines.base import Engine, EngineInfo, PageRequest, PageResult
@@ -42,9 +43,6 @@ from hpdparse.runner.conversions import (
 )
 from hpdparse.runner.document_book import DocumentBook
 from hpdparse.runner.document_run import DocumentRun
-from hpdparse.runner.events import DocumentFailed, Event, PageFailed
-from hpdparse.runner.images import PoolCutter
-from hpdparse.runner.overlay import PoolOverlay
 from hpdparse.runner.plan import finished_earlier
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import ReadAhead
@@ -56,7 +54,6 @@ from hpdparse.sources.office import use_conversion_folder
 from hpdparse.sources.text_layer import PageText
 from hpdparse.store.concurrent_writes import ConcurrentWrites
 from hpdparse.store.document_folder import raw_page_files
-from hpdparse.store.output_store import open_output_store
 from hpdparse.store.raw_pages import RawPage
 from hpdparse.store.report import RunReport
 
@@ -81,25 +78,21 @@ class Converter:
         self.progress = progress or Progress()
         self._start_engine = start_engine
         self._engine_started = False
-        self._store = open_output_store(settings.output_dir)
         self._info: EngineInfo | None = None  # set in run(), after engine.open()
-        self._events: deque[Event] = deque()
+        # What the main loop does between results (planning and rasterizing run inside the
+        # engine's pull of the next request: they only append here).
+        self._later: deque[Callable[[], None]] = deque()
         # What the engine's result does not carry back, by request key (document, page number).
         self._inflight: dict[tuple[DocumentRun, int], tuple[PageGeometry, PageText | None]] = {}
         self._pool: WorkerPool | None = None
-        self._saver = ConcurrentWrites()  # saves decoded pages; a new one for each run()
-        self._book = DocumentBook(settings, self.progress)  # a new one for each run()
-        self._finishes = BackgroundFinishes(self._book.finished)  # a new one for each run()
         self._first_sent: float | None = None
         self._last_result: float | None = None
 
     def run(self, sources: list[Path], input_errors: Sequence[HpdparseError] = ()) -> RunReport:
         """Convert `sources`; `input_errors` (inputs that could not be found) are reported as
         failed documents. Returns the run report."""
-        started = time.monotonic()
-        book = self._book = DocumentBook(self.settings, self.progress)
-        book.add(self._store, sources, input_errors)
-        self._saver = ConcurrentWrites()
+        book = self._book = DocumentBook(self.settings, self.progress, sources, input_errors)
+        self._saver = ConcurrentWrites()  # saves decoded pages
         book.settle_pages = self._saver.settle
         self._finishes = BackgroundFinishes(book.finished)
         book.finish_later = self._finishes.submit
@@ -119,11 +112,8 @@ class Converter:
                 converted,
                 self.settings.convert_timeout,
             )
-            overlay = None
-            if self.settings.layout:
-                overlay = PoolOverlay(self._pool, self.settings.password)
             self._info = text_layer_info(self.engine, self.settings, self.progress.warning)
-            book.engine_opened(self._info, PoolCutter(self._pool, self.settings.password), overlay)
+            book.engine_opened(self._info, self._pool)
             self._run_pages()
         except KeyboardInterrupt:
             book.report.interrupted = True
@@ -141,13 +131,13 @@ class Converter:
             if shared is None:
                 use_conversion_folder(None)
                 remove_conversion_folder(converted)
-        self._drain_events()
-        return book.end(started, self._first_sent, self._last_result)
+        self._run_later()
+        return book.end(self._first_sent, self._last_result)
 
     def _run_pages(self) -> None:
         requests = self._requests()
         first = next(requests, None)
-        self._drain_events()
+        self._run_later()
         if first is None:
             return
         if self._start_engine:
@@ -163,13 +153,13 @@ class Converter:
             for result in results:
                 self._last_result = time.monotonic()
                 self._on_result(result)
-                self._drain_events()
+                self._run_later()
         finally:
             close = getattr(results, "close", None)
             if close is not None:
                 close()
 
-    # --- feeding the engine (runs wherever the engine pulls requests; reports through events) ---
+    # --- feeding the engine (runs wherever the engine pulls requests; appends to _later) ---
 
     def _taken_by_engine(
         self, first: PageRequest, rest: Iterator[PageRequest]
@@ -181,20 +171,12 @@ class Converter:
         yield from rest
 
     def _requests(self) -> Iterator[PageRequest]:
-        assert self._pool is not None
-        s = self.settings
-        assert self._info is not None
-        read_ahead = ReadAhead(
-            self._pool,
-            s.dpi,
-            s.password,
-            s.read_ahead_count(),
-            s.rasterize_timeout,
-            read_text_layer=self._info.text_layer == TextLayerMode.PREFER,
-        )
+        assert self._pool is not None and self._info is not None
+        prefer = self._info.text_layer == TextLayerMode.PREFER
+        read_ahead = ReadAhead.of(self._pool, self.settings, read_text_layer=prefer)
         for doc, number, request in read_ahead.pages(self._pages()):
             if isinstance(request, str):
-                self._events.append(PageFailed(doc, number, request))
+                self._later.append(functools.partial(self._book.page_failed, doc, number, request))
                 continue
             if doc.done:
                 continue
@@ -216,16 +198,16 @@ class Converter:
         for index, doc in enumerate(self._book.docs):
             failure = ahead.before_planning(index)
             if failure is not None:
-                self._events.append(DocumentFailed(doc, failure))
+                self._later.append(functools.partial(self._book.fail, doc, failure))
                 continue
-            to_decode, events = self._book.plan(doc, self._info)
-            self._events.extend(events)
+            to_decode, then = self._book.plan(doc, info)
+            self._later.append(then)
             for number in to_decode:
                 if doc.done:
                     break
                 yield doc, str(doc.source), number
 
-    # --- results and events (main thread) ---
+    # --- results (main thread) ---
 
     def _on_result(self, result: PageResult) -> None:
         doc, number = result.key
@@ -233,13 +215,12 @@ class Converter:
         if not result.ok:
             error = " ".join((result.error or "the engine gave no text").split())
             self._book.page_failed(doc, number, f"{doc.source}: page {number}: {error}")
-        else:
-            if not doc.done:
-                if self._info is not None and self._info.text_layer == TextLayerMode.PREFER:
-                    doc.text_layers[number] = text_layer  # read once, by the rasterizer
-                self._save(doc, number, result, geometry)
-            self._book.page_decoded(doc, result.prompt_tokens, result.output_tokens, result.stats)
-        self._book.complete(doc)
+            return
+        if not doc.done:
+            if self._info is not None and self._info.text_layer == TextLayerMode.PREFER:
+                doc.text_layers[number] = text_layer  # read once, by the rasterizer
+            self._save(doc, number, result, geometry)
+        self._book.page_decoded(doc, result.prompt_tokens, result.output_tokens, result.stats)
 
     def _save(
         self, doc: DocumentRun, number: int, result: PageResult, geometry: PageGeometry
@@ -254,16 +235,16 @@ class Converter:
         if reason is not None:
             self._book.fail(doc, f"{doc.folder.location}: cannot write the output folder: {reason}")
 
-    def _drain_events(self) -> None:
-        while self._events:
-            self._book.handle(self._events.popleft())
+    def _run_later(self) -> None:
+        while self._later:
+            self._later.popleft()()
         self._finishes.collect()
 
     def _wait_for_finishes(self) -> None:
         """Every document handed to the background is written before the run ends (its crops
         need the pool, its pages the saver); a second Ctrl-C stops waiting."""
         try:
-            self._drain_events()
+            self._run_later()
             self._finishes.close()
         except KeyboardInterrupt:
             self._book.report.interrupted = True

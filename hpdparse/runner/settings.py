@@ -110,10 +110,12 @@ class ConvertSettings:
         if self.convert_timeout <= 0:
             raise ValueError(f"convert_timeout must be positive, not {self.convert_timeout}")
 
-    def worker_count(self) -> int:
+    def worker_count(self, cpus: float | None = None) -> int:
+        """--workers, or one rasterizer process per CPU core (`cpus`: those a Ray actor
+        reserved), at most MAX_AUTO_WORKERS."""
         if self.workers > 0:
             return self.workers
-        return max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
+        return max(1, min(int(cpus or os.cpu_count() or 1), MAX_AUTO_WORKERS))
 
     def read_ahead_count(self) -> int:
         return (

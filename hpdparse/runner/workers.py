@@ -10,6 +10,7 @@ too (`convert_document`), into the run's conversion folder (`hpdparse.sources.of
 from __future__ import annotations
 
 import contextlib
+import io
 import multiprocessing
 import os
 import signal
@@ -134,16 +135,10 @@ def cut_crops(
         y1, y2 = sorted((max(0, min(y1, image.height)), max(0, min(y2, image.height))))
         if x2 - x1 < 1 or y2 - y1 < 1:
             continue
-        pngs.append((filename, _png_bytes(image.crop((x1, y1, x2, y2)))))
+        png = io.BytesIO()
+        image.crop((x1, y1, x2, y2)).save(png, format="PNG", optimize=False, compress_level=6)
+        pngs.append((filename, png.getvalue()))
     return pngs
-
-
-def _png_bytes(image: Image.Image) -> bytes:
-    import io
-
-    out = io.BytesIO()
-    image.save(out, format="PNG", optimize=False, compress_level=6)
-    return out.getvalue()
 
 
 def _mp_context() -> multiprocessing.context.BaseContext:

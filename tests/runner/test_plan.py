@@ -11,7 +11,7 @@ import pytest
 from hpdparse.engines.base import PageResult
 from hpdparse.errors import InputError, OutputError
 from hpdparse.markdown.render import RenderOptions
-from hpdparse.runner.finish import start_converted
+from hpdparse.runner.finish import DocumentFinish
 from hpdparse.runner.images import InProcessCutter
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.settings import ConvertSettings
@@ -77,7 +77,9 @@ def test_a_finished_document_is_skipped_until_a_setting_changes(tmp_path: Path) 
         save(folder, number)
     report = DocumentReport(source=str(pdf))
     cutter = InProcessCutter(None)
-    finished = start_converted(folder, plan.state, s.render_options, cutter, report)()
+    finished = DocumentFinish(
+        folder, plan.state, s.render_options, cutter, report
+    ).start_converted()()
     assert finished.status == "converted"
     again = plan_document(folder, pdf, s, SCRIPTED_INFO)
     assert again.skip and again.reused == 2 and again.state == folder.load_state()

@@ -40,7 +40,8 @@ from hpdparse.runner.ray.units import (
     columns,
     rows_of,
 )
-from hpdparse.runner.settings import MAX_AUTO_WORKERS, ConvertSettings
+from hpdparse.runner.read_ahead import ReadAhead
+from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.raw_pages import RawPage
@@ -55,13 +56,6 @@ the pool then relaunched the tracker, which printed a `KeyError` traceback for e
 was told to forget. The actor ends its own processes (`__del__`), and each of them also ends by
 itself when the actor process dies (the tracker and the forkserver on their pipe's end of file,
 the rasterizers by `workers._exit_when_orphaned`, a vLLM engine runs in the actor's process)."""
-
-
-def rasterizer_count(settings: ConvertSettings, cpus: float) -> int:
-    """--workers, or one rasterizer process per CPU the actor reserved (at most the usual cap)."""
-    if settings.workers > 0:
-        return settings.workers
-    return max(1, min(int(cpus), MAX_AUTO_WORKERS))
 
 
 class PageDecoder:
@@ -99,37 +93,7 @@ class PageDecoder:
         self._ray = ray
         if run_book is not None and run_is_over(ray, run_book):
             ray.actor.exit_actor()  # started after its run ended: not restarted, nothing left
-        self.start_error = self._start_engine(engine_name, config, options, server, reuse_key)
-        if self.start_error is not None:
-            return  # each call answers PAGE_NO_ENGINE rows; the driver ends the run
-        self.pool = WorkerPool(
-            rasterizer_count(settings, ray_settings.cpus_per_actor), self.engine.preparer()
-        )
-        self.feed = EngineFeed(
-            self.engine,
-            self.pool,
-            live=ENGINES[engine_name].live_source,
-            dpi=settings.dpi,
-            password=settings.password,
-            read_ahead=settings.read_ahead_count(),
-            rasterize_timeout=settings.rasterize_timeout,
-            batch_size=settings.batch_size,
-            hang_seconds=ray_settings.hang_seconds,
-        )
-        # Alive from now on: the engine is started and the actor takes units.
-        self.heartbeat = Heartbeat(run_book, self.actor, self.pid) if run_book else None
-
-    def _start_engine(
-        self,
-        engine_name: str,
-        config: EngineConfig,
-        options: EngineOptions | Mapping[str, Any] | None,
-        server: str,
-        reuse_key: DecodeKey,
-    ) -> str | None:
-        """Starts this actor's engine; why it cannot, if it cannot. The constructor does not
-        raise then: Ray Data would retry it again and again, printing the actor's tracebacks, and
-        would not end an actor still in its constructor when the driver ends the run."""
+        self.start_error: str | None = None
         try:
             self.engine = create_engine(engine_name, config, options, server=server)
             try:
@@ -143,8 +107,22 @@ class PageDecoder:
                     f"{reuse_key.to_json()}: install the same checkpoint on every node"
                 )
         except HpdparseError as exc:
-            return f"an engine actor could not start on {self.host}: {exc}"
-        return None
+            # Not raised: Ray Data would retry the constructor again and again, printing the
+            # actor's tracebacks, and would not end an actor still in its constructor when the
+            # driver ends the run. Each call answers PAGE_NO_ENGINE rows; the driver ends it.
+            self.start_error = f"an engine actor could not start on {self.host}: {exc}"
+            return
+        workers = settings.worker_count(ray_settings.cpus_per_actor)
+        self.pool = WorkerPool(workers, self.engine.preparer())
+        self.feed = EngineFeed(
+            self.engine,
+            ReadAhead.of(self.pool, settings),
+            live=ENGINES[engine_name].live_source,
+            batch_size=settings.batch_size,
+            hang_seconds=ray_settings.hang_seconds,
+        )
+        # Alive from now on: the engine is started and the actor takes units.
+        self.heartbeat = Heartbeat(run_book, self.actor, self.pid) if run_book else None
 
     def __del__(self) -> None:
         # Ray Data drops the actor when the run is done (Ray calls this before the process
@@ -197,10 +175,7 @@ class PageDecoder:
                 rows.append(self._row(unit, started, number, PAGE_GIVEN_UP, error=error))
             else:
                 to_decode.append(number)
-        if not to_decode:
-            return rows
-        handle = self.feed.submit(unit.unit, unit.source, to_decode)
-        for page in self.feed.decode(handle):
+        for page in self.feed.decode(unit.source, to_decode):
             rows.append(self._page_row(unit, started, folder, page))
         return rows
 

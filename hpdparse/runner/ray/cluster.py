@@ -35,19 +35,17 @@ _TOKEN_NOTICE_LOGGER = "ray._private.authentication.authentication_token_setup"
 _TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster."
 
 
-class _DropTokenNotice(logging.Filter):
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith(_TOKEN_NOTICE)
-
-
 @contextlib.contextmanager
 def _token_notice_dropped() -> Iterator[None]:
-    notice_filter, logger = _DropTokenNotice(), logging.getLogger(_TOKEN_NOTICE_LOGGER)
-    logger.addFilter(notice_filter)
+    def shown(record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(_TOKEN_NOTICE)
+
+    logger = logging.getLogger(_TOKEN_NOTICE_LOGGER)
+    logger.addFilter(shown)
     try:
         yield
     finally:
-        logger.removeFilter(notice_filter)
+        logger.removeFilter(shown)
 
 
 @contextlib.contextmanager

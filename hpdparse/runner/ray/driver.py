@@ -5,7 +5,7 @@
 2. One Ray Dataset row per unit, one block per row (Ray would otherwise hand a small work list to
    a single actor), `map_batches` through `PageDecoder` actors.
 3. Consume the page rows as units finish, anywhere in the cluster: progress, counters, and a
-   document is finished (`start_converted`, on the driver) as soon as all its pages are in.
+   document is finished (`DocumentFinish`, on the driver) as soon as all its pages are in.
    Meanwhile `watch` threads show the actors alive (from the `run_book`'s heartbeats) and end
    a run no row comes back to.
 4. A unit whose actor died on every attempt (Ray retries it on a restarted actor) is dropped
@@ -29,13 +29,9 @@ from hpdparse.engines.registry import create_engine
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.remote import is_url
 from hpdparse.runner.document_book import DocumentBook
-from hpdparse.runner.document_run import DocumentRun
-from hpdparse.runner.images import PoolCutter
-from hpdparse.runner.overlay import PoolOverlay
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.ray.settings import RaySettings
 from hpdparse.runner.ray.units import (
-    PAGE_DECODED,
     PAGE_FAILED,
     PAGE_GIVEN_UP,
     PAGE_NO_ENGINE,
@@ -44,11 +40,10 @@ from hpdparse.runner.ray.units import (
     WorkUnit,
     cut_units,
 )
-from hpdparse.runner.ray.watch import ActorWatch, StallWatch
+from hpdparse.runner.ray.watch import StallWatch, actors_watched
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.settings import TextLayerMode
-from hpdparse.store.output_store import open_output_store
 from hpdparse.store.report import ActorReport, ClusterReport, RunReport
 
 DRIVER_RASTERIZERS = 2  # the driver only cuts figure images and draws --layout overlays
@@ -81,10 +76,8 @@ class RayConverter:
         # Made here, not started: it says what the actors will record (the reuse key) and
         # prepares nothing. Unknown options fail now, before the cluster is touched.
         self._engine = create_engine(engine, config, options, server=server)
-        self._store = open_output_store(settings.output_dir)
-        self._book = DocumentBook(settings, self.progress)  # a new one for each run()
         self._units: dict[int, WorkUnit] = {}
-        self._rows: dict[int, dict[int, PageRow]] = {}  # unit -> page -> row
+        self._rows: dict[int, set[int]] = {}  # unit -> its pages whose row came
         self._actors: dict[str, ActorReport] = {}
         self._pids: dict[str, set[int]] = {}
         self._restarted: set[str] = set()
@@ -98,12 +91,11 @@ class RayConverter:
         self._last_row: float | None = None
 
     def run(self, sources: list[Path], input_errors: Sequence[HpdparseError] = ()) -> RunReport:
-        started = time.monotonic()
-        book = self._book = DocumentBook(self.settings, self.progress)
-        report = self._report = book.report
-        report.cluster = ClusterReport(address=self.ray_settings.address)
-        book.add(self._store, sources, input_errors)
+        book = self._book = DocumentBook(self.settings, self.progress, sources, input_errors)
+        self._cluster = ClusterReport(address=self.ray_settings.address)
+        book.report.cluster = self._cluster
         stall: StallWatch | None = None
+        failure: str | None = None
         try:
             self._engine.open()
             self._info = self._engine.info
@@ -112,40 +104,35 @@ class RayConverter:
                     "--text-layer prefer is not supported with --ray yet; the run verifies instead"
                 )
             self._pool = WorkerPool(DRIVER_RASTERIZERS, self._engine.preparer())
-            overlay = None
-            if self.settings.layout:
-                overlay = PoolOverlay(self._pool, self.settings.password)
-            book.engine_opened(self._info, PoolCutter(self._pool, self.settings.password), overlay)
+            book.engine_opened(self._info, self._pool)
             units = self._plan_all()
-            report.cluster.units = len(units)
+            self._cluster.units = len(units)
             if units:
                 stall = StallWatch(self.ray_settings.stall_seconds)
                 self._decode(units, stall)
                 self._give_up_lost_units()
         except KeyboardInterrupt:
             if stall is not None and stall.fired:
-                seconds = self.ray_settings.stall_seconds
-                self._engine_failed(f"--ray: no page came back for {seconds:g} s")
+                failure = f"--ray: no page came back for {self.ray_settings.stall_seconds:g} s"
             else:
-                report.interrupted = True
+                book.report.interrupted = True
         except HpdparseError as exc:
-            self._engine_failed(str(exc))
+            failure = str(exc)
         except Exception as exc:  # Ray's errors: the job as a whole failed
             from hpdparse.runner.ray.cluster import ray_error_line
 
-            self._engine_failed(f"--ray: the Ray job failed: {ray_error_line(exc)}")
+            failure = f"--ray: the Ray job failed: {ray_error_line(exc)}"
         finally:
             if self._pool is not None:
                 self._pool.shutdown(cancel=True)
-        report.cluster.actors = sorted(self._actors.values(), key=lambda a: (a.node, a.actor))
-        for actor in report.cluster.actors:
+        if failure is not None:
+            book.report.engine_error = failure
+            self.progress.error(failure)
+        self._cluster.actors = sorted(self._actors.values(), key=lambda a: (a.node, a.actor))
+        for actor in self._cluster.actors:
             processes = len(self._pids.get(actor.actor, ()))
             actor.restarts = max(processes - 1, 1 if actor.actor in self._restarted else 0)
-        return book.end(started, self._first_row, self._last_row)
-
-    def _engine_failed(self, message: str) -> None:
-        self._report.engine_error = message
-        self.progress.error(message)
+        return book.end(self._first_row, self._last_row)
 
     # --- planning ---
 
@@ -153,11 +140,8 @@ class RayConverter:
         assert self._info is not None
         units: list[WorkUnit] = []
         for index, doc in enumerate(self._book.docs):
-            to_decode, events = self._book.plan(doc, self._info)
-            for event in events:
-                self._book.handle(event)
-            if not to_decode:
-                continue
+            to_decode, then = self._book.plan(doc, self._info)
+            then()
             location = doc.folder.location
             folder = location if is_url(location) else str(Path(location).absolute())
             units += cut_units(
@@ -187,11 +171,11 @@ class RayConverter:
             try:
                 dataset, actors = self._dataset(ray, units, book)
                 rows = iter(dataset.iter_rows())
-                with stall, ActorWatch(ray, book, self.progress, actors):
+                with stall, actors_watched(ray, book, self.progress, actors):
                     self.progress.decoding_started()
                     for row in rows:
                         stall.last = time.monotonic()
-                        self._take_row(PageRow.from_row(row))
+                        self._on_row(PageRow.from_row(row))
             finally:
                 # Ray Data ends its execution (the actors with it) when its row generator is
                 # closed; one the loop left by an exception would wait for the garbage collector.
@@ -199,16 +183,12 @@ class RayConverter:
                     rows.close()
                 end_run_book(ray, book)
 
-    def _take_row(self, page: PageRow) -> None:
-        if page.status == PAGE_NO_ENGINE:
-            raise EngineError(f"--ray: {page.error}")  # run() fails the run on this line
-        self._last_row = time.time()
-        if page.unit_started and (self._first_row is None or page.unit_started < self._first_row):
-            self._first_row = page.unit_started
-        self._on_row(page)
-
     def _dataset(self, ray: Any, units: list[WorkUnit], book: Any) -> tuple[Any, int]:
         """The dataset of page rows, and how many engine actors it runs on."""
+        from ray.data import ActorPoolStrategy
+
+        from hpdparse.runner.ray.actor import ACTOR_RUNTIME_ENV, PageDecoder
+
         resources = ray.cluster_resources()
         use_gpus = self.engine_name != "openai" and resources.get("GPU", 0) >= 1
         # What the cluster cannot hold is fitted (--ray local) or refused now, in one line.
@@ -218,13 +198,12 @@ class RayConverter:
         if note:
             self.progress.warning(note)
         self.ray_settings = rs
-        actors = rs.actors
         calls = rs.calls_per_actor(self.settings.batch_size)
-        assert self._report.cluster is not None
-        self._report.cluster.actors_requested = actors
+        self._cluster.actors_requested = rs.actors
         self.progress.info(
-            f"ray: {actors} engine actors ({'1 GPU' if use_gpus else f'{rs.cpus_per_actor:g} CPUs'}"
-            f" each), {len(units)} work units of up to {rs.unit_pages} pages"
+            f"ray: {rs.actors} engine actors "
+            f"({'1 GPU' if use_gpus else f'{rs.cpus_per_actor:g} CPUs'} each), "
+            f"{len(units)} work units of up to {rs.unit_pages} pages"
         )
         assert self._info is not None
         dataset = ray.data.from_items([u.to_row() for u in units], override_num_blocks=len(units))
@@ -232,67 +211,63 @@ class RayConverter:
             # max_restarts and max_task_retries have no named parameter in Ray 2.60 (the pinned
             # range); the deprecation concerns Ray 2.64.
             warnings.simplefilter("ignore", DeprecationWarning)
-            mapped = self._map(dataset, actors, calls, use_gpus, book)
-        return mapped, actors
-
-    def _map(self, dataset: Any, actors: int, calls: int, use_gpus: bool, book: Any) -> Any:
-        from ray.data import ActorPoolStrategy
-
-        from hpdparse.runner.ray.actor import ACTOR_RUNTIME_ENV, PageDecoder
-
-        assert self._info is not None
-        rs = self.ray_settings
-        return dataset.map_batches(
-            PageDecoder,
-            batch_size=1,
-            compute=ActorPoolStrategy(
-                size=actors,
-                max_tasks_in_flight_per_actor=calls,
-                max_concurrent_calls_per_actor=calls,
-                enable_true_multi_threading=True,
-            ),
-            fn_constructor_kwargs={
-                "engine_name": self.engine_name,
-                "config": self.config,
-                "options": self.options,
-                "server": self.server,
-                "settings": self.settings,
-                "ray_settings": rs,
-                "reuse_key": self._info.reuse_key(),
-                "driver_cwd": os.getcwd(),
-                "run_book": book,
-            },
-            num_cpus=rs.cpus_per_actor,
-            num_gpus=1 if use_gpus else None,
-            runtime_env=ACTOR_RUNTIME_ENV,
-            # Ray retries a unit whose actor died until an actor begins it: the attempts that
-            # count are the beginnings (run_book.RunBook), not a restarting actor's refusals.
-            max_restarts=-1,
-            max_task_retries=-1,
-        )
+            mapped = dataset.map_batches(
+                PageDecoder,
+                batch_size=1,
+                compute=ActorPoolStrategy(
+                    size=rs.actors,
+                    max_tasks_in_flight_per_actor=calls,
+                    max_concurrent_calls_per_actor=calls,
+                    enable_true_multi_threading=True,
+                ),
+                fn_constructor_kwargs={
+                    "engine_name": self.engine_name,
+                    "config": self.config,
+                    "options": self.options,
+                    "server": self.server,
+                    "settings": self.settings,
+                    "ray_settings": rs,
+                    "reuse_key": self._info.reuse_key(),
+                    "driver_cwd": os.getcwd(),
+                    "run_book": book,
+                },
+                num_cpus=rs.cpus_per_actor,
+                num_gpus=1 if use_gpus else None,
+                runtime_env=ACTOR_RUNTIME_ENV,
+                # Ray retries a unit whose actor died until an actor begins it: the attempts that
+                # count are the beginnings (run_book.RunBook), not a restarting actor's refusals.
+                max_restarts=-1,
+                max_task_retries=-1,
+            )
+        return mapped, rs.actors
 
     # --- results ---
 
     def _on_row(self, row: PageRow) -> None:
-        unit = self._units[row.unit]
-        rows = self._rows.setdefault(row.unit, {})
-        assert self._report.cluster is not None
+        if row.status == PAGE_NO_ENGINE:
+            raise EngineError(f"--ray: {row.error}")  # run() fails the run on this line
+        self._last_row = time.time()
+        if row.unit_started and (self._first_row is None or row.unit_started < self._first_row):
+            self._first_row = row.unit_started
+        unit, rows = self._units[row.unit], self._rows.setdefault(row.unit, set())
         if row.page in rows:  # a retried unit's rows came again
-            self._report.cluster.pages_redone += 1
+            self._cluster.pages_redone += 1
             return
-        rows[row.page] = row
+        rows.add(row.page)
         if row.status == PAGE_GIVEN_UP and row.unit not in self._given_up:
             self._given_up.add(row.unit)
-            self._report.cluster.units_given_up += 1
+            self._cluster.units_given_up += 1
         self._count_actor(row, first_of_unit=len(rows) == 1)
-        doc = self._book.docs[row.doc]
-        self._page_in(doc, row)
         if len(rows) == len(unit.pages):
             self.progress.info(
                 f"unit {row.unit} ({len(unit.pages)} pages of {unit.source}) done by actor "
                 f"{row.actor[:8]} on {row.node}"
             )
-            self._book.complete(doc)
+        doc = self._book.docs[row.doc]
+        if row.status in (PAGE_FAILED, PAGE_GIVEN_UP):
+            self._book.page_failed(doc, row.page, row.error)
+        else:  # a page saved by an earlier attempt of this run's unit was decoded in this run too
+            self._book.page_decoded(doc, row.prompt_tokens, row.output_tokens, row.stats)
 
     def _count_actor(self, row: PageRow, first_of_unit: bool) -> None:
         actor = self._actors.setdefault(row.actor, ActorReport(actor=row.actor, node=row.node))
@@ -304,49 +279,30 @@ class RayConverter:
         if row.status in (PAGE_FAILED, PAGE_GIVEN_UP):
             actor.pages_failed += 1
         elif row.status == PAGE_SAVED:
-            assert self._report.cluster is not None
-            self._report.cluster.pages_recovered += 1
+            self._cluster.pages_recovered += 1
         else:
             actor.pages_decoded += 1
             actor.output_tokens += row.output_tokens
             actor.engine_seconds += row.seconds
 
-    def _page_in(self, doc: DocumentRun, row: PageRow) -> None:
-        if row.status in (PAGE_FAILED, PAGE_GIVEN_UP):
-            self._book.page_failed(doc, row.page, row.error)
-        else:  # a page saved by an earlier attempt of this run's unit was decoded in this run too
-            self._book.page_decoded(doc, row.prompt_tokens, row.output_tokens, row.stats)
-
     def _give_up_lost_units(self) -> None:
         """Units whose rows never came (Ray Data dropped them after an error of its own): the
         pages an attempt saved before dying count, the others are failed pages."""
-        assert self._info is not None and self._report.cluster is not None
-        attempts = self.ray_settings.unit_attempts
+        assert self._info is not None
+        key, attempts = self._info.reuse_key_at(self.settings.dpi), self.ray_settings.unit_attempts
         for unit in self._units.values():
-            rows = self._rows.setdefault(unit.unit, {})
-            missing = [n for n in unit.pages if n not in rows]
-            if not missing:
-                continue
-            self._report.cluster.units_given_up += 1
+            missing = [n for n in unit.pages if n not in self._rows.get(unit.unit, ())]
+            if missing:
+                self._cluster.units_given_up += 1
             doc = self._book.docs[unit.doc]
             for number in missing:
                 saved = doc.folder.read_raw_page(number)
-                if saved is not None and saved.reusable(self._info.reuse_key_at(self.settings.dpi)):
+                if saved is not None and saved.reusable(key):
                     result = saved.result
-                    row = PageRow(
-                        unit.unit,
-                        unit.doc,
-                        number,
-                        PAGE_DECODED,
-                        prompt_tokens=result.prompt_tokens,
-                        output_tokens=result.output_tokens,
-                    )
+                    self._book.page_decoded(doc, result.prompt_tokens, result.output_tokens, {})
                 else:
                     error = (
                         f"{unit.source}: page {number}: given up after {attempts} attempts "
                         f"(Ray dropped its work unit; see the Ray logs)"
                     )
-                    row = PageRow(unit.unit, unit.doc, number, PAGE_FAILED, error=error)
-                rows[number] = row
-                self._page_in(doc, row)
-            self._book.complete(doc)
+                    self._book.page_failed(doc, number, error)

@@ -28,7 +28,6 @@ from typing import NoReturn
 
 from hpdparse.engines.base import Engine, PageRequest, PageResult
 from hpdparse.runner.read_ahead import ReadAhead
-from hpdparse.runner.workers import WorkerPool
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.raw_pages import RawPage
 
@@ -44,34 +43,26 @@ def die(message: str) -> NoReturn:
 
 
 class UnitPages:
-    """The pages of one unit on their way through the feed."""
+    """The pages of one unit on their way through the feed. `items` gets, for a live engine,
+    each page's outcome as it comes; without a live source, the unit's requests in order, for
+    its own run. A page that could not be rasterized is its failed `RawPage` in either."""
 
-    def __init__(self, unit: int, source: str, pages: list[int]) -> None:
-        self.unit = unit
+    def __init__(self, source: str, pages: list[int]) -> None:
         self.source = source
         self.pages = pages
-        self.outcomes: queue.Queue[RawPage] = queue.Queue()
-        # Only for engines without a live source: this unit's pages, in order, for its own run.
-        self.requests: queue.Queue[PageRequest | RawPage] = queue.Queue()
-
-    def __iter__(self) -> Iterator[RawPage]:
-        for _ in self.pages:
-            yield self.outcomes.get()
+        self.items: queue.Queue[PageRequest | RawPage] = queue.Queue()
 
 
 class EngineFeed:
-    """Rasterize the pages of the units submitted and decode them with `engine` (started)."""
+    """Rasterize the pages of the units submitted (with `read_ahead`, around the actor's own
+    pool) and decode them with `engine` (started)."""
 
     def __init__(
         self,
         engine: Engine,
-        pool: WorkerPool,
+        read_ahead: ReadAhead,
         *,
         live: bool,
-        dpi: int,
-        password: str | None,
-        read_ahead: int,
-        rasterize_timeout: float,
         batch_size: int,
         hang_seconds: float,
         on_death: Callable[[str], NoReturn] = die,
@@ -81,11 +72,11 @@ class EngineFeed:
         self.batch_size = batch_size
         self.hang_seconds = hang_seconds
         self._die = on_death
-        self._read_ahead = ReadAhead(pool, dpi, password, read_ahead, rasterize_timeout)
+        self._read_ahead = read_ahead
         self._units: queue.Queue[UnitPages] = queue.Queue()
         # Prepared pages waiting for the live engine; bounded, so rasterizing stays ahead of
         # the engine by at most the read-ahead window.
-        self._requests: queue.Queue[PageRequest] = queue.Queue(maxsize=max(1, read_ahead))
+        self._requests: queue.Queue[PageRequest] = queue.Queue(maxsize=read_ahead.window)
         # The geometry of each page in the engine, by request key (unit, page number).
         self._geometry: dict[tuple[UnitPages, int], PageGeometry] = {}
         self._lock = threading.Lock()
@@ -96,22 +87,20 @@ class EngineFeed:
             threading.Thread(target=self._run_live, name="hpdparse-engine", daemon=True).start()
         threading.Thread(target=self._watch, name="hpdparse-watchdog", daemon=True).start()
 
-    def submit(self, unit: int, source: str, pages: list[int]) -> UnitPages:
-        """Queue `pages` of `source`; iterate the result for their outcomes (all of them)."""
-        handle = UnitPages(unit, source, pages)
-        if pages:
-            self._units.put(handle)
-        return handle
-
-    def decode(self, handle: UnitPages) -> Iterator[RawPage]:
-        """The outcomes of a submitted unit, as they come. Without a live engine the unit's own
-        engine run happens here, in the caller's thread."""
-        if not handle.pages:
+    def decode(self, source: str, pages: list[int]) -> Iterator[RawPage]:
+        """Queue `pages` of `source` and yield their outcomes (all of them), as they come.
+        Without a live engine the unit's own engine run happens here, in the caller's thread."""
+        if not pages:
             return
-        if self.live:
-            yield from handle
+        handle = UnitPages(source, pages)
+        self._units.put(handle)
+        if not self.live:
+            yield from self._run_unit(handle)
             return
-        yield from self._run_unit(handle)
+        for _ in pages:
+            outcome = handle.items.get()
+            assert isinstance(outcome, RawPage)
+            yield outcome
 
     # --- rasterizing (the feeder thread) ---
 
@@ -120,16 +109,12 @@ class EngineFeed:
             first = self._units.get()
             for handle, number, request in self._read_ahead.pages(self._pages(first)):
                 if isinstance(request, str):
-                    failure = RawPage.failed(number, request)
-                    (handle.outcomes if self.live else handle.requests).put(failure)
+                    handle.items.put(RawPage.failed(number, request))
                     continue
                 assert request.geometry is not None
                 with self._lock:
                     self._geometry[handle, number] = request.geometry
-                if self.live:
-                    self._requests.put(request)
-                else:
-                    handle.requests.put(request)
+                (self._requests if self.live else handle.items).put(request)
 
     def _pages(self, first: UnitPages) -> Iterator[tuple[UnitPages, str, int]]:
         """The pages of `first`, then of the units queued meanwhile; ends when none is queued
@@ -163,7 +148,8 @@ class EngineFeed:
         try:
             for result in self.engine.run(self._live_source(), max_in_flight=self.batch_size):
                 self._in_flight -= 1
-                self._deliver(result)
+                handle, _number = result.key
+                handle.items.put(self._outcome(result))
         except BaseException as exc:  # the engine is gone: no page can be trusted to it
             self._die(f"engine {self.engine.name} failed: {' '.join(str(exc).split()) or exc!r}")
         self._die(f"engine {self.engine.name} stopped taking pages")
@@ -177,7 +163,7 @@ class EngineFeed:
 
         def requests() -> Iterator[PageRequest]:
             for _ in handle.pages:
-                item = handle.requests.get()
+                item = handle.items.get()
                 if isinstance(item, RawPage):
                     not_rasterized.append(item)
                     continue
@@ -208,10 +194,6 @@ class EngineFeed:
             error = " ".join((result.error or "the engine gave no text").split())
             return RawPage.failed(number, f"{handle.source}: page {number}: {error}")
         return RawPage(number, result, geometry)
-
-    def _deliver(self, result: PageResult) -> None:
-        handle, _number = result.key
-        handle.outcomes.put(self._outcome(result))
 
     def _watch(self) -> None:
         while True:

@@ -1,11 +1,13 @@
 """Threads that watch a `--ray` run from the driver while its main thread waits for rows:
-`ActorWatch` shows the engine actors alive, `StallWatch` ends a run no page comes back to."""
+`actors_watched` shows the engine actors alive, `StallWatch` ends a run no page comes back to."""
 
 from __future__ import annotations
 
 import _thread
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 from typing import Any
 
 from hpdparse.runner.progress import Progress
@@ -14,38 +16,32 @@ from hpdparse.runner.ray.run_book import HEARTBEAT_SECONDS, ActorCount
 ASK_TIMEOUT_SECONDS = 10.0
 
 
-class ActorWatch:
-    """Asks the run book how many engine actors are alive (restarted, done) and tells the
-    progress when a figure changes, and once more as the run ends."""
+@contextlib.contextmanager
+def actors_watched(ray: Any, book: Any, progress: Progress, wanted: int) -> Iterator[None]:
+    """While the block runs, asks the run book how many engine actors are alive (restarted,
+    done) and tells the progress when a figure changes, and once more as the run ends."""
+    stop = threading.Event()
 
-    def __init__(self, ray: Any, book: Any, progress: Progress, wanted: int) -> None:
-        self._ray = ray
-        self._book = book
-        self._progress = progress
-        self._wanted = wanted
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="hpdparse-actors", daemon=True)
-
-    def __enter__(self) -> ActorWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=ASK_TIMEOUT_SECONDS)
-
-    def _watch(self) -> None:
+    def watch() -> None:
         shown: ActorCount | None = None
         stopping = False
         while not stopping:
-            stopping = self._stop.wait(HEARTBEAT_SECONDS / 2)  # a last look when the run ends
+            stopping = stop.wait(HEARTBEAT_SECONDS / 2)  # a last look when the run ends
             try:
-                count = self._ray.get(self._book.actors.remote(), timeout=ASK_TIMEOUT_SECONDS)
+                count = ray.get(book.actors.remote(), timeout=ASK_TIMEOUT_SECONDS)
             except Exception:  # a book that did not answer in time: ask again
                 continue
             if count != shown:
                 shown = count
-                self._progress.actors_alive(count.alive, self._wanted, count.restarts, count.done)
+                progress.actors_alive(count.alive, wanted, count.restarts, count.done)
+
+    thread = threading.Thread(target=watch, name="hpdparse-actors", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=ASK_TIMEOUT_SECONDS)
 
 
 class StallWatch:
