@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import groupby
 
 from docling_core.types.doc import (
     CodeItem,
@@ -82,98 +83,84 @@ class FastChunker:
             for chunk in _structural_chunks(doc, markdown)
             for window in self._split_by_items(chunk, markdown)
         ]
-        return self._merge_peers(chunks)
+        # peers: neighbours under the same headings (HybridChunker never merges across them)
+        peers = (list(group) for _, group in groupby(chunks, key=lambda c: c.headings))
+        return [merged for group in peers for merged in self._merge_peers(group)]
 
     def _tokens(self, chunk: Chunk) -> int:
         return self.count_joined(chunk.contextualized_parts())
 
-    def _delimiter_tokens(self) -> int:
-        return self.count(f"a{DELIM}b") - self.count("a") - self.count("b")
-
     def _split_by_items(self, chunk: Chunk, markdown: _Markdown) -> list[Chunk]:
         """HybridChunker._split_by_doc_items: windows of the items of a chunk of several (a list,
-        a table and its captions), each the largest that fits, found the same way."""
+        a table and its captions), each the largest that fits."""
         items = chunk.items
         if len(items) <= 1:
             return [chunk]
         texts = [markdown.alone(item) for item in items]
-        counts = [self.count(text) for text in texts]
-        delim_tokens = self._delimiter_tokens()
 
         def window(start: int, end: int) -> Chunk:
             parts = [t for t in texts[start : end + 1] if t]
             return Chunk(DELIM.join(parts), items[start : end + 1], chunk.headings, parts)
 
+        counts = [self.count(text) for text in texts]
         overhead = self._tokens(window(0, 0)) - counts[0]
-        windows: list[Chunk] = []
-        start = 0
-        while start < len(items):
-            end, running = start, 0
-            while end < len(items):
-                running += counts[end] + (delim_tokens if end > start else 0)
-                if running + overhead > self.max_tokens:
-                    exact = self._tokens(window(start, end))
-                    if exact <= self.max_tokens:
-                        running = exact - overhead
-                        end += 1
-                        continue
-                    break
-                end += 1
-            if end == start:  # one item over the limit: a chunk of its own
-                windows.append(window(start, start))
-                start += 1
-                continue
-            while end - 1 > start and self._tokens(window(start, end - 1)) > self.max_tokens:
-                end -= 1
-            windows.append(window(start, end - 1))
-            start = end
-        return windows
+        spans = self._windows(
+            counts, lambda _: overhead, lambda s, e: self._tokens(window(s, e)), check_first=True
+        )
+        return [window(start, end) for start, end in spans]
 
     def _merge_peers(self, chunks: list[Chunk]) -> list[Chunk]:
         """HybridChunker._merge_chunks_with_matching_metadata: neighbours under the same headings
-        joined while the result fits."""
-        merged: list[Chunk] = []
-        delim_tokens = self._delimiter_tokens()
-        counts = [self.count_joined(c.text_parts()) for c in chunks]
+        (all of `chunks`) joined while the result fits."""
 
-        def candidate(start: int, end: int) -> Chunk:
+        def merged(start: int, end: int) -> Chunk:
             window = chunks[start : end + 1]
-            items = [item for c in window for item in c.items]
             parts = [part for c in window for part in c.text_parts()]
-            text = DELIM.join(c.text for c in window)
-            return Chunk(text, items, chunks[start].headings, parts)
+            items = [item for c in window for item in c.items]
+            return Chunk(DELIM.join(parts), items, chunks[start].headings, parts)
 
+        counts = [self.count_joined(c.text_parts()) for c in chunks]
+        spans = self._windows(
+            counts,
+            lambda start: self._tokens(chunks[start]) - counts[start],
+            lambda s, e: self._tokens(merged(s, e)),
+            check_first=False,
+        )
+        result = [merged(start, end) for start, end in spans]
+        for chunk in result:
+            chunk.tokens = self._tokens(chunk)
+        return result
+
+    def _windows(
+        self,
+        counts: list[int],
+        overhead: Callable[[int], int],
+        tokens: Callable[[int, int], int],
+        check_first: bool,
+    ) -> Iterator[tuple[int, int]]:
+        """HybridChunker's windows, as both its loops find them: from each start, the largest
+        window (first and last index) that fits, grown on a running estimate (the `counts` of
+        its pieces and of the delimiters between them, plus the `overhead` of the headings
+        around them), re-anchored on the exact count (`tokens`) where the estimate goes over the
+        limit, then shrunk back while the exact count is over. A window holds its first piece
+        whether it fits or not; `check_first`: it stops there when that one does not fit."""
+        delim = self.count(f"a{DELIM}b") - self.count("a") - self.count("b")
         start = 0
-        while start < len(chunks):
-            first = chunks[start]
-            first_tokens = self._tokens(first)
-            overhead = first_tokens - counts[start]
-            end, fit_end, running = start + 1, start, counts[start]
-            while end < len(chunks) and chunks[end].headings == first.headings:
-                running += counts[end] + delim_tokens
-                if running + overhead <= self.max_tokens:
-                    fit_end = end
-                    end += 1
-                    continue
-                exact = self._tokens(candidate(start, end))
-                if exact <= self.max_tokens:
-                    running = exact - overhead
-                    fit_end = end
-                    end += 1
-                    continue
-                break
-            chunk, tokens = first, first_tokens
-            while fit_end > start:
-                chunk = candidate(start, fit_end)
-                tokens = self._tokens(chunk)
-                if tokens <= self.max_tokens:
-                    break
-                chunk, tokens = first, first_tokens
-                fit_end -= 1
-            chunk.tokens = tokens
-            merged.append(chunk)
-            start = fit_end + 1
-        return merged
+        while start < len(counts):
+            end, running, extra = start, 0, overhead(start)
+            while end < len(counts):
+                running += counts[end] + (delim if end > start else 0)
+                if running + extra > self.max_tokens and (check_first or end > start):
+                    exact = tokens(start, end)
+                    if exact > self.max_tokens:
+                        break
+                    running = exact - extra  # the estimate overshot: re-anchored
+                end += 1
+            last = max(end - 1, start)
+            while last > start and tokens(start, last) > self.max_tokens:
+                last -= 1
+            yield start, last
+            start = last + 1
 
 
 def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Chunk]:
