@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import groupby
 
+from docling_core.transforms.serializer.markdown import _flatten_header_rows
 from docling_core.types.doc import (
     CodeItem,
     ContentLayer,
@@ -33,8 +34,8 @@ from docling_core.types.doc import (
     TableItem,
     TitleItem,
 )
+from tabulate import _column_type, tabulate
 
-from hpdparse.export.chunk_tables import table_markdown
 from hpdparse.markdown.text import code_fence
 
 DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
@@ -265,8 +266,30 @@ class _Markdown:
 
     def _table(self, item: TableItem) -> str:
         if item.self_ref not in self._tables:
-            self._tables[item.self_ref] = table_markdown(item)
+            self._tables[item.self_ref] = _pipe_table(item)
         return self._tables[item.self_ref]
+
+
+def _pipe_table(item: TableItem) -> str:
+    """MarkdownTableSerializer's pipe table (tabulate's `github` format), from the table's grid
+    built once (docling's serializer builds it twice)."""
+    grid = item.data.grid
+    # newlines and pipes escaped so that the pipe table stays valid
+    rows = [[(c.text or "").replace("\n", " ").replace("|", "&#124;") for c in r] for r in grid]
+    if not rows:
+        return ""
+    headers = item.data._count_column_header_rows(grid=grid)
+    if headers == 0 and not any(c.column_header for row in grid[1:] for c in row):
+        headers = 1  # no header flags: the first row is the header
+    body = rows[headers:]
+    numeric = [_column_type(list(column)) in (int, float) for column in zip(*body, strict=True)]
+    return tabulate(
+        body,
+        headers=_flatten_header_rows(rows[:headers], len(rows[0])),
+        tablefmt="github",
+        disable_numparse=True,
+        colalign=tuple("right" if n else "left" for n in numeric) if numeric else None,
+    )
 
 
 def _resolve(doc: DoclingDocument, cref: str) -> NodeItem:
