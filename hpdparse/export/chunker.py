@@ -78,11 +78,10 @@ class FastChunker:
         self.count_joined = count_joined or (lambda parts: count_tokens(DELIM.join(parts)))
 
     def chunk(self, doc: DoclingDocument) -> list[Chunk]:
-        markdown = _Markdown(doc)
         chunks = [
             window
-            for chunk in _structural_chunks(doc, markdown)
-            for window in self._split_by_items(chunk, markdown)
+            for chunk, texts in _structural_chunks(doc)
+            for window in self._split_by_items(chunk, texts)
         ]
         # peers: neighbours under the same headings (HybridChunker never merges across them)
         peers = (list(group) for _, group in groupby(chunks, key=lambda c: c.headings))
@@ -91,13 +90,12 @@ class FastChunker:
     def _tokens(self, chunk: Chunk) -> int:
         return self.count_joined(chunk.contextualized_parts())
 
-    def _split_by_items(self, chunk: Chunk, markdown: _Markdown) -> list[Chunk]:
+    def _split_by_items(self, chunk: Chunk, texts: list[str]) -> list[Chunk]:
         """HybridChunker._split_by_doc_items: windows of the items of a chunk of several (a list,
-        a table and its captions), each the largest that fits."""
+        a table and its captions), each the largest that fits; `texts`: the items' own."""
         items = chunk.items
         if len(items) <= 1:
             return [chunk]
-        texts = [markdown.alone(item) for item in items]
 
         def window(start: int, end: int) -> Chunk:
             parts = [t for t in texts[start : end + 1] if t]
@@ -164,9 +162,10 @@ class FastChunker:
             start = last + 1
 
 
-def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Chunk]:
+def _structural_chunks(doc: DoclingDocument) -> Iterator[tuple[Chunk, list[str]]]:
     """HierarchicalChunker: one chunk per top-level item of the body (a list whole, a table or
-    figure with its captions) with the headings in force above it."""
+    figure with its captions) with the headings in force above it; with its items' own texts."""
+    markdown = _Markdown(doc)
     headings: dict[int, str] = {}
     path: list[str] | None = None  # the headings in force, in level order (shared, never changed)
     for node in _body(doc):
@@ -176,9 +175,9 @@ def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Ch
             headings[level] = node.text
             path = [headings[k] for k in sorted(headings)]
             continue
-        text, items = markdown.top_level(node)
+        text, items, texts = markdown.top_level(node)
         if text and items:
-            yield Chunk(text, items, path)
+            yield Chunk(text, items, path), texts
 
 
 def _body(doc: DoclingDocument) -> Iterator[NodeItem]:
@@ -196,49 +195,32 @@ class _Markdown:
 
     def __init__(self, doc: DoclingDocument) -> None:
         self.doc = doc
-        self._tables: dict[str, str] = {}
         # docling leaves a caption to the item it captions (its own text serializes to nothing)
         floating = [*doc.tables, *doc.pictures, *(t for t in doc.texts if isinstance(t, CodeItem))]
         self._captions = {ref.cref for item in floating for ref in item.captions}
 
-    def top_level(self, node: NodeItem) -> tuple[str, list[DocItem]]:
-        """A top-level node's text and the items it comes from (the spans of docling's result)."""
+    def top_level(self, node: NodeItem) -> tuple[str, list[DocItem], list[str]]:
+        """A top-level node's text, the items it comes from (the spans of docling's result) and
+        their own texts (each item serialized alone, what HybridChunker's windows join)."""
         if isinstance(node, ListGroup):
             items = [_resolve(self.doc, ref.cref) for ref in node.children]
-            return "\n".join(self._list_item(item, node) for item in items), items
+            texts = [self._list_item(item, node) for item in items]
+            return "\n".join(texts), items, texts
         if isinstance(node, (TableItem, PictureItem)):
-            return self._floating(node)
-        text = self.alone(node)
-        return text, [node] if text else []
+            text, items = self._floating(node)
+            return text, items, [text if item is node else "" for item in items]
+        text = "" if node.self_ref in self._captions else _text(node)
+        return text, [node] if text else [], [text]
 
-    def alone(self, item: DocItem) -> str:
-        """An item of a chunk of several, serialized on its own (HybridChunker's item texts)."""
-        if isinstance(item, ListItem):
-            return self._list_item(item, _resolve(self.doc, item.parent.cref))
-        if isinstance(item, (TableItem, PictureItem)):
-            return self._floating(item)[0]
-        if isinstance(item, (TitleItem, SectionHeaderItem)) or item.self_ref in self._captions:
-            return ""
-        return self._text(item)
-
-    @staticmethod
-    def _text(item: DocItem) -> str:
-        if isinstance(item, CodeItem):
-            return code_fence(item.text)
-        if isinstance(item, FormulaItem):
-            if item.text:
-                return f"$${item.text}$$"
-            return "<!-- formula-not-decoded -->" if item.orig else ""
-        return _line_breaks(item.text)
-
-    def _list_item(self, item: ListItem, group: NodeItem) -> str:
+    def _list_item(self, item: ListItem, group: ListGroup) -> str:
         marker = item.marker
         case_auto = any(char.isalnum() for char in marker)
         already_valid = marker in ("-", "*", "+") or _NUMBERED.fullmatch(marker) is not None
         pieces = []
         if not already_valid:
             md_marker = "-"
-            if isinstance(group, ListGroup) and not marker and _first_enumerated(group, self.doc):
+            first = _resolve(self.doc, group.children[0].cref)
+            if not marker and isinstance(first, ListItem) and first.enumerated:
                 refs = [ref.cref for ref in group.children]
                 md_marker = f"{refs.index(item.self_ref) + 1}."
             pieces.append(md_marker)
@@ -258,16 +240,21 @@ class _Markdown:
             parts.append(caption_text)
             items.extend(c for c in captions if c.content_layer == ContentLayer.BODY)
         if isinstance(item, TableItem):
-            table = self._table(item)
+            table = _pipe_table(item)
             if table:
                 parts.append(table)
                 items.append(item)
         return "\n\n".join(parts), items
 
-    def _table(self, item: TableItem) -> str:
-        if item.self_ref not in self._tables:
-            self._tables[item.self_ref] = _pipe_table(item)
-        return self._tables[item.self_ref]
+
+def _text(item: DocItem) -> str:
+    if isinstance(item, CodeItem):
+        return code_fence(item.text)
+    if isinstance(item, FormulaItem):
+        if item.text:
+            return f"$${item.text}$$"
+        return "<!-- formula-not-decoded -->" if item.orig else ""
+    return _line_breaks(item.text)
 
 
 def _pipe_table(item: TableItem) -> str:
@@ -296,11 +283,6 @@ def _resolve(doc: DoclingDocument, cref: str) -> NodeItem:
     """RefItem.resolve for the references our documents hold (`#/texts/7`), without its regex."""
     _, collection, index = cref.split("/")
     return getattr(doc, collection)[int(index)]
-
-
-def _first_enumerated(group: ListGroup, doc: DoclingDocument) -> bool:
-    first = _resolve(doc, group.children[0].cref) if group.children else None
-    return first is not None and isinstance(first, ListItem) and first.enumerated
 
 
 def _line_breaks(text: str) -> str:
