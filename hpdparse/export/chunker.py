@@ -207,8 +207,7 @@ class _Markdown:
             texts = [self._list_item(item, node) for item in items]
             return "\n".join(texts), items, texts
         if isinstance(node, (TableItem, PictureItem)):
-            text, items = self._floating(node)
-            return text, items, [text if item is node else "" for item in items]
+            return self._floating(node)
         text = "" if node.self_ref in self._captions else _text(node)
         return text, [node] if text else [], [text]
 
@@ -229,22 +228,17 @@ class _Markdown:
         pieces.append(_line_breaks(item.text))
         return " ".join(pieces)
 
-    def _floating(self, item: TableItem | PictureItem) -> tuple[str, list[DocItem]]:
+    def _floating(self, item: TableItem | PictureItem) -> tuple[str, list[DocItem], list[str]]:
         """Captions first (docling's standard placement), then the table; a picture's image is
-        an empty placeholder. Spans: the captions, when they have text, then the table."""
+        an empty placeholder. Spans: the captions, when they have text, then the table; their
+        own texts: the table's is the whole text (a caption alone serializes to nothing)."""
         captions = [_resolve(self.doc, ref.cref) for ref in item.captions]
-        caption_text = " ".join(c.text for c in captions if c.content_layer == ContentLayer.BODY)
-        parts: list[str] = []
-        items: list[DocItem] = []
-        if caption_text:
-            parts.append(caption_text)
-            items.extend(c for c in captions if c.content_layer == ContentLayer.BODY)
-        if isinstance(item, TableItem):
-            table = _pipe_table(item)
-            if table:
-                parts.append(table)
-                items.append(item)
-        return "\n\n".join(parts), items
+        captions = [c for c in captions if c.content_layer == ContentLayer.BODY]
+        caption_text = " ".join(c.text for c in captions)
+        table = _pipe_table(item) if isinstance(item, TableItem) else ""
+        text = "\n\n".join(part for part in (caption_text, table) if part)
+        items = [*(captions if caption_text else []), *([item] if table else [])]
+        return text, items, ["" if i is not item else text for i in items]
 
 
 def _text(item: DocItem) -> str:
