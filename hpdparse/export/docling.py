@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -252,26 +253,31 @@ def _spans(text: str, later_lengths: list[int]) -> list[tuple[int, int]]:
 
 
 def _table_captions(units: list[Unit]) -> dict[int, list[int]]:
-    """table unit index -> the caption paragraphs that belong to it: those right before it, else
-    right after it (a table block's own text before and after `<table>` is its caption too)."""
+    """table unit index -> the caption paragraphs that belong to it (`_captions_of`)."""
     owned: dict[int, list[int]] = {}
     taken: set[int] = set()
     for i, unit in enumerate(units):
-        if unit.kind != Kind.TABLE or unit.removed:
-            continue
-        before = []
-        j = i - 1
-        while j >= 0 and j not in taken and _is_caption(units[j], unit.page):
-            before.insert(0, j)
-            j -= 1
-        after = []
-        j = i + 1
-        while j < len(units) and _is_caption(units[j], unit.page) and _owns_after(units, j, unit):
-            after.append(j)
-            j += 1
-        owned[i] = before + after
-        taken.update(owned[i])
+        if unit.kind == Kind.TABLE and not unit.removed:
+            owned[i] = _captions_of(units, i, taken)
+            taken.update(owned[i])
     return owned
+
+
+def _captions_of(units: list[Unit], i: int, taken: set[int]) -> list[int]:
+    """The captions of table `i`: those right before it (not `taken` by an earlier table), else
+    right after it, unless they open the next table (a table block's own text before and after
+    `<table>` is its caption too)."""
+    table = units[i]
+
+    def is_caption(j: int) -> bool:
+        return _is_caption(units[j], table.page)
+
+    before = takewhile(lambda j: j not in taken and is_caption(j), range(i - 1, -1, -1))
+    after = list(takewhile(is_caption, range(i + 1, len(units))))
+    end = i + 1 + len(after)
+    if end < len(units) and units[end].kind == Kind.TABLE:
+        after = list(takewhile(lambda j: units[j].block == table.block, after))
+    return [*reversed(list(before)), *after]
 
 
 def _is_caption(unit: Unit, page: int) -> bool:
@@ -281,17 +287,6 @@ def _is_caption(unit: Unit, page: int) -> bool:
         and not unit.removed
         and (unit.page == page)
     )
-
-
-def _owns_after(units: list[Unit], j: int, table: Unit) -> bool:
-    """A caption after a table is the table's unless it opens the next table (its own block's
-    text after `</table>` always is)."""
-    if units[j].block == table.block:
-        return True
-    k = j
-    while k < len(units) and _is_caption(units[k], table.page):
-        k += 1
-    return not (k < len(units) and units[k].kind == Kind.TABLE)
 
 
 def _continuations(merges: list[Merge], units: list[Unit]) -> dict[tuple[str, BlockRef], _Refs]:
