@@ -168,7 +168,10 @@ def _structural_chunks(doc: DoclingDocument) -> Iterator[tuple[Chunk, list[str]]
     markdown = _Markdown(doc)
     headings: dict[int, str] = {}
     path: list[str] | None = None  # the headings in force, in level order (shared, never changed)
-    for node in _body(doc):
+    for ref in doc.body.children:  # the children of lists, tables and figures come with them
+        node = _resolve(doc, ref.cref)
+        if node.content_layer != ContentLayer.BODY:
+            continue
         if isinstance(node, (TitleItem, SectionHeaderItem)):
             level = node.level if isinstance(node, SectionHeaderItem) else 0
             headings = {k: v for k, v in headings.items() if k < level}
@@ -178,15 +181,6 @@ def _structural_chunks(doc: DoclingDocument) -> Iterator[tuple[Chunk, list[str]]
         text, items, texts = markdown.top_level(node)
         if text and items:
             yield Chunk(text, items, path), texts
-
-
-def _body(doc: DoclingDocument) -> Iterator[NodeItem]:
-    """The body's top-level nodes in reading order (what HierarchicalChunker serializes; the
-    children of lists, tables and pictures are serialized with them)."""
-    for ref in doc.body.children:
-        node = _resolve(doc, ref.cref)
-        if node.content_layer == ContentLayer.BODY:
-            yield node
 
 
 class _Markdown:
