@@ -17,7 +17,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import groupby
 
+from docling_core.transforms.serializer.markdown import _flatten_header_rows
 from docling_core.types.doc import (
     CodeItem,
     ContentLayer,
@@ -32,8 +34,8 @@ from docling_core.types.doc import (
     TableItem,
     TitleItem,
 )
+from tabulate import _column_type, tabulate
 
-from hpdparse.export.chunk_tables import table_markdown
 from hpdparse.markdown.text import code_fence
 
 DELIM = "\n\n"  # make_chunker's delimiter: blocks stay Markdown blocks
@@ -76,130 +78,109 @@ class FastChunker:
         self.count_joined = count_joined or (lambda parts: count_tokens(DELIM.join(parts)))
 
     def chunk(self, doc: DoclingDocument) -> list[Chunk]:
-        markdown = _Markdown(doc)
         chunks = [
             window
-            for chunk in _structural_chunks(doc, markdown)
-            for window in self._split_by_items(chunk, markdown)
+            for chunk, texts in _structural_chunks(doc)
+            for window in self._split_by_items(chunk, texts)
         ]
-        return self._merge_peers(chunks)
+        # peers: neighbours under the same headings (HybridChunker never merges across them)
+        peers = (list(group) for _, group in groupby(chunks, key=lambda c: c.headings))
+        return [merged for group in peers for merged in self._merge_peers(group)]
 
     def _tokens(self, chunk: Chunk) -> int:
         return self.count_joined(chunk.contextualized_parts())
 
-    def _delimiter_tokens(self) -> int:
-        return self.count(f"a{DELIM}b") - self.count("a") - self.count("b")
-
-    def _split_by_items(self, chunk: Chunk, markdown: _Markdown) -> list[Chunk]:
+    def _split_by_items(self, chunk: Chunk, texts: list[str]) -> list[Chunk]:
         """HybridChunker._split_by_doc_items: windows of the items of a chunk of several (a list,
-        a table and its captions), each the largest that fits, found the same way."""
+        a table and its captions), each the largest that fits; `texts`: the items' own."""
         items = chunk.items
         if len(items) <= 1:
             return [chunk]
-        texts = [markdown.alone(item) for item in items]
-        counts = [self.count(text) for text in texts]
-        delim_tokens = self._delimiter_tokens()
 
         def window(start: int, end: int) -> Chunk:
             parts = [t for t in texts[start : end + 1] if t]
             return Chunk(DELIM.join(parts), items[start : end + 1], chunk.headings, parts)
 
+        counts = [self.count(text) for text in texts]
         overhead = self._tokens(window(0, 0)) - counts[0]
-        windows: list[Chunk] = []
-        start = 0
-        while start < len(items):
-            end, running = start, 0
-            while end < len(items):
-                running += counts[end] + (delim_tokens if end > start else 0)
-                if running + overhead > self.max_tokens:
-                    exact = self._tokens(window(start, end))
-                    if exact <= self.max_tokens:
-                        running = exact - overhead
-                        end += 1
-                        continue
-                    break
-                end += 1
-            if end == start:  # one item over the limit: a chunk of its own
-                windows.append(window(start, start))
-                start += 1
-                continue
-            while end - 1 > start and self._tokens(window(start, end - 1)) > self.max_tokens:
-                end -= 1
-            windows.append(window(start, end - 1))
-            start = end
-        return windows
+        spans = self._windows(
+            counts, lambda _: overhead, lambda s, e: self._tokens(window(s, e)), check_first=True
+        )
+        return [window(start, end) for start, end in spans]
 
     def _merge_peers(self, chunks: list[Chunk]) -> list[Chunk]:
         """HybridChunker._merge_chunks_with_matching_metadata: neighbours under the same headings
-        joined while the result fits."""
-        merged: list[Chunk] = []
-        delim_tokens = self._delimiter_tokens()
-        counts = [self.count_joined(c.text_parts()) for c in chunks]
+        (all of `chunks`) joined while the result fits."""
 
-        def candidate(start: int, end: int) -> Chunk:
+        def merged(start: int, end: int) -> Chunk:
             window = chunks[start : end + 1]
-            items = [item for c in window for item in c.items]
             parts = [part for c in window for part in c.text_parts()]
-            text = DELIM.join(c.text for c in window)
-            return Chunk(text, items, chunks[start].headings, parts)
+            items = [item for c in window for item in c.items]
+            return Chunk(DELIM.join(parts), items, chunks[start].headings, parts)
 
+        counts = [self.count_joined(c.text_parts()) for c in chunks]
+        spans = self._windows(
+            counts,
+            lambda start: self._tokens(chunks[start]) - counts[start],
+            lambda s, e: self._tokens(merged(s, e)),
+            check_first=False,
+        )
+        result = [merged(start, end) for start, end in spans]
+        for chunk in result:
+            chunk.tokens = self._tokens(chunk)
+        return result
+
+    def _windows(
+        self,
+        counts: list[int],
+        overhead: Callable[[int], int],
+        tokens: Callable[[int, int], int],
+        check_first: bool,
+    ) -> Iterator[tuple[int, int]]:
+        """HybridChunker's windows, as both its loops find them: from each start, the largest
+        window (first and last index) that fits, grown on a running estimate (the `counts` of
+        its pieces and of the delimiters between them, plus the `overhead` of the headings
+        around them), re-anchored on the exact count (`tokens`) where the estimate goes over the
+        limit, then shrunk back while the exact count is over. A window holds its first piece
+        whether it fits or not; `check_first`: it stops there when that one does not fit."""
+        delim = self.count(f"a{DELIM}b") - self.count("a") - self.count("b")
         start = 0
-        while start < len(chunks):
-            first = chunks[start]
-            first_tokens = self._tokens(first)
-            overhead = first_tokens - counts[start]
-            end, fit_end, running = start + 1, start, counts[start]
-            while end < len(chunks) and chunks[end].headings == first.headings:
-                running += counts[end] + delim_tokens
-                if running + overhead <= self.max_tokens:
-                    fit_end = end
-                    end += 1
-                    continue
-                exact = self._tokens(candidate(start, end))
-                if exact <= self.max_tokens:
-                    running = exact - overhead
-                    fit_end = end
-                    end += 1
-                    continue
-                break
-            chunk, tokens = first, first_tokens
-            while fit_end > start:
-                chunk = candidate(start, fit_end)
-                tokens = self._tokens(chunk)
-                if tokens <= self.max_tokens:
-                    break
-                chunk, tokens = first, first_tokens
-                fit_end -= 1
-            chunk.tokens = tokens
-            merged.append(chunk)
-            start = fit_end + 1
-        return merged
+        while start < len(counts):
+            end, running, extra = start, 0, overhead(start)
+            while end < len(counts):
+                running += counts[end] + (delim if end > start else 0)
+                if running + extra > self.max_tokens and (check_first or end > start):
+                    exact = tokens(start, end)
+                    if exact > self.max_tokens:
+                        break
+                    running = exact - extra  # the estimate overshot: re-anchored
+                end += 1
+            last = max(end - 1, start)
+            while last > start and tokens(start, last) > self.max_tokens:
+                last -= 1
+            yield start, last
+            start = last + 1
 
 
-def _structural_chunks(doc: DoclingDocument, markdown: _Markdown) -> Iterator[Chunk]:
+def _structural_chunks(doc: DoclingDocument) -> Iterator[tuple[Chunk, list[str]]]:
     """HierarchicalChunker: one chunk per top-level item of the body (a list whole, a table or
-    figure with its captions) with the headings in force above it."""
+    figure with its captions) with the headings in force above it; with its items' own texts."""
+    markdown = _Markdown(doc)
     headings: dict[int, str] = {}
     path: list[str] | None = None  # the headings in force, in level order (shared, never changed)
-    for node in _body(doc):
+    for ref in doc.body.children:  # the children of lists, tables and figures come with them
+        node = _resolve(doc, ref.cref)
+        if node.content_layer != ContentLayer.BODY:
+            continue
         if isinstance(node, (TitleItem, SectionHeaderItem)):
             level = node.level if isinstance(node, SectionHeaderItem) else 0
             headings = {k: v for k, v in headings.items() if k < level}
             headings[level] = node.text
             path = [headings[k] for k in sorted(headings)]
             continue
-        text, items = markdown.top_level(node)
+        text, items, texts = markdown.top_level(node)
         if text and items:
-            yield Chunk(text, items, path)
-
-
-def _body(doc: DoclingDocument) -> Iterator[NodeItem]:
-    """The body's top-level nodes in reading order (what HierarchicalChunker serializes; the
-    children of lists, tables and pictures are serialized with them)."""
-    for ref in doc.body.children:
-        node = _resolve(doc, ref.cref)
-        if node.content_layer == ContentLayer.BODY:
-            yield node
+            yield Chunk(text, items, path), texts
 
 
 class _Markdown:
@@ -208,49 +189,31 @@ class _Markdown:
 
     def __init__(self, doc: DoclingDocument) -> None:
         self.doc = doc
-        self._tables: dict[str, str] = {}
         # docling leaves a caption to the item it captions (its own text serializes to nothing)
         floating = [*doc.tables, *doc.pictures, *(t for t in doc.texts if isinstance(t, CodeItem))]
         self._captions = {ref.cref for item in floating for ref in item.captions}
 
-    def top_level(self, node: NodeItem) -> tuple[str, list[DocItem]]:
-        """A top-level node's text and the items it comes from (the spans of docling's result)."""
+    def top_level(self, node: NodeItem) -> tuple[str, list[DocItem], list[str]]:
+        """A top-level node's text, the items it comes from (the spans of docling's result) and
+        their own texts (each item serialized alone, what HybridChunker's windows join)."""
         if isinstance(node, ListGroup):
             items = [_resolve(self.doc, ref.cref) for ref in node.children]
-            return "\n".join(self._list_item(item, node) for item in items), items
+            texts = [self._list_item(item, node) for item in items]
+            return "\n".join(texts), items, texts
         if isinstance(node, (TableItem, PictureItem)):
             return self._floating(node)
-        text = self.alone(node)
-        return text, [node] if text else []
+        text = "" if node.self_ref in self._captions else _text(node)
+        return text, [node] if text else [], [text]
 
-    def alone(self, item: DocItem) -> str:
-        """An item of a chunk of several, serialized on its own (HybridChunker's item texts)."""
-        if isinstance(item, ListItem):
-            return self._list_item(item, _resolve(self.doc, item.parent.cref))
-        if isinstance(item, (TableItem, PictureItem)):
-            return self._floating(item)[0]
-        if isinstance(item, (TitleItem, SectionHeaderItem)) or item.self_ref in self._captions:
-            return ""
-        return self._text(item)
-
-    @staticmethod
-    def _text(item: DocItem) -> str:
-        if isinstance(item, CodeItem):
-            return code_fence(item.text)
-        if isinstance(item, FormulaItem):
-            if item.text:
-                return f"$${item.text}$$"
-            return "<!-- formula-not-decoded -->" if item.orig else ""
-        return _line_breaks(item.text)
-
-    def _list_item(self, item: ListItem, group: NodeItem) -> str:
+    def _list_item(self, item: ListItem, group: ListGroup) -> str:
         marker = item.marker
         case_auto = any(char.isalnum() for char in marker)
         already_valid = marker in ("-", "*", "+") or _NUMBERED.fullmatch(marker) is not None
         pieces = []
         if not already_valid:
             md_marker = "-"
-            if isinstance(group, ListGroup) and not marker and _first_enumerated(group, self.doc):
+            first = _resolve(self.doc, group.children[0].cref)
+            if not marker and isinstance(first, ListItem) and first.enumerated:
                 refs = [ref.cref for ref in group.children]
                 md_marker = f"{refs.index(item.self_ref) + 1}."
             pieces.append(md_marker)
@@ -259,38 +222,55 @@ class _Markdown:
         pieces.append(_line_breaks(item.text))
         return " ".join(pieces)
 
-    def _floating(self, item: TableItem | PictureItem) -> tuple[str, list[DocItem]]:
+    def _floating(self, item: TableItem | PictureItem) -> tuple[str, list[DocItem], list[str]]:
         """Captions first (docling's standard placement), then the table; a picture's image is
-        an empty placeholder. Spans: the captions, when they have text, then the table."""
+        an empty placeholder. Spans: the captions, when they have text, then the table; their
+        own texts: the table's is the whole text (a caption alone serializes to nothing)."""
         captions = [_resolve(self.doc, ref.cref) for ref in item.captions]
-        caption_text = " ".join(c.text for c in captions if c.content_layer == ContentLayer.BODY)
-        parts: list[str] = []
-        items: list[DocItem] = []
-        if caption_text:
-            parts.append(caption_text)
-            items.extend(c for c in captions if c.content_layer == ContentLayer.BODY)
-        if isinstance(item, TableItem):
-            table = self._table(item)
-            if table:
-                parts.append(table)
-                items.append(item)
-        return "\n\n".join(parts), items
+        captions = [c for c in captions if c.content_layer == ContentLayer.BODY]
+        caption_text = " ".join(c.text for c in captions)
+        table = _pipe_table(item) if isinstance(item, TableItem) else ""
+        text = "\n\n".join(part for part in (caption_text, table) if part)
+        items = [*(captions if caption_text else []), *([item] if table else [])]
+        return text, items, ["" if i is not item else text for i in items]
 
-    def _table(self, item: TableItem) -> str:
-        if item.self_ref not in self._tables:
-            self._tables[item.self_ref] = table_markdown(item)
-        return self._tables[item.self_ref]
+
+def _text(item: DocItem) -> str:
+    if isinstance(item, CodeItem):
+        return code_fence(item.text)
+    if isinstance(item, FormulaItem):
+        if item.text:
+            return f"$${item.text}$$"
+        return "<!-- formula-not-decoded -->" if item.orig else ""
+    return _line_breaks(item.text)
+
+
+def _pipe_table(item: TableItem) -> str:
+    """MarkdownTableSerializer's pipe table (tabulate's `github` format), from the table's grid
+    built once (docling's serializer builds it twice)."""
+    grid = item.data.grid
+    # newlines and pipes escaped so that the pipe table stays valid
+    rows = [[(c.text or "").replace("\n", " ").replace("|", "&#124;") for c in r] for r in grid]
+    if not rows:
+        return ""
+    headers = item.data._count_column_header_rows(grid=grid)
+    if headers == 0 and not any(c.column_header for row in grid[1:] for c in row):
+        headers = 1  # no header flags: the first row is the header
+    body = rows[headers:]
+    numeric = [_column_type(list(column)) in (int, float) for column in zip(*body, strict=True)]
+    return tabulate(
+        body,
+        headers=_flatten_header_rows(rows[:headers], len(rows[0])),
+        tablefmt="github",
+        disable_numparse=True,
+        colalign=tuple("right" if n else "left" for n in numeric) if numeric else None,
+    )
 
 
 def _resolve(doc: DoclingDocument, cref: str) -> NodeItem:
     """RefItem.resolve for the references our documents hold (`#/texts/7`), without its regex."""
     _, collection, index = cref.split("/")
     return getattr(doc, collection)[int(index)]
-
-
-def _first_enumerated(group: ListGroup, doc: DoclingDocument) -> bool:
-    first = _resolve(doc, group.children[0].cref) if group.children else None
-    return first is not None and isinstance(first, ListItem) and first.enumerated
 
 
 def _line_breaks(text: str) -> str:

@@ -100,11 +100,11 @@ def _owned_items(doc_items: list[DocItem]) -> list[str]:
     owned: list[str] = []
     for item in doc_items:
         parent = item.parent.cref if item.parent is not None else ""
-        if item.label == DocItemLabel.CAPTION and parent.startswith("#/tables/"):
-            continue
-        is_picture_caption = item.label == DocItemLabel.CAPTION and parent.startswith("#/pictures/")
-        if is_picture_caption and parent not in owned:
-            owned.append(parent)
+        if item.label == DocItemLabel.CAPTION:
+            if parent.startswith("#/tables/"):
+                continue
+            if parent.startswith("#/pictures/") and parent not in owned:
+                owned.append(parent)
         owned.append(item.self_ref)
         if item.label == DocItemLabel.TABLE:
             owned.extend(caption.cref for caption in getattr(item, "captions", []))

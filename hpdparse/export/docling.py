@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from itertools import takewhile
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -61,8 +62,8 @@ _LANGUAGES = {label.value.lower(): label for label in CodeLanguageLabel}
 _CELLS = TypeAdapter(list[TableCell])
 # Enum members read once: on Python 3.11 each `DocItemLabel.X` is a Python-level lookup.
 _TEXT, _BOTTOM_LEFT = DocItemLabel.TEXT, CoordOrigin.BOTTOMLEFT
-_Text = TypeVar("_Text", bound=NodeItem)
 _Item = TypeVar("_Item", bound=NodeItem)
+_Refs = list[tuple[BlockRef, str]]  # an item's blocks, each with its own text
 
 
 @dataclass
@@ -139,12 +140,20 @@ class _Builder:
 
     # --- items ---------------------------------------------------------------------------------
 
-    def _text(self, unit: Unit, cls: type[_Text], text: str, **fields: Any) -> _Text:
-        """A text-like item of `unit` with its provenance, linked to the unit's blocks."""
+    def _text(
+        self, unit: Unit, cls: type[_Item], text: str, refs: _Refs | None = None, **fields: Any
+    ) -> _Item:
+        """A text-like item of `unit` with its provenance, linked to its blocks (`refs`, by
+        default the unit's)."""
+        refs = refs or self._refs(unit)
+        prov = self._provenance(refs, text)
+        return self._link(append_text(self.doc, cls, text, prov, **fields), refs)
+
+    def _floating(self, unit: Unit, collection: str, cls: type[_Item], **fields: Any) -> _Item:
+        """A table or picture item of `unit`, with its provenance, linked to its blocks."""
         refs = self._refs(unit)
-        return self._link(
-            append_text(self.doc, cls, text, self._provenance(refs, text), **fields), refs
-        )
+        prov = self._provenance(refs, "")
+        return self._link(append_item(self.doc, collection, cls, prov=prov, **fields), refs)
 
     def _caption(self, unit: Unit, owner: TableItem | PictureItem) -> None:
         label = DocItemLabel.CAPTION
@@ -156,49 +165,37 @@ class _Builder:
         item_blocks = unit.item_blocks or [unit.block] * len(unit.items)
         for text, block in zip(unit.items, item_blocks, strict=False):
             marker, body = item_parts(text, unit.ordered)
-            body = plain(body)
             refs = [(BlockRef(unit.page, block), "")]
-            prov = self._provenance(refs, body)
-            item = append_text(
-                self.doc, ListItem, body, prov, enumerated=unit.ordered, marker=marker, parent=group
-            )
-            self._link(item, refs)
+            fields = {"enumerated": unit.ordered, "marker": marker, "parent": group}
+            self._text(unit, ListItem, plain(body), refs, **fields)
 
     def _table(self, unit: Unit, index: int) -> None:
         if unit.table is None:
             return
-        refs = self._refs(unit)
-        data = _table_data(unit.table)
-        item = append_item(
-            self.doc, "tables", TableItem, data=data, prov=self._provenance(refs, "")
-        )
-        self._link(item, refs)
+        item = self._floating(unit, "tables", TableItem, data=_table_data(unit.table))
         for caption in self.table_captions.get(index, []):
             self._caption(self.units[caption], item)
 
     def _figure(self, unit: Unit) -> None:
-        refs = self._refs(unit)  # a figure's block alone: figures are never merged
-        image = self._image(unit, refs[0][0])
-        prov = self._provenance(refs, "")
-        picture = self._link(
-            append_item(self.doc, "pictures", PictureItem, image=image, prov=prov), refs
-        )
+        # a figure's block alone: figures are never merged
+        image = self._image(unit, BlockRef(unit.page, unit.block or 0))
+        picture = self._floating(unit, "pictures", PictureItem, image=image)
         if unit.text:
             self._caption(unit, picture)
 
     # --- provenance ----------------------------------------------------------------------------
 
-    def _refs(self, unit: Unit) -> list[tuple[BlockRef, str]]:
+    def _refs(self, unit: Unit) -> _Refs:
         """The blocks the unit was made from (several when merged across pages), each with its
         own text (that of the first is not needed)."""
         first = BlockRef(unit.page, unit.block or 0)
         return [(first, ""), *self.continuations.get((unit.kind, first), [])]
 
-    def _link(self, item: _Item, refs: list[tuple[BlockRef, str]]) -> _Item:
+    def _link(self, item: _Item, refs: _Refs) -> _Item:
         self.export.refs[item.self_ref] = [ref for ref, _ in refs]
         return item
 
-    def _provenance(self, refs: list[tuple[BlockRef, str]], text: str) -> list[Provenance]:
+    def _provenance(self, refs: _Refs, text: str) -> list[Provenance]:
         """One entry per block; the character spans split `text` where each continuation's own
         text starts. Empty when the first block has no box."""
         if not self.provenance:
@@ -256,26 +253,31 @@ def _spans(text: str, later_lengths: list[int]) -> list[tuple[int, int]]:
 
 
 def _table_captions(units: list[Unit]) -> dict[int, list[int]]:
-    """table unit index -> the caption paragraphs that belong to it: those right before it, else
-    right after it (a table block's own text before and after `<table>` is its caption too)."""
+    """table unit index -> the caption paragraphs that belong to it (`_captions_of`)."""
     owned: dict[int, list[int]] = {}
     taken: set[int] = set()
     for i, unit in enumerate(units):
-        if unit.kind != Kind.TABLE or unit.removed:
-            continue
-        before = []
-        j = i - 1
-        while j >= 0 and j not in taken and _is_caption(units[j], unit.page):
-            before.insert(0, j)
-            j -= 1
-        after = []
-        j = i + 1
-        while j < len(units) and _is_caption(units[j], unit.page) and _owns_after(units, j, unit):
-            after.append(j)
-            j += 1
-        owned[i] = before + after
-        taken.update(owned[i])
+        if unit.kind == Kind.TABLE and not unit.removed:
+            owned[i] = _captions_of(units, i, taken)
+            taken.update(owned[i])
     return owned
+
+
+def _captions_of(units: list[Unit], i: int, taken: set[int]) -> list[int]:
+    """The captions of table `i`: those right before it (not `taken` by an earlier table), else
+    right after it, unless they open the next table (a table block's own text before and after
+    `<table>` is its caption too)."""
+    table = units[i]
+
+    def is_caption(j: int) -> bool:
+        return _is_caption(units[j], table.page)
+
+    before = takewhile(lambda j: j not in taken and is_caption(j), range(i - 1, -1, -1))
+    after = list(takewhile(is_caption, range(i + 1, len(units))))
+    end = i + 1 + len(after)
+    if end < len(units) and units[end].kind == Kind.TABLE:
+        after = list(takewhile(lambda j: units[j].block == table.block, after))
+    return [*reversed(list(before)), *after]
 
 
 def _is_caption(unit: Unit, page: int) -> bool:
@@ -287,23 +289,10 @@ def _is_caption(unit: Unit, page: int) -> bool:
     )
 
 
-def _owns_after(units: list[Unit], j: int, table: Unit) -> bool:
-    """A caption after a table is the table's unless it opens the next table (its own block's
-    text after `</table>` always is)."""
-    if units[j].block == table.block:
-        return True
-    k = j
-    while k < len(units) and _is_caption(units[k], table.page):
-        k += 1
-    return not (k < len(units) and units[k].kind == Kind.TABLE)
-
-
-def _continuations(
-    merges: list[Merge], units: list[Unit]
-) -> dict[tuple[str, BlockRef], list[tuple[BlockRef, str]]]:
+def _continuations(merges: list[Merge], units: list[Unit]) -> dict[tuple[str, BlockRef], _Refs]:
     """(kind, first block) -> the blocks merged into it, with their own text, in order."""
     removed = {(u.kind, BlockRef(u.page, u.block or 0)): u for u in units if u.removed}
-    found: dict[tuple[str, BlockRef], list[tuple[BlockRef, str]]] = {}
+    found: dict[tuple[str, BlockRef], _Refs] = {}
     for merge in merges:
         unit = removed.get((merge.kind, merge.second))
         text = unit.text if unit else ""

@@ -27,7 +27,7 @@ from docling_core.transforms.serializer.markdown import MarkdownTableSerializer
 from docling_core.types.doc import DoclingDocument, NodeItem
 from pydantic import ConfigDict, PrivateAttr
 
-from hpdparse.export.tokenizers import ChunkTokenizer, _tekken, _tekken_count, load_tokenizer
+from hpdparse.export.tokenizers import _tekken, _tekken_count, load_tokenizer
 
 
 class TekkenTokenizer(BaseTokenizer):
@@ -46,13 +46,6 @@ class TekkenTokenizer(BaseTokenizer):
 
     def get_tokenizer(self) -> Any:
         return self.tekken
-
-
-def docling_tokenizer(tokenizer: ChunkTokenizer) -> BaseTokenizer:
-    """docling-core's tokenizer interface over `tokenizer` (for its HybridChunker)."""
-    if tokenizer.hugging_face is not None:
-        return tokenizer.hugging_face
-    return TekkenTokenizer(tekken=_tekken(), max_tokens=tokenizer.max_tokens)
 
 
 # The serializer parameters that decide which items are excluded (CommonParams).
@@ -114,8 +107,9 @@ class _WholeBlocks(HybridChunker):
 
 
 def make_chunker(max_tokens: int, tokenizer: str | None) -> HybridChunker:
+    hugging_face = load_tokenizer(tokenizer, max_tokens).hugging_face
     return _WholeBlocks(
-        tokenizer=docling_tokenizer(load_tokenizer(tokenizer, max_tokens)),
+        tokenizer=hugging_face or TekkenTokenizer(tekken=_tekken(), max_tokens=max_tokens),
         serializer_provider=_MarkdownTables(),
         delim="\n\n",  # blocks stay Markdown blocks (a table after a paragraph needs it)
     )

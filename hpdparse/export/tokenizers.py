@@ -35,7 +35,6 @@ class ChunkTokenizer:
     """The tokenizer that counts chunk tokens: Tekken (`hugging_face` None) or a Hugging Face
     tokenizer in docling-core's wrapper."""
 
-    max_tokens: int
     hugging_face: BaseTokenizer | None = None
 
 
@@ -103,7 +102,7 @@ def load_tokenizer(name: str | None, max_tokens: int) -> ChunkTokenizer:
     per process. TokenizerError (one line) when it cannot be loaded."""
     if name is None or name == DEFAULT_TOKENIZER:
         _tekken()  # read once, here, so that a broken install fails before any work
-        return ChunkTokenizer(max_tokens)
+        return ChunkTokenizer()
     from docling_core.transforms.chunker.tokenizer.huggingface import HuggingFaceTokenizer
 
     try:
@@ -112,4 +111,4 @@ def load_tokenizer(name: str | None, max_tokens: int) -> ChunkTokenizer:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise TokenizerError(f"--chunk-tokenizer {name}: cannot load it: {first_line}") from None
     wrapped = HuggingFaceTokenizer(tokenizer=tokenizer, max_tokens=max_tokens)
-    return ChunkTokenizer(max_tokens, wrapped)
+    return ChunkTokenizer(wrapped)
