@@ -4,10 +4,10 @@ and the final one-to-many pairs. Kept step for step: the figures depend on its d
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from collections.abc import Callable
 from functools import cache, partial
-from typing import Any
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
@@ -17,17 +17,12 @@ from scipy.optimize import linear_sum_assignment
 Matches = dict[tuple[int, ...], list[int]]  # predicted line indices -> their truth lines
 
 
-def normalized_distance(a: Any, b: Any) -> float:
-    return Levenshtein.distance(a, b) / max(len(a), len(b))
+# edit distance / the longer length (0.0 for two empty strings)
+normalized_distance = Levenshtein.normalized_distance
 
 
 def distance_matrix(truth: list[str], pred: list[str]) -> np.ndarray:
-    matrix = np.zeros((len(truth), len(pred)))
-    for i, t in enumerate(truth):
-        for j, p in enumerate(pred):
-            if t or p:
-                matrix[i][j] = normalized_distance(t, p)
-    return matrix
+    return cdist(truth, pred, scorer=normalized_distance, dtype=np.float64)
 
 
 def best_window(long: str, short: str) -> float | None:
@@ -136,20 +131,18 @@ def _final_runs(runs: list[list[int]], costs: list[float]) -> list[list[int]]:
 
 def merge_truncated(
     matrix: np.ndarray, truth: list[str], pred: list[str]
-) -> tuple[np.ndarray, list[Any]]:
+) -> tuple[np.ndarray, list[list[int]]]:
     """Predicted lines joined where a run of them matches a truth line better: the new distance
-    matrix and, per column, the predicted index or the list of joined indices."""
+    matrix and, per column, its predicted indices (one, or the joined run)."""
+    columns = [[p] for p in range(len(pred))]
     final = _final_runs(*_best_runs(matrix, truth, pred))
     if not final:
-        return matrix, list(range(len(pred)))
-    columns: list[Any] = list(range(len(pred)))
-    for run in final:
-        at = columns.index(run[0])
-        for _ in run:
-            columns.pop(at)
+        return matrix, columns
+    for run in final:  # runs are consecutive indices
+        at = columns.index([run[0]])
+        del columns[at : at + len(run)]
         columns.insert(at, run)
-    lines = [" ".join(pred[c[0] : c[-1] + 1]) if isinstance(c, list) else pred[c] for c in columns]
-    return distance_matrix(truth, lines), columns
+    return distance_matrix(truth, [" ".join(pred[c[0] : c[-1] + 1]) for c in columns]), columns
 
 
 def assign(
@@ -162,15 +155,11 @@ def assign(
     matches, unmatched_truth = {}, []
     pairs = {int(r): (columns[c], merged_matrix[r][c]) for r, c in zip(rows, cols, strict=True)}
     for t in range(len(truth)):
-        if t not in pairs:
-            unmatched_truth.append(t)
-            continue
-        column, cost = pairs[t]
-        indices = list(range(column[0], column[-1] + 1)) if isinstance(column, list) else [column]
+        column, cost = pairs.get(t, ([], math.inf))
         if cost > 0.7:
             unmatched_truth.append(t)
         else:
-            matches[t] = indices
+            matches[t] = list(range(column[0], column[-1] + 1))
     return matches, unmatched_truth
 
 
@@ -216,7 +205,7 @@ def pairs_of(final: Matches, truth: list[str], pred: list[str]) -> list[tuple[in
     left_pred = set(range(len(pred))) - {p for key in final for p in key}
     if left_pred and left_truth:
         truth_list, pred_list = list(left_truth), list(left_pred)
-        matrix = [[normalized_distance(truth[t], pred[p]) for p in pred_list] for t in truth_list]
+        matrix = distance_matrix([truth[t] for t in truth_list], [pred[p] for p in pred_list])
         for i, j in zip(*linear_sum_assignment(matrix), strict=True):
             pairs.append((truth_list[i], (pred_list[j],)))
     elif left_pred:
