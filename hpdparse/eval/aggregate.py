@@ -68,10 +68,6 @@ def edit_figures(samples: list[Scored]) -> dict[str, float | str]:
     }
 
 
-def _mean_or_nan(values: list[float]) -> float | str:
-    return sum(values) / len(values) if values else NAN
-
-
 def by_block_attribute(samples: list[Scored]) -> Figures:
     """Each metric's mean over the samples whose truth blocks carry an attribute value."""
     if not samples:
@@ -144,7 +140,7 @@ def element_figures(
     if name == "table":
         for metric in ("TEDS", "TEDS_structure_only"):
             values = [s.metric[metric] for s in samples]
-            figures[metric] = {"all": _mean_or_nan(values)} if values else {}
+            figures[metric] = {"all": sum(values) / len(values)} if values else {}
     figures["Edit_dist"] = edit_figures(samples)
     return {
         "all": figures,

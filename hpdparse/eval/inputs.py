@@ -21,8 +21,7 @@ class TruthError(ValueError):
 
 
 def _page_name(entry: Any) -> str:
-    image = Path(str(entry["page_info"]["image_path"])).name
-    return image.rsplit(".", 1)[0] if "." in image else image
+    return Path(str(entry["page_info"]["image_path"])).name.rsplit(".", 1)[0]
 
 
 def _valid(entry: Any) -> str | None:

@@ -57,8 +57,7 @@ def _best_runs(matrix: np.ndarray, truth: list[str], pred: list[str]) -> tuple[l
     """For each truth line not matched at once: the run of consecutive unmatched predicted lines
     that matches it best, and that run's distance."""
     first = np.argwhere(matrix < 0.25)
-    taken_truth = [int(i[0]) for i in first]
-    taken_pred = [int(i[1]) for i in first]
+    taken_truth, taken_pred = set(first[:, 0].tolist()), set(first[:, 1].tolist())
     free_pred = [j for j in range(matrix.shape[1]) if j not in taken_pred]
     runs, costs = [], []
     for t in (i for i in range(matrix.shape[0]) if i not in taken_truth):

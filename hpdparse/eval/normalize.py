@@ -67,17 +67,8 @@ _BRACKETS = re.compile(r"\\\[(.+?)(?<!\\)\\\]")
 _TABLE_ATTRIBUTES = [
     re.compile(f'( {name}=".*?")') for name in ("style", "height", "width", "align", "class")
 ]
-_TABLE_TAGS = [
-    "<sup>",
-    "</sup>",
-    "<sub>",
-    "</sub>",
-    "<span>",
-    "</span>",
-    "<div>",
-    "</div>",
-    "<p>",
-    "</p>",
+_TABLE_TAGS = [  # <sup>, </sup>, <sub>, </sub>... in that order
+    *(tag for name in ("sup", "sub", "span", "div", "p") for tag in (f"<{name}>", f"</{name}>")),
     '<spandata-span-identity="">',
 ]
 

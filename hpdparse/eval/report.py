@@ -81,13 +81,7 @@ def summary_table(report: Report) -> Table:
 def breakdown_table(report: Report) -> Table | None:
     """Page-attribute breakdown (truth with page attributes only)."""
     metrics = report.metrics
-    labels = sorted(
-        {
-            label
-            for e, m in ((e, m) for _, e, m in _BREAKDOWN)
-            for label in metrics[e]["page"].get(m, {})
-        }
-    )
+    labels = sorted({label for _, e, m in _BREAKDOWN for label in metrics[e]["page"].get(m, {})})
     if not labels:
         return None
     table = Table(title="By page attribute (page averages)")
