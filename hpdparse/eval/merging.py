@@ -168,11 +168,8 @@ def contained_truth(
     """{predicted index: unmatched truth lines found inside that predicted line}."""
     found = {}
     for p, line in enumerate(pred):
-        inside = []
-        for t in unmatched_truth:
-            window = best_window(line, truth[t])
-            if (1 if window is None else window) < 0.4:
-                inside.append(t)
+        windows = ((t, best_window(line, truth[t])) for t in unmatched_truth)
+        inside = [t for t, window in windows if window is not None and window < 0.4]
         if inside:
             found[p] = inside
     return found

@@ -73,8 +73,6 @@ def _tables(
     blocks: dict[str, list[TruthBlock]], elements: dict[str, list[Element]]
 ) -> tuple[list[Pair], list[Element]]:
     truth = _by_order(blocks.get("table", []))
-    if not truth:
-        return [], []
     latex, html = elements.get("latex_table", []), elements.get("html_table", [])
     if len(latex) > len(html):  # scored as missed, as OmniDocBench end to end scores LaTeX tables
         kept = [t for t in truth if t.html and t.latex]
