@@ -103,24 +103,22 @@ def by_page_attribute(
     then averaged over the pages that carry the attribute."""
     if not attributes:
         return {}
-    cells: dict[str, dict[tuple[str, str], list[tuple[float, int]]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
+    cells: dict[tuple[str, str, str], list[tuple[float, int]]] = defaultdict(list)
     for s in samples:
         for metric, score in s.metric.items():
             for label in _page_labels(attributes.get(s.page, {})):
-                cells[metric][(s.page, label)].append((score, s.upper_len))
-    result: Figures = {}
-    for metric, groups in cells.items():
-        per_label: dict[str, list[float]] = defaultdict(list)
-        for (_, label), values in groups.items():
-            if metric == "Edit_dist":
-                value = _ratio(sum(v * n for v, n in values), sum(n for _, n in values))
-            else:
-                value = sum(v for v, _ in values) / len(values)
-            per_label[label].append(value)
-        result[metric] = dict(sorted((label, _mean(v)) for label, v in per_label.items()))
-    return dict(sorted(result.items()))
+                cells[metric, s.page, label].append((score, s.upper_len))
+    per_label: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (metric, _, label), values in cells.items():
+        if metric == "Edit_dist":
+            value = _ratio(sum(v * n for v, n in values), sum(n for _, n in values))
+        else:
+            value = sum(v for v, _ in values) / len(values)
+        per_label[metric][label].append(value)
+    return {
+        metric: dict(sorted((label, _mean(v)) for label, v in labels.items()))
+        for metric, labels in sorted(per_label.items())
+    }
 
 
 def element_samples(pages: list[ScoredPage]) -> dict[str, list[Scored]]:

@@ -158,8 +158,6 @@ def _ignored_pred(lines: Lines) -> set[int]:
     """Predicted lines that match a left-out truth block (header, caption...) closely: they are
     taken out before the main match (the left-out blocks' own pairs are never scored)."""
     ignored = [lines.gt[t] for t, cat in enumerate(lines.gt_cat) if cat in IGNORED_CATEGORIES]
-    if not ignored:
-        return set()
     matrix = merging.distance_matrix(ignored, lines.pred)
     return {int(j) for j in np.argwhere(matrix < 0.25)[:, 1]}
 
@@ -168,10 +166,8 @@ def quick_match(gt_items: list[TruthBlock], pred_items: list[Element]) -> list[P
     """The page's pairs, those without truth and the left-out categories' included only where
     OmniDocBench keeps them."""
     gt_items = split_truth_arrays(gt_items)
-    order = sorted(
-        enumerate(pred_items), key=lambda p: (p[1].fine == "equation_inline", p[1].start, p[0])
-    )
-    lines = page_lines(gt_items, split_pred_arrays([p[1] for p in order]))
+    order = sorted(pred_items, key=lambda e: (e.fine == "equation_inline", e.start))  # stable
+    lines = page_lines(gt_items, split_pred_arrays(order))
     if not lines.gt:
         return []
     if not lines.pred:

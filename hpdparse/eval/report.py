@@ -101,9 +101,9 @@ def problem_lines(report: Report) -> list[str]:
     return lines + problems["truth"] + problems["notes"]
 
 
-def print_summary(report: Report, console: Console, breakdown: bool = True) -> None:
+def print_summary(report: Report, console: Console) -> None:
     console.print(summary_table(report))
-    table = breakdown_table(report) if breakdown else None
+    table = breakdown_table(report)
     if table is not None:
         console.print(table)
     for line in problem_lines(report):
