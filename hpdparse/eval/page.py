@@ -24,12 +24,10 @@ def truth_blocks(page: TruthPage) -> dict[str, list[TruthBlock]]:
     linked: dict[int | str, TruthBlock | None] = {}
     for source, target in page.truncated:
         linked[source] = linked[target] = None
-        joined = False
-        for chain in chains:
-            if source in chain or target in chain:
-                chain += [source, target]
-                joined = True
-        if not joined:
+        touched = [chain for chain in chains if source in chain or target in chain]
+        for chain in touched:  # every chain that holds either joins the pair
+            chain += [source, target]
+        if not touched:
             chains.append([source, target])
     blocks: dict[str, list[TruthBlock]] = {}
     for block in page.blocks:
