@@ -153,12 +153,9 @@ def overall(metrics: dict[str, ElementFigures]) -> Overall:
     text = metrics["text_block"]["all"]["Edit_dist"]["ALL_page_avg"]
     formula = metrics["display_formula"]["all"]["Edit_dist"]["ALL_page_avg"]
     table = metrics["table"]["all"].get("TEDS", {}).get("all", NAN)
-    parts = [
-        (1 - text) * 100 if isinstance(text, float) else None,
-        table * 100 if isinstance(table, float) else None,
-        (1 - formula) * 100 if isinstance(formula, float) else None,
-    ]
-    value = sum(parts) / 3 if all(p is not None and not math.isnan(p) for p in parts) else None
+    value = None  # unless all three are figures (not NaN)
+    if all(isinstance(f, float) and not math.isnan(f) for f in (text, table, formula)):
+        value = ((1 - text) * 100 + table * 100 + (1 - formula) * 100) / 3
     return {
         "value": value,
         "definition": "((1 - text Edit_dist) * 100 + table TEDS * 100 + formula CDM) / 3",

@@ -105,11 +105,8 @@ def _take_tables(content: str, elements: list[Element]) -> str:
 
 
 def _take_formulas(content: str, elements: list[Element]) -> str:
-    for match in _DISPLAY.finditer(content):
-        matched = match.group(0)
-        if not matched:
-            continue
-        line = " ".join(matched.strip().split("\n"))
+    for match in _DISPLAY.finditer(content):  # (none of its matches is empty)
+        line = " ".join(match.group(0).strip().split("\n"))
         start, end = match.span()
         inner, fine = _DOLLARS.search(line), ""
         if inner is None:  # \[ ... \]
@@ -131,17 +128,16 @@ def _take_pipe_tables(content: str, elements: list[Element]) -> str:
         return content
     content = pipe_tables_to_html(content)
     for match in _HTML_TABLE.finditer(content):
-        start, end = match.span()
-        content = _blank(content, start, end)
-        elements.append(Element("html_table", start, match.group(0).strip(), "md2html_table"))
+        content = _blank(content, *match.span())
+        table = match.group(0).strip()
+        elements.append(Element("html_table", match.start(), table, "md2html_table"))
     return content
 
 
 def _take_code(content: str, elements: list[Element]) -> str:
     for match in _CODE.finditer(content):
-        start, end = match.span()
-        content = _blank(content, start, end)
-        elements.append(Element("text_all", start, match.group(2).strip(), "code"))
+        content = _blank(content, *match.span())
+        elements.append(Element("text_all", match.start(), match.group(2).strip(), "code"))
     return content
 
 
