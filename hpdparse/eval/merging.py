@@ -5,7 +5,6 @@ and the final one-to-many pairs. Kept step for step: the figures depend on its d
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from collections.abc import Callable
 from functools import cache, partial
 
@@ -83,11 +82,10 @@ def _best_runs(matrix: np.ndarray, truth: list[str], pred: list[str]) -> tuple[l
 
 
 def _choose_path(group: list[tuple[list[int], float]]) -> list[list[int]]:
-    paths: dict[int, list[tuple[list[int], float]]] = defaultdict(list)
-    paths[0].append(group[0])
+    paths = [[group[0]]]
     for run in group[1:]:
         new_path = True
-        for items in paths.values():
+        for items in paths:
             overlap = same = False
             for item in items:  # the list may grow while it is walked, as in OmniDocBench
                 if item[0] == run[0]:
@@ -103,13 +101,9 @@ def _choose_path(group: list[tuple[list[int], float]]) -> list[list[int]]:
             if same:
                 new_path = False
         if new_path:
-            paths[len(paths)].append(run)
-    best_cost, best = float("inf"), []
-    for items in paths.values():
-        cost = sum(item[1] for item in items) / len(items)
-        if cost < best_cost:
-            best, best_cost = [item[0] for item in items], cost
-    return best
+            paths.append([run])
+    best = min(paths, key=lambda items: sum(item[1] for item in items) / len(items))  # the first
+    return [item[0] for item in best]
 
 
 def _final_runs(runs: list[list[int]], costs: list[float]) -> list[list[int]]:
