@@ -179,8 +179,7 @@ def quick_match(gt_items: list[TruthBlock], pred_items: list[Element]) -> list[P
     pred = [p for p in range(len(lines.pred)) if p not in ignored]
     truth_norm = [lines.gt[t] for t in truth]
     pred_norm = [lines.pred[p] for p in pred]
-    matrix = merging.distance_matrix(truth_norm, pred_norm)
-    matches, unmatched = merging.assign(matrix, truth_norm, pred_norm)
+    matches, unmatched = merging.assign(truth_norm, pred_norm)
     final = merging.combine(matches, merging.contained_truth(unmatched, truth_norm, pred_norm))
     grouped = merging.group_by_prediction(merging.pairs_of(final, truth_norm, pred_norm), truth)
     out, skip_next = [], False

@@ -138,12 +138,10 @@ def merge_truncated(
     return distance_matrix(truth, [" ".join(pred[c[0] : c[-1] + 1]) for c in columns]), columns
 
 
-def assign(
-    matrix: np.ndarray, truth: list[str], pred: list[str]
-) -> tuple[dict[int, list[int]], list[int]]:
+def assign(truth: list[str], pred: list[str]) -> tuple[dict[int, list[int]], list[int]]:
     """Hungarian assignment after merging: {truth index: predicted indices} for the pairs
     closer than 0.7, and the truth indices left over."""
-    merged_matrix, columns = merge_truncated(matrix, truth, pred)
+    merged_matrix, columns = merge_truncated(distance_matrix(truth, pred), truth, pred)
     rows, cols = linear_sum_assignment(merged_matrix)
     matches, unmatched_truth = {}, []
     pairs = {int(r): (columns[c], merged_matrix[r][c]) for r, c in zip(rows, cols, strict=True)}
