@@ -34,8 +34,8 @@ IGNORED_CATEGORIES = [
     "page_footnote",
     "page_number",
 ]
-TEXT_CATEGORIES = ["text_block", "title", "code_txt", "code_txt_caption", "reference"]
-TEXT_CATEGORIES += IGNORED_CATEGORIES  # in OmniDocBench's order
+SCORED_TEXT_CATEGORIES = ["text_block", "title", "code_txt", "code_txt_caption", "reference"]
+TEXT_CATEGORIES = SCORED_TEXT_CATEGORIES + IGNORED_CATEGORIES  # in OmniDocBench's order
 _ARRAY = re.compile(r"\\begin\{array\}\{(?P<spec>[^}]*)\}(?P<body>.*?)\\end\{array\}", re.S)
 
 
