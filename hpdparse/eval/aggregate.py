@@ -68,10 +68,6 @@ def edit_figures(samples: list[Scored]) -> dict[str, float | str]:
     }
 
 
-def _mean_or_nan(values: list[float]) -> float | str:
-    return sum(values) / len(values) if values else NAN
-
-
 def by_block_attribute(samples: list[Scored]) -> Figures:
     """Each metric's mean over the samples whose truth blocks carry an attribute value."""
     if not samples:
@@ -107,24 +103,22 @@ def by_page_attribute(
     then averaged over the pages that carry the attribute."""
     if not attributes:
         return {}
-    cells: dict[str, dict[tuple[str, str], list[tuple[float, int]]]] = defaultdict(
-        lambda: defaultdict(list)
-    )
+    cells: dict[tuple[str, str, str], list[tuple[float, int]]] = defaultdict(list)
     for s in samples:
         for metric, score in s.metric.items():
             for label in _page_labels(attributes.get(s.page, {})):
-                cells[metric][(s.page, label)].append((score, s.upper_len))
-    result: Figures = {}
-    for metric, groups in cells.items():
-        per_label: dict[str, list[float]] = defaultdict(list)
-        for (_, label), values in groups.items():
-            if metric == "Edit_dist":
-                value = _ratio(sum(v * n for v, n in values), sum(n for _, n in values))
-            else:
-                value = sum(v for v, _ in values) / len(values)
-            per_label[label].append(value)
-        result[metric] = dict(sorted((label, _mean(v)) for label, v in per_label.items()))
-    return dict(sorted(result.items()))
+                cells[metric, s.page, label].append((score, s.upper_len))
+    per_label: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (metric, _, label), values in cells.items():
+        if metric == "Edit_dist":
+            value = _ratio(sum(v * n for v, n in values), sum(n for _, n in values))
+        else:
+            value = sum(v for v, _ in values) / len(values)
+        per_label[metric][label].append(value)
+    return {
+        metric: dict(sorted((label, _mean(v)) for label, v in labels.items()))
+        for metric, labels in sorted(per_label.items())
+    }
 
 
 def element_samples(pages: list[ScoredPage]) -> dict[str, list[Scored]]:
@@ -144,7 +138,7 @@ def element_figures(
     if name == "table":
         for metric in ("TEDS", "TEDS_structure_only"):
             values = [s.metric[metric] for s in samples]
-            figures[metric] = {"all": _mean_or_nan(values)} if values else {}
+            figures[metric] = {"all": sum(values) / len(values)} if values else {}
     figures["Edit_dist"] = edit_figures(samples)
     return {
         "all": figures,
@@ -159,12 +153,9 @@ def overall(metrics: dict[str, ElementFigures]) -> Overall:
     text = metrics["text_block"]["all"]["Edit_dist"]["ALL_page_avg"]
     formula = metrics["display_formula"]["all"]["Edit_dist"]["ALL_page_avg"]
     table = metrics["table"]["all"].get("TEDS", {}).get("all", NAN)
-    parts = [
-        (1 - text) * 100 if isinstance(text, float) else None,
-        table * 100 if isinstance(table, float) else None,
-        (1 - formula) * 100 if isinstance(formula, float) else None,
-    ]
-    value = sum(parts) / 3 if all(p is not None and not math.isnan(p) for p in parts) else None
+    value = None  # unless all three are figures (not NaN)
+    if all(isinstance(f, float) and not math.isnan(f) for f in (text, table, formula)):
+        value = ((1 - text) * 100 + table * 100 + (1 - formula) * 100) / 3
     return {
         "value": value,
         "definition": "((1 - text Edit_dist) * 100 + table TEDS * 100 + formula CDM) / 3",

@@ -21,8 +21,7 @@ class TruthError(ValueError):
 
 
 def _page_name(entry: Any) -> str:
-    image = Path(str(entry["page_info"]["image_path"])).name
-    return image.rsplit(".", 1)[0] if "." in image else image
+    return Path(str(entry["page_info"]["image_path"])).name.rsplit(".", 1)[0]
 
 
 def _valid(entry: Any) -> str | None:
@@ -130,11 +129,8 @@ def load_truth(path: Path) -> tuple[list[TruthPage], list[str]]:
 
 def _split_pages(markdown: str) -> dict[int, str]:
     """A document's Markdown written with --page-markers -> {page number: its Markdown}."""
-    marks = list(_PAGE_MARKER.finditer(markdown))
-    return {
-        int(m.group(1)): markdown[m.end() : marks[i + 1].start() if i + 1 < len(marks) else None]
-        for i, m in enumerate(marks)
-    }
+    parts = _PAGE_MARKER.split(markdown)  # the text before, then each marker's number and text
+    return {int(number): text for number, text in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def _candidates(pred: Path, name: str) -> list[Path]:
@@ -152,22 +148,19 @@ def find_prediction(pred: Path, name: str) -> tuple[str | None, str]:
         if path.is_file():
             markdown = path.read_text(encoding="utf-8", errors="replace")
             return _PAGE_MARKER.sub("", markdown), str(path)
+    # page <index> (0-based, as OmniDocBench names page images) of an hpdparse document
     match = _PAGE_SUFFIX.match(Path(name).name)
-    if match:  # page <index> (0-based, as OmniDocBench names page images) of an hpdparse document
-        doc = match.group("doc")
-        path = pred / doc / f"{doc}.md"
-        if path.is_file():
-            pages = _split_pages(path.read_text(encoding="utf-8", errors="replace"))
-            number = int(match.group("index")) + 1
-            if number in pages:
-                return pages[number], f"{path} page {number}"
-            if pages:
-                return (
-                    None,
-                    f"{path} has no page {number} (its pages: {', '.join(map(str, pages))})",
-                )
-            return None, (
-                f"{path} has no page markers: `hpdparse render {path.parent} --page-markers` "
-                "adds them (no model needed)"
-            )
-    return None, "no prediction file"
+    doc = match.group("doc") if match else ""
+    path = pred / doc / f"{doc}.md"
+    if not match or not path.is_file():
+        return None, "no prediction file"
+    pages = _split_pages(path.read_text(encoding="utf-8", errors="replace"))
+    number = int(match.group("index")) + 1
+    if number in pages:
+        return pages[number], f"{path} page {number}"
+    if pages:
+        return None, f"{path} has no page {number} (its pages: {', '.join(map(str, pages))})"
+    return None, (
+        f"{path} has no page markers: `hpdparse render {path.parent} --page-markers` "
+        "adds them (no model needed)"
+    )

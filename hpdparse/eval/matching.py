@@ -34,8 +34,8 @@ IGNORED_CATEGORIES = [
     "page_footnote",
     "page_number",
 ]
-TEXT_CATEGORIES = ["text_block", "title", "code_txt", "code_txt_caption", "reference"]
-TEXT_CATEGORIES += IGNORED_CATEGORIES  # in OmniDocBench's order
+SCORED_TEXT_CATEGORIES = ["text_block", "title", "code_txt", "code_txt_caption", "reference"]
+TEXT_CATEGORIES = SCORED_TEXT_CATEGORIES + IGNORED_CATEGORIES  # in OmniDocBench's order
 _ARRAY = re.compile(r"\\begin\{array\}\{(?P<spec>[^}]*)\}(?P<body>.*?)\\end\{array\}", re.S)
 
 
@@ -46,8 +46,9 @@ def _one_column(spec: str) -> bool:
     return spec in {"l", "c", "r"}
 
 
-def _array_rows(latex: str) -> tuple[re.Match[str], list[str]] | None:
-    match = _ARRAY.search(latex)
+def _array_rows(category: str, latex: str) -> tuple[re.Match[str], list[str]] | None:
+    """A one-column `array` display formula: the match and its rows; None for anything else."""
+    match = _ARRAY.search(latex) if category == "equation_isolated" else None
     if not match or not _one_column(match.group("spec")):
         return None
     return match, [row.strip() for row in re.split(r"\\\\", match.group("body")) if row.strip()]
@@ -57,9 +58,7 @@ def split_truth_arrays(items: list[TruthBlock]) -> list[TruthBlock]:
     """A one-column `array` display formula of the truth -> one formula per row."""
     out = []
     for item in items:
-        found = None
-        if item.category == "equation_isolated" and "\\begin{array" in item.latex:
-            found = _array_rows(item.latex)
+        found = _array_rows(item.category, item.latex)
         if found is None:
             out.append(item)
             continue
@@ -73,9 +72,7 @@ def split_pred_arrays(items: list[Element]) -> list[Element]:
     """The same for predicted display formulas (with their positions)."""
     out = []
     for item in items:
-        found = None
-        if item.category == "equation_isolated" and "\\begin{array" in item.content:
-            found = _array_rows(item.content)
+        found = _array_rows(item.category, item.content)
         if found is None:
             out.append(item)
             continue
@@ -103,22 +100,17 @@ class Lines:
     pred_items: list[Element]
 
 
+def _line(raw: str, category: str) -> tuple[str, str]:
+    """A line raw and normalized: the page's mix holds only text and display formulas."""
+    return raw, normal_formula(raw) if category == "equation_isolated" else normal_text(raw)
+
+
 def page_lines(gt_items: list[TruthBlock], pred_items: list[Element]) -> Lines:
     gt_rows = []
     for block in gt_items:
-        if block.category in TEXT_CATEGORIES:
-            gt_rows.append((block.text, normal_text(block.text), block.category))
-        elif block.category == "equation_isolated":
-            gt_rows.append((block.latex, normal_formula(block.latex), block.category))
-    pred_rows = []
-    for item in pred_items:
-        raw = item.content
-        if item.category == "text_all":
-            pred_rows.append((raw, normal_text(raw)))
-        elif item.category == "equation_isolated":
-            pred_rows.append((raw, normal_formula(raw)))
-        else:
-            pred_rows.append((raw, raw))
+        raw = block.latex if block.category == "equation_isolated" else block.text
+        gt_rows.append((*_line(raw, block.category), block.category))
+    pred_rows = [_line(item.content, item.category) for item in pred_items]
     gt_rows = [row for row in gt_rows if row[0] and row[1]]
     pred_rows = [row for row in pred_rows if row[0] and row[1]]
     return Lines(
@@ -166,8 +158,6 @@ def _ignored_pred(lines: Lines) -> set[int]:
     """Predicted lines that match a left-out truth block (header, caption...) closely: they are
     taken out before the main match (the left-out blocks' own pairs are never scored)."""
     ignored = [lines.gt[t] for t, cat in enumerate(lines.gt_cat) if cat in IGNORED_CATEGORIES]
-    if not ignored:
-        return set()
     matrix = merging.distance_matrix(ignored, lines.pred)
     return {int(j) for j in np.argwhere(matrix < 0.25)[:, 1]}
 
@@ -176,10 +166,8 @@ def quick_match(gt_items: list[TruthBlock], pred_items: list[Element]) -> list[P
     """The page's pairs, those without truth and the left-out categories' included only where
     OmniDocBench keeps them."""
     gt_items = split_truth_arrays(gt_items)
-    order = sorted(
-        enumerate(pred_items), key=lambda p: (p[1].fine == "equation_inline", p[1].start, p[0])
-    )
-    lines = page_lines(gt_items, split_pred_arrays([p[1] for p in order]))
+    order = sorted(pred_items, key=lambda e: (e.fine == "equation_inline", e.start))  # stable
+    lines = page_lines(gt_items, split_pred_arrays(order))
     if not lines.gt:
         return []
     if not lines.pred:
@@ -191,8 +179,7 @@ def quick_match(gt_items: list[TruthBlock], pred_items: list[Element]) -> list[P
     pred = [p for p in range(len(lines.pred)) if p not in ignored]
     truth_norm = [lines.gt[t] for t in truth]
     pred_norm = [lines.pred[p] for p in pred]
-    matrix = merging.distance_matrix(truth_norm, pred_norm)
-    matches, unmatched = merging.assign(matrix, truth_norm, pred_norm)
+    matches, unmatched = merging.assign(truth_norm, pred_norm)
     final = merging.combine(matches, merging.contained_truth(unmatched, truth_norm, pred_norm))
     grouped = merging.group_by_prediction(merging.pairs_of(final, truth_norm, pred_norm), truth)
     out, skip_next = [], False
@@ -221,6 +208,7 @@ def table_match(
     pairs = []
     for i, t in enumerate(kept):
         c = assigned.get(i)
+        pred = pred_raw[c] if c is not None else ""
         pairs.append(
             Pair(
                 gt_idx=[i],
@@ -229,14 +217,14 @@ def table_match(
                 gt_category_type=gt_tables[i].category,
                 gt_position=[gt_tables[i].position],
                 gt_attribute=[gt_tables[i].attribute],
-                pred=pred_raw[c] if c is not None else "",
-                norm_pred=pred_raw[c] if c is not None else "",
+                pred=pred,
+                norm_pred=pred,
             )
         )
-    leftover = []
-    if kept:
-        for c in range(len(pred_raw)):
-            if c not in assigned.values():
-                for text in table_cell_texts(pred_tables[c].content):
-                    leftover.append(replace(pred_tables[c], content=text, category="text_all"))
+    unmatched = [c for c in range(len(pred_raw)) if c not in assigned.values()] if kept else []
+    leftover = [
+        replace(pred_tables[c], content=text, category="text_all")
+        for c in unmatched
+        for text in table_cell_texts(pred_tables[c].content)
+    ]
     return pairs, leftover

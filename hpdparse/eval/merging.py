@@ -4,10 +4,9 @@ and the final one-to-many pairs. Kept step for step: the figures depend on its d
 
 from __future__ import annotations
 
-from collections import defaultdict
+import math
 from collections.abc import Callable
 from functools import cache, partial
-from typing import Any
 
 import numpy as np
 from rapidfuzz.distance import Levenshtein
@@ -17,17 +16,12 @@ from scipy.optimize import linear_sum_assignment
 Matches = dict[tuple[int, ...], list[int]]  # predicted line indices -> their truth lines
 
 
-def normalized_distance(a: Any, b: Any) -> float:
-    return Levenshtein.distance(a, b) / max(len(a), len(b))
+# edit distance / the longer length (0.0 for two empty strings)
+normalized_distance = Levenshtein.normalized_distance
 
 
 def distance_matrix(truth: list[str], pred: list[str]) -> np.ndarray:
-    matrix = np.zeros((len(truth), len(pred)))
-    for i, t in enumerate(truth):
-        for j, p in enumerate(pred):
-            if t or p:
-                matrix[i][j] = normalized_distance(t, p)
-    return matrix
+    return cdist(truth, pred, scorer=normalized_distance, dtype=np.float64)
 
 
 def best_window(long: str, short: str) -> float | None:
@@ -62,8 +56,7 @@ def _best_runs(matrix: np.ndarray, truth: list[str], pred: list[str]) -> tuple[l
     """For each truth line not matched at once: the run of consecutive unmatched predicted lines
     that matches it best, and that run's distance."""
     first = np.argwhere(matrix < 0.25)
-    taken_truth = [int(i[0]) for i in first]
-    taken_pred = [int(i[1]) for i in first]
+    taken_truth, taken_pred = set(first[:, 0].tolist()), set(first[:, 1].tolist())
     free_pred = [j for j in range(matrix.shape[1]) if j not in taken_pred]
     runs, costs = [], []
     for t in (i for i in range(matrix.shape[0]) if i not in taken_truth):
@@ -89,11 +82,10 @@ def _best_runs(matrix: np.ndarray, truth: list[str], pred: list[str]) -> tuple[l
 
 
 def _choose_path(group: list[tuple[list[int], float]]) -> list[list[int]]:
-    paths: dict[int, list[tuple[list[int], float]]] = defaultdict(list)
-    paths[0].append(group[0])
+    paths = [[group[0]]]
     for run in group[1:]:
         new_path = True
-        for items in paths.values():
+        for items in paths:
             overlap = same = False
             for item in items:  # the list may grow while it is walked, as in OmniDocBench
                 if item[0] == run[0]:
@@ -109,13 +101,9 @@ def _choose_path(group: list[tuple[list[int], float]]) -> list[list[int]]:
             if same:
                 new_path = False
         if new_path:
-            paths[len(paths)].append(run)
-    best_cost, best = float("inf"), []
-    for items in paths.values():
-        cost = sum(item[1] for item in items) / len(items)
-        if cost < best_cost:
-            best, best_cost = [item[0] for item in items], cost
-    return best
+            paths.append([run])
+    best = min(paths, key=lambda items: sum(item[1] for item in items) / len(items))  # the first
+    return [item[0] for item in best]
 
 
 def _final_runs(runs: list[list[int]], costs: list[float]) -> list[list[int]]:
@@ -136,41 +124,33 @@ def _final_runs(runs: list[list[int]], costs: list[float]) -> list[list[int]]:
 
 def merge_truncated(
     matrix: np.ndarray, truth: list[str], pred: list[str]
-) -> tuple[np.ndarray, list[Any]]:
+) -> tuple[np.ndarray, list[list[int]]]:
     """Predicted lines joined where a run of them matches a truth line better: the new distance
-    matrix and, per column, the predicted index or the list of joined indices."""
+    matrix and, per column, its predicted indices (one, or the joined run)."""
+    columns = [[p] for p in range(len(pred))]
     final = _final_runs(*_best_runs(matrix, truth, pred))
     if not final:
-        return matrix, list(range(len(pred)))
-    columns: list[Any] = list(range(len(pred)))
-    for run in final:
-        at = columns.index(run[0])
-        for _ in run:
-            columns.pop(at)
+        return matrix, columns
+    for run in final:  # runs are consecutive indices
+        at = columns.index([run[0]])
+        del columns[at : at + len(run)]
         columns.insert(at, run)
-    lines = [" ".join(pred[c[0] : c[-1] + 1]) if isinstance(c, list) else pred[c] for c in columns]
-    return distance_matrix(truth, lines), columns
+    return distance_matrix(truth, [" ".join(pred[c[0] : c[-1] + 1]) for c in columns]), columns
 
 
-def assign(
-    matrix: np.ndarray, truth: list[str], pred: list[str]
-) -> tuple[dict[int, list[int]], list[int]]:
+def assign(truth: list[str], pred: list[str]) -> tuple[dict[int, list[int]], list[int]]:
     """Hungarian assignment after merging: {truth index: predicted indices} for the pairs
     closer than 0.7, and the truth indices left over."""
-    merged_matrix, columns = merge_truncated(matrix, truth, pred)
+    merged_matrix, columns = merge_truncated(distance_matrix(truth, pred), truth, pred)
     rows, cols = linear_sum_assignment(merged_matrix)
     matches, unmatched_truth = {}, []
     pairs = {int(r): (columns[c], merged_matrix[r][c]) for r, c in zip(rows, cols, strict=True)}
     for t in range(len(truth)):
-        if t not in pairs:
-            unmatched_truth.append(t)
-            continue
-        column, cost = pairs[t]
-        indices = list(range(column[0], column[-1] + 1)) if isinstance(column, list) else [column]
+        column, cost = pairs.get(t, ([], math.inf))
         if cost > 0.7:
             unmatched_truth.append(t)
         else:
-            matches[t] = indices
+            matches[t] = list(range(column[0], column[-1] + 1))
     return matches, unmatched_truth
 
 
@@ -180,11 +160,8 @@ def contained_truth(
     """{predicted index: unmatched truth lines found inside that predicted line}."""
     found = {}
     for p, line in enumerate(pred):
-        inside = []
-        for t in unmatched_truth:
-            window = best_window(line, truth[t])
-            if (1 if window is None else window) < 0.4:
-                inside.append(t)
+        windows = ((t, best_window(line, truth[t])) for t in unmatched_truth)
+        inside = [t for t, window in windows if window is not None and window < 0.4]
         if inside:
             found[p] = inside
     return found
@@ -216,7 +193,7 @@ def pairs_of(final: Matches, truth: list[str], pred: list[str]) -> list[tuple[in
     left_pred = set(range(len(pred))) - {p for key in final for p in key}
     if left_pred and left_truth:
         truth_list, pred_list = list(left_truth), list(left_pred)
-        matrix = [[normalized_distance(truth[t], pred[p]) for p in pred_list] for t in truth_list]
+        matrix = distance_matrix([truth[t] for t in truth_list], [pred[p] for p in pred_list])
         for i, j in zip(*linear_sum_assignment(matrix), strict=True):
             pairs.append((truth_list[i], (pred_list[j],)))
     elif left_pred:

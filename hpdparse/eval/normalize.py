@@ -67,17 +67,8 @@ _BRACKETS = re.compile(r"\\\[(.+?)(?<!\\)\\\]")
 _TABLE_ATTRIBUTES = [
     re.compile(f'( {name}=".*?")') for name in ("style", "height", "width", "align", "class")
 ]
-_TABLE_TAGS = [
-    "<sup>",
-    "</sup>",
-    "<sub>",
-    "</sub>",
-    "<span>",
-    "</span>",
-    "<div>",
-    "</div>",
-    "<p>",
-    "</p>",
+_TABLE_TAGS = [  # <sup>, </sup>, <sub>, </sub>... in that order
+    *(tag for name in ("sup", "sub", "span", "div", "p") for tag in (f"<{name}>", f"</{name}>")),
     '<spandata-span-identity="">',
 ]
 
@@ -90,23 +81,22 @@ def latex_to_text(latex: str) -> str:
     return _LATEX_TO_TEXT.latex_to_text(latex)
 
 
+def _inline_to_unicode(match: re.Match[str]) -> str:
+    inner = match.group(1) if match.group(1) is not None else match.group(2)
+    inner = _ESCAPED.sub("", inner)
+    if not any(char in inner for char in "\\^_"):
+        return match.group(0)
+    if inner.endswith("\\"):
+        inner += " "
+    try:
+        return latex_to_text(inner).strip()
+    except Exception:  # a formula pylatexenc cannot read stays as it is
+        return match.group(0)
+
+
 def inline_math_to_unicode(text: str) -> str:
     """Inline formulas with a sub/superscript or a command become Unicode text; the others stay."""
-    replacements = []
-    for match in _INLINE.finditer(text):
-        inner = match.group(1) if match.group(1) is not None else match.group(2)
-        inner = _ESCAPED.sub("", inner)
-        if not any(char in inner for char in "\\^_"):
-            continue
-        if inner.endswith("\\"):
-            inner += " "
-        try:
-            replacements.append((match.start(), match.end(), latex_to_text(inner)))
-        except Exception:  # a formula pylatexenc cannot read stays as it is
-            continue
-    for start, end, unicode_text in reversed(replacements):
-        text = text[:start] + unicode_text.strip() + text[end:]
-    return text
+    return _INLINE.sub(_inline_to_unicode, text)
 
 
 def clean_string(text: str) -> str:

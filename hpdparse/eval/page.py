@@ -9,7 +9,7 @@ from dataclasses import replace
 from rapidfuzz.distance import Levenshtein
 
 from hpdparse.eval.extract import page_elements
-from hpdparse.eval.matching import IGNORED_CATEGORIES, TEXT_CATEGORIES, quick_match, table_match
+from hpdparse.eval.matching import SCORED_TEXT_CATEGORIES, TEXT_CATEGORIES, quick_match, table_match
 from hpdparse.eval.normalize import clean_string, latex_to_text, normal_table
 from hpdparse.eval.records import Element, Pair, Scored, ScoredPage, TruthBlock, TruthPage
 from hpdparse.eval.teds import teds
@@ -24,12 +24,10 @@ def truth_blocks(page: TruthPage) -> dict[str, list[TruthBlock]]:
     linked: dict[int | str, TruthBlock | None] = {}
     for source, target in page.truncated:
         linked[source] = linked[target] = None
-        joined = False
-        for chain in chains:
-            if source in chain or target in chain:
-                chain += [source, target]
-                joined = True
-        if not joined:
+        touched = [chain for chain in chains if source in chain or target in chain]
+        for chain in touched:  # every chain that holds either joins the pair
+            chain += [source, target]
+        if not touched:
             chains.append([source, target])
     blocks: dict[str, list[TruthBlock]] = {}
     for block in page.blocks:
@@ -56,13 +54,10 @@ def _by_order(items: list[TruthBlock]) -> list[TruthBlock]:
 
 def reading_order(pairs: list[Pair]) -> Scored | None:
     """Truth order positions as the prediction lists them vs. in truth order."""
-    matched = [
-        (p.gt_position, p.pred_position)
-        for p in pairs
-        if p.gt_position != [""] and p.pred_position != ""
-    ]
-    truth = sorted(x for p in pairs if p.gt_position != [""] for x in p.gt_position if x)
-    pred = [x for positions, _ in sorted(matched, key=lambda m: m[1]) for x in positions if x]
+    placed = [p for p in pairs if p.gt_position != [""]]
+    truth = sorted(x for p in placed for x in p.gt_position if x)
+    found = sorted((p for p in placed if p.pred_position != ""), key=lambda p: p.pred_position)
+    pred = [x for p in found for x in p.gt_position if x]
     if not pred and not truth:
         return None
     edits, length = Levenshtein.distance(pred, truth), max(len(pred), len(truth))
@@ -73,8 +68,6 @@ def _tables(
     blocks: dict[str, list[TruthBlock]], elements: dict[str, list[Element]]
 ) -> tuple[list[Pair], list[Element]]:
     truth = _by_order(blocks.get("table", []))
-    if not truth:
-        return [], []
     latex, html = elements.get("latex_table", []), elements.get("html_table", [])
     if len(latex) > len(html):  # scored as missed, as OmniDocBench end to end scores LaTeX tables
         kept = [t for t in truth if t.html and t.latex]
@@ -115,21 +108,12 @@ def _score_table(pair: Pair, notes: list[str]) -> None:
 def score_page(truth: TruthPage, markdown: str) -> ScoredPage:
     elements = page_elements(markdown)
     blocks = truth_blocks(truth)
-    mix = [
-        e
-        for cat, items in elements.items()
-        if cat not in ("html_table", "latex_table")
-        for e in items
-    ]
+    mix = [e for cat, items in elements.items() if not cat.endswith("_table") for e in items]
     table_pairs, leftover_cells = _tables(blocks, elements)
     mix += leftover_cells
     truth_mix = _by_order([b for cat in MIX_CATEGORIES for b in blocks.get(cat, [])])
     pairs = quick_match(truth_mix, mix)
-    text = [
-        p
-        for p in pairs
-        if p.gt_category_type in TEXT_CATEGORIES and p.gt_category_type not in IGNORED_CATEGORIES
-    ]
+    text = [p for p in pairs if p.gt_category_type in SCORED_TEXT_CATEGORIES]
     formulas, as_text = [], []
     for p in pairs:
         if p.gt_category_type == "equation_isolated":

@@ -81,13 +81,7 @@ def summary_table(report: Report) -> Table:
 def breakdown_table(report: Report) -> Table | None:
     """Page-attribute breakdown (truth with page attributes only)."""
     metrics = report.metrics
-    labels = sorted(
-        {
-            label
-            for e, m in ((e, m) for _, e, m in _BREAKDOWN)
-            for label in metrics[e]["page"].get(m, {})
-        }
-    )
+    labels = sorted({label for _, e, m in _BREAKDOWN for label in metrics[e]["page"].get(m, {})})
     if not labels:
         return None
     table = Table(title="By page attribute (page averages)")
@@ -107,9 +101,9 @@ def problem_lines(report: Report) -> list[str]:
     return lines + problems["truth"] + problems["notes"]
 
 
-def print_summary(report: Report, console: Console, breakdown: bool = True) -> None:
+def print_summary(report: Report, console: Console) -> None:
     console.print(summary_table(report))
-    table = breakdown_table(report) if breakdown else None
+    table = breakdown_table(report)
     if table is not None:
         console.print(table)
     for line in problem_lines(report):

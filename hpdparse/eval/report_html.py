@@ -35,18 +35,13 @@ def marked_diff(truth: str, pred: str) -> tuple[str, str]:
     has in <ins>."""
     left, right = [], []
     for op in Levenshtein.opcodes(truth, pred):
-        a, b = (
-            html.escape(truth[op.src_start : op.src_end]),
-            html.escape(pred[op.dest_start : op.dest_end]),
-        )
-        if op.tag == "equal":
-            left.append(a)
-            right.append(b)
-            continue
+        a = html.escape(truth[op.src_start : op.src_end])
+        b = html.escape(pred[op.dest_start : op.dest_end])
+        equal = op.tag == "equal"
         if a:
-            left.append(f"<del>{a}</del>")
+            left.append(a if equal else f"<del>{a}</del>")
         if b:
-            right.append(f"<ins>{b}</ins>")
+            right.append(b if equal else f"<ins>{b}</ins>")
     return "".join(left), "".join(right)
 
 

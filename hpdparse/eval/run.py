@@ -83,12 +83,9 @@ def evaluate(pred: Path, truth: Path, workers: int | None = None) -> Report:
             missing.append(Unscored(page=page.name, reason=source))
             continue
         tasks.append((page, markdown))
-    scored, failed = [], []
-    for result in _scored(tasks, workers or default_workers()):
-        if isinstance(result, ScoredPage):
-            scored.append(result)
-        else:
-            failed.append(result)
+    results = list(_scored(tasks, workers or default_workers()))
+    scored = [result for result in results if isinstance(result, ScoredPage)]
+    failed = [result for result in results if not isinstance(result, ScoredPage)]
     attributes = {p.name: p.attributes for p in pages if p.attributes}
     samples = aggregate.element_samples(scored)
     metrics = {

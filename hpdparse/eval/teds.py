@@ -59,12 +59,8 @@ def _tree(node: etree._Element, structure_only: bool) -> _Node:
         tokens: list[str] = []
         if not structure_only:
             _cell_tokens(node, tokens)
-        cell = tokens[1:-1]
-        colspan, rowspan = (
-            int(node.attrib.get("colspan", "1")),
-            int(node.attrib.get("rowspan", "1")),
-        )
-        return _Node("td", colspan, rowspan, cell)
+        colspan, rowspan = (int(node.attrib.get(name, "1")) for name in ("colspan", "rowspan"))
+        return _Node("td", colspan, rowspan, tokens[1:-1])
     tree = _Node(node.tag, None, None, None)
     tree.children = [_tree(child, structure_only) for child in node.getchildren()]
     return tree
@@ -79,8 +75,7 @@ def _table(markup: str) -> etree._Element | None:
 
 
 def _signature(node: _Node) -> tuple:
-    children = [_signature(child) for child in node.children]
-    return (node.key, node.content, children)
+    return (node.key, node.content, [_signature(child) for child in node.children])
 
 
 def teds(pred: str, truth: str, structure_only: bool = False) -> float:
