@@ -33,7 +33,7 @@ from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine, get_entry
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.serve.app import Service, State, build_app, refusal_now
-from hpdparse.serve.documents.routes import DocumentLimits, DocumentService, document_routes
+from hpdparse.serve.documents.routes import DocumentService, document_routes
 from hpdparse.serve.documents.runner import DocumentRunner
 from hpdparse.serve.documents.store import DocumentStore
 from hpdparse.serve.pages import PagePolicy, describe
@@ -124,19 +124,9 @@ class HpdServer:
             ),
             root_model=self.config.model,
         )
-        settings = self.settings
-        self.runner = DocumentRunner(
-            store,
-            service.engine,
-            pages,
-            running_documents=settings.running_documents,
-            max_queued_pages=settings.max_queued,
-            batch_size=settings.batch_size,
-            workers=settings.workers,
-            max_pages=settings.max_pages,
-        )
+        self.runner = DocumentRunner(store, service.engine, pages, self.settings)
         service.metrics.watch_documents(store.counts)
-        documents = DocumentService(store, self.runner, _limits(settings), self._refusal)
+        documents = DocumentService(store, self.runner, self.settings, self._refusal)
         self._start_http(service, document_routes(documents))
         service.engine.start()
         service.engine.ready.wait()
@@ -293,16 +283,3 @@ def serve(server: HpdServer, announce: Callable[[str], None]) -> int:
     if server.engine_error is not None:
         raise HpdparseError(f"the engine failed: {describe(server.engine_error, 300)}")
     return 0
-
-
-def _limits(settings: ServeSettings) -> DocumentLimits:
-    mb = 2**20
-    return DocumentLimits(
-        max_upload_bytes=int(settings.max_upload_mb * mb),
-        max_pages=settings.max_pages,
-        max_queued_documents=settings.max_queued_documents,
-        max_store_bytes=None if settings.max_store_mb is None else int(settings.max_store_mb * mb),
-        allow_urls=settings.allow_urls,
-        sync_timeout=settings.sync_timeout,
-        keep_seconds=settings.keep_results,
-    )

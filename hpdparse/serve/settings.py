@@ -18,6 +18,7 @@ DEFAULT_PORT = 8118
 # admission control), so without this bound many clients would pile pages up in host memory.
 DEFAULT_MAX_QUEUED = 32
 DEFAULT_KEEP_RESULTS = "7d"
+MB = 2**20
 
 
 def default_store() -> str:
@@ -150,7 +151,15 @@ class ServeSettings:
 
     @property
     def max_request_bytes(self) -> int:
-        return int(self.max_request_mb * 2**20)
+        return int(self.max_request_mb * MB)
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * MB)
+
+    @property
+    def max_store_bytes(self) -> int | None:
+        return None if self.max_store_mb is None else int(self.max_store_mb * MB)
 
 
 def api_keys_from(options: tuple[str, ...] | list[str]) -> list[str]:
