@@ -70,20 +70,14 @@ class HpdServer:
 
     # ------------------------------------------------------------------------- addresses
     @property
-    def url(self) -> str:
-        """The base URL clients use (for a Unix socket: ``http://localhost/v1`` over it)."""
+    def address(self) -> str:
+        """Where the server listens, as the announcement says it: its base URL (a Unix
+        socket: ``http://localhost/v1`` over it)."""
         if self.settings.uds:
-            return "http://localhost/v1"
+            return f"unix:{self.settings.uds} (http://localhost/v1)"
         host = self.settings.host
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.settings.port}/v1"
-
-    @property
-    def address(self) -> str:
-        """Where the server listens, as the announcement says it."""
-        if self.settings.uds:
-            return f"unix:{self.settings.uds} ({self.url})"
-        return self.url
 
     def _bind(self) -> socket.socket:
         if self.settings.uds:

@@ -105,6 +105,10 @@ class SourceDocument:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def _page_error(self, number: int, reason: str) -> InputError:
+        message = f"{self.path}: page {number} cannot be rendered: {reason}"
+        return InputError(message, path=self.path)
+
     def _check_number(self, number: int) -> None:
         if not 1 <= number <= self.page_count:
             raise InputError(

@@ -83,10 +83,7 @@ class ImageDocument(SourceDocument):
                 if target != rgb.size:
                     rgb = rgb.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
         except Exception as error:
-            raise InputError(
-                f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
-                path=self.path,
-            ) from None
+            raise self._page_error(number, one_line_error(error)) from None
         return rgb, PageGeometry(rgb.width, rgb.height)
 
     def close(self) -> None:

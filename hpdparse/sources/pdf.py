@@ -161,10 +161,7 @@ class PdfDocument(SourceDocument):
         try:
             return self._doc.load_page(number - 1)
         except Exception as error:
-            raise InputError(
-                f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
-                path=self.path,
-            ) from None
+            raise self._page_error(number, one_line_error(error)) from None
 
     def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:
         """Render page `number` (1-based) at `dpi`, within the size limits, honouring /Rotate and
@@ -175,9 +172,7 @@ class PdfDocument(SourceDocument):
             page = self._load_page(number)
             width, height = page.rect.width, page.rect.height
             if width < 0.01 or height < 0.01:
-                raise InputError(
-                    f"{self.path}: page {number} cannot be rendered: empty page box", path=self.path
-                )
+                raise self._page_error(number, "empty page box")
             used_dpi = effective_dpi(width, height, dpi)
             zoom = used_dpi / 72
             if used_dpi == 1:  # a gigantic page: even 1 dpi is over the limits
@@ -186,10 +181,7 @@ class PdfDocument(SourceDocument):
                 pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
                 image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
             except Exception as error:
-                raise InputError(
-                    f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
-                    path=self.path,
-                ) from None
+                raise self._page_error(number, one_line_error(error)) from None
             label = page_label(self.label_rules, number - 1) if self.label_rules else None
             return image, PageGeometry(image.width, image.height, used_dpi, label, width, height)
         finally:

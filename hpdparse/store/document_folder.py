@@ -61,12 +61,9 @@ class DocumentFolder:
     def clear(self, stem: str) -> None:
         """--overwrite: drop the finished Markdown first (so the folder reads as unfinished), then
         everything else this tool wrote there."""
-        self.files.delete(markdown_name(stem))
-        self.files.delete(json_name(stem))
-        self.files.delete(layout_pdf_name(stem))
-        self.files.delete(converted_pdf_name(stem))
-        self.files.delete(review_html_name(stem))
-        self.remove_exports(stem)
+        named = (markdown_name, json_name, layout_pdf_name, converted_pdf_name, review_html_name)
+        for name in (*named, docling_name, chunks_name):
+            self.files.delete(name(stem))
         self.files.delete_tree(IMAGES_DIR)
         self.files.delete_tree(RAW_DIR)
 
@@ -197,12 +194,6 @@ class DocumentFolder:
 
     def write_json(self, stem: str, data: Any) -> None:
         self.files.write_bytes(json_name(stem), json_bytes(data))
-
-    def remove_exports(self, stem: str) -> None:
-        """Drop <stem>.docling.json and <stem>.chunks.jsonl (a render without --docling or
-        --chunks must not leave ones that no longer match the Markdown)."""
-        self.files.delete(docling_name(stem))
-        self.files.delete(chunks_name(stem))
 
     def write_finished(
         self,

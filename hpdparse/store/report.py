@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -137,10 +137,6 @@ class RunReport:
         return sum(d.pages_decoded for d in self.documents)
 
     @property
-    def pages_failed(self) -> int:
-        return sum(d.pages_failed for d in self.documents)
-
-    @property
     def output_tokens(self) -> int:
         return sum(d.output_tokens for d in self.documents)
 
@@ -168,22 +164,13 @@ class RunReport:
 
     def to_json(self) -> dict[str, Any]:
         totals = {status: self.count(status) for status in REPORT_STATUSES}
-        totals.update(
-            documents=len(self.documents),
-            pages=sum(d.pages for d in self.documents),
-            pages_done=sum(d.pages_done for d in self.documents),
-            pages_failed=self.pages_failed,
-            pages_reused=sum(d.pages_reused for d in self.documents),
-            pages_decoded=self.pages_decoded,
-            prompt_tokens=sum(d.prompt_tokens for d in self.documents),
-            output_tokens=self.output_tokens,
-        )
+        totals["documents"] = len(self.documents)
+        for counted in fields(DocumentReport):  # the pages and tokens of every document
+            if counted.type == "int":
+                totals[counted.name] = sum(getattr(d, counted.name) for d in self.documents)
         return {
             "format": REPORT_FORMAT,
-            "command": self.command,
-            "engine": self.engine,
-            "model": self.model,
-            "revision": self.revision,
+            **{name: getattr(self, name) for name in ("command", "engine", "model", "revision")},
             "output_dir": self.output_dir,
             "exit_code": self.exit_code,
             "interrupted": self.interrupted,
