@@ -40,7 +40,7 @@ from hpdparse.runner.plan import plan_document
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.sources.location import UrlSource
-from hpdparse.store.output_root import OutputStore
+from hpdparse.store.output_store import OutputStore
 from hpdparse.store.report import DocumentReport, RunReport
 from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SKIPPED
 

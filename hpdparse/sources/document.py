@@ -67,6 +67,11 @@ Content = bytes | Path | None
 URL, a temporary copy of a large one, or None (the file at the path itself)."""
 
 _MUPDF_CODE = re.compile(r"^code=\d+:\s*")
+_READ_ERRORS = {
+    FileNotFoundError: "no such file",
+    IsADirectoryError: "is a folder, not a file",
+    PermissionError: "cannot be read (permission denied)",
+}
 
 
 @dataclass(frozen=True)
@@ -134,14 +139,9 @@ def read_head(path: Path, content: Content = None) -> bytes:
     try:
         with open(content or path, "rb") as f:
             head = f.read(1024)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file", path=path) from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, not a file", path=path) from None
-    except PermissionError:
-        raise InputError(f"{path}: cannot be read (permission denied)", path=path) from None
     except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror or error})", path=path) from None
+        reason = _READ_ERRORS.get(type(error)) or f"cannot be read ({error.strerror or error})"
+        raise InputError(f"{path}: {reason}", path=path) from None
     if not head:
         raise InputError(f"{path}: empty file (0 bytes)", path=path)
     return head

@@ -211,10 +211,5 @@ def _not_pdf_reason(path: Path | BinaryIO, doc: pymupdf.Document) -> str:
 
 def _authenticate(doc: pymupdf.Document, password: str) -> bool:
     # The same characters can come as composed or decomposed Unicode (macOS keyboards).
-    tried: list[str] = []
-    for candidate in (password, *(unicodedata.normalize(f, password) for f in ("NFC", "NFD"))):
-        if candidate not in tried:
-            tried.append(candidate)
-            if doc.authenticate(candidate):
-                return True
-    return False
+    forms = (unicodedata.normalize(form, password) for form in ("NFC", "NFD"))
+    return any(doc.authenticate(candidate) for candidate in dict.fromkeys((password, *forms)))

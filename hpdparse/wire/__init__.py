@@ -333,13 +333,12 @@ def read_logprobs(data: Any) -> list[tuple[str, float]] | None:
         return None
     pairs = []
     for item in content:
-        token = item.get("token") if isinstance(item, dict) else None
-        value = item.get("logprob") if isinstance(item, dict) else None
-        if not isinstance(token, str) or isinstance(value, bool):
+        if not isinstance(item, dict) or not isinstance(item.get("token"), str):
             return None
-        if not isinstance(value, (int, float)):
+        value = item.get("logprob")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             return None
-        pairs.append((token, float(value)))
+        pairs.append((item["token"], float(value)))
     return pairs
 
 
