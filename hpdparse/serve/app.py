@@ -37,7 +37,7 @@ from hpdparse.serve.answers import (
     page_usage,
 )
 from hpdparse.serve.auth import ApiKeys, AuthMiddleware
-from hpdparse.serve.logprobs import TokenTexts, token_entries, with_logprobs
+from hpdparse.serve.logprobs import token_entries, token_texts, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, CONTENT_TYPE, ServeMetrics
 from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_image, describe
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue, QueueClosed
@@ -81,7 +81,7 @@ class Service:
             waiting=lambda: self.places.waiting,
             up=lambda: self.state is State.READY and self.engine.up,
         )
-        self.token_texts = TokenTexts(self.engine.detokenize)
+        self.token_texts = token_texts(self.engine.detokenize)
 
 
 class QueuePlaces:
@@ -237,13 +237,12 @@ async def metrics(service: Service, request: Request) -> Response:
     return Response(service.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
 
-def refusal_now(service: Service) -> WireError | None:
-    """Why the server takes no page now (shutting down, engine failed), if it does not."""
+def check_open(service: Service) -> None:
+    """WireError 503 when the server takes no page now (shutting down, engine failed)."""
     if service.state is State.DRAINING or service.pages.closed:
-        return WireError(503, SHUTTING_DOWN)
+        raise WireError(503, SHUTTING_DOWN)
     if service.state is State.FAILED or service.engine.error is not None:
-        return WireError(503, f"the engine failed: {describe(service.engine.error or '', 300)}")
-    return None
+        raise WireError(503, f"the engine failed: {describe(service.engine.error or '', 300)}")
 
 
 async def chat(service: Service, request: Request) -> Response:
@@ -259,9 +258,7 @@ async def chat(service: Service, request: Request) -> Response:
 async def _chat(service: Service, request: Request) -> Response:
     limit = service.settings.max_request_bytes
     reading = limited(request, limit, "the request body", "--max-request-mb")
-    refusal = refusal_now(service)
-    if refusal is not None:
-        raise refusal
+    check_open(service)
     await service.places.enter()
     ticket: PageTicket | None = None
     try:
@@ -346,9 +343,7 @@ async def _engine_ready(service: Service) -> None:
     """Wait while the engine starts (requests that come early are answered once it is up)."""
     while not service.engine.ready.is_set():
         await asyncio.sleep(0.1)
-    refusal = refusal_now(service)
-    if refusal is not None:
-        raise refusal
+    check_open(service)
 
 
 async def _prepare(service: Service, ask: PageAsk) -> Any:

@@ -32,7 +32,7 @@ from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine, get_entry
 from hpdparse.errors import EngineError, HpdparseError
-from hpdparse.serve.app import Service, State, build_app, refusal_now
+from hpdparse.serve.app import Service, State, build_app, check_open
 from hpdparse.serve.documents.routes import DocumentService, document_routes
 from hpdparse.serve.documents.runner import DocumentRunner
 from hpdparse.serve.documents.store import DocumentStore
@@ -120,7 +120,7 @@ class HpdServer:
         )
         self.runner = DocumentRunner(store, service.engine, pages, self.settings)
         service.metrics.watch_documents(store.counts)
-        documents = DocumentService(store, self.runner, self.settings, self._refusal)
+        documents = DocumentService(store, self.runner, self.settings, self._check_open)
         self._start_http(service, document_routes(documents))
         service.engine.start()
         service.engine.ready.wait()
@@ -135,12 +135,12 @@ class HpdServer:
         service.state = State.READY
         threading.Thread(target=self._expire, args=(store,), daemon=True).start()
 
-    def _refusal(self) -> WireError | None:
-        """Why the server takes no document now: stopping, failed, or its engine starting."""
-        service = self.service
-        if service is None or service.state is State.STARTING:
-            return WireError(503, "the server is starting; retry")
-        return refusal_now(service)
+    def _check_open(self) -> None:
+        """WireError 503 when the server takes no document now: stopping, failed, or its engine
+        starting."""
+        if self.service is None or self.service.state is State.STARTING:
+            raise WireError(503, "the server is starting; retry")
+        check_open(self.service)
 
     def _expire(self, store: DocumentStore) -> None:
         """Remove finished documents older than --keep-results, every minute or so."""

@@ -172,12 +172,6 @@ class FsspecFolder(FolderBackend):
         ]
 
 
-def write_object(url: str, data: bytes) -> None:
-    """Write one object at `url` in one PUT (StorageError, FileNotFoundError: one line)."""
-    fs, path = filesystem(url)
-    storage_call(url, lambda: fs.pipe_file(path, data), write=True)
-
-
 def copy_tree(url: str, target: Path) -> None:
     """Copy every object under `url` into the local folder `target` (created), keys as relative
     paths, each file written atomically. StorageError or FileNotFoundError (one line)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hpdparse.remote import is_url
-from hpdparse.store.atomic import atomic_write_json, json_bytes
+from hpdparse.store.atomic import json_bytes
 from hpdparse.store.confidence_report import flagged_pages, lowest_pages, summary_line
 from hpdparse.store.statuses import (
     REPORT_STATUSES,
@@ -191,15 +191,13 @@ class RunReport:
 
     def write(self, path: Path | str) -> None:
         """Write the report as JSON, atomically (a URL: one PUT)."""
-        if isinstance(path, str) and is_url(path):
-            from hpdparse.store.fsspec_folder import write_object
+        from hpdparse.store.output_store import folder_backend
 
-            write_object(path, json_bytes(self.to_json()))
-            return
-        path = Path(path)
-        if path.parent and not path.parent.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, self.to_json())
+        if isinstance(path, str) and is_url(path):
+            folder, name = path.rsplit("/", 1)
+        else:
+            folder, name = Path(path).parent, Path(path).name
+        folder_backend(folder).write_bytes(name, json_bytes(self.to_json()))
 
 
 def text_layer_json(documents: list[DocumentReport]) -> dict[str, int | float | None] | None:

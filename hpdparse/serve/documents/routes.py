@@ -59,7 +59,7 @@ class DocumentService:
     store: DocumentStore
     runner: DocumentRunner
     settings: ServeSettings
-    refusal: Callable[[], WireError | None]  # why the server takes no document now
+    check_open: Callable[[], None]  # WireError 503 when the server takes no document now
 
 
 def document_routes(service: DocumentService) -> list[Route]:
@@ -84,7 +84,8 @@ def document_routes(service: DocumentService) -> list[Route]:
 async def upload(service: DocumentService, request: Request) -> Response:
     jobs = await _accept(service, request)
     answer = _accepted(jobs)  # as accepted: queued
-    _start(service, jobs)
+    for job in jobs:
+        service.runner.submit(job)
     return answer
 
 
@@ -102,8 +103,8 @@ async def convert(service: DocumentService, request: Request) -> Response:
     if wanted not in ("markdown", "zip"):
         raise WireError(400, f"format must be markdown or zip, not {wanted!r}", "format")
     jobs = await _accept(service, request, most=1)
-    _start(service, jobs)
     job = jobs[0]
+    service.runner.submit(job)
     deadline = time.monotonic() + service.settings.sync_timeout
     while job.status not in FINAL and time.monotonic() < deadline:
         await asyncio.sleep(_EVENT_WAKE)
@@ -115,9 +116,7 @@ async def convert(service: DocumentService, request: Request) -> Response:
 async def _accept(
     service: DocumentService, request: Request, most: int | None = None
 ) -> list[DocumentJob]:
-    refusal = service.refusal()
-    if refusal is not None:
-        raise refusal
+    service.check_open()
     settings = service.settings
     upload = limited(request, settings.max_upload_bytes, "the upload", "--max-upload-mb")
     store = service.store
@@ -165,11 +164,6 @@ async def _accept(
         return jobs
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
-
-
-def _start(service: DocumentService, jobs: list[DocumentJob]) -> None:
-    for job in jobs:
-        service.runner.submit(job)
 
 
 async def _read_request(
