@@ -110,17 +110,17 @@ class SourceDocument:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def _error(self, reason: str) -> InputError:
+        """The one-line error `PATH: reason`."""
+        return InputError(f"{self.path}: {reason}", path=self.path)
+
     def _page_error(self, number: int, reason: str) -> InputError:
-        message = f"{self.path}: page {number} cannot be rendered: {reason}"
-        return InputError(message, path=self.path)
+        return self._error(f"page {number} cannot be rendered: {reason}")
 
     def _check_number(self, number: int) -> None:
         if not 1 <= number <= self.page_count:
-            raise InputError(
-                f"{self.path}: page {number} does not exist (the document has "
-                f"{self.page_count} page{'s' if self.page_count != 1 else ''})",
-                path=self.path,
-            )
+            pages = plural(self.page_count, "page")
+            raise self._error(f"page {number} does not exist (the document has {pages})")
 
 
 def readable(path: Path, content: Content = None) -> Path | BinaryIO:

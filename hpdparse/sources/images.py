@@ -10,7 +10,6 @@ from typing import BinaryIO
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from hpdparse.errors import InputError
 from hpdparse.sources.document import (
     IMAGE_FORMATS,
     Content,
@@ -60,7 +59,7 @@ class ImageDocument(SourceDocument):
             failure = f"{self._image.format} images are not supported (PNG, JPEG or TIFF)"
         if failure is not None or self._image is None:
             self.close()
-            raise InputError(f"{path}: {failure}", path=path)
+            raise self._error(failure)
         self.page_count = getattr(self._image, "n_frames", 1) if self._image.format == "TIFF" else 1
 
     def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:

@@ -71,21 +71,18 @@ class PdfDocument(SourceDocument):
                 self._doc.close()
                 self._doc = self._open(password)
                 self.page_count = self._doc.page_count
+            if self.page_count == 0 and self._doc.is_repaired:
+                raise self._error(f"damaged {self._what}, no pages could be read")
             if self.page_count == 0:
-                if self._doc.is_repaired:
-                    raise InputError(
-                        f"{path}: damaged {self._what}, no pages could be read", path=path
-                    )
-                raise InputError(f"{path}: the {self._what} has no pages", path=path)
+                raise self._error(f"the {self._what} has no pages")
             self.label_rules = label_rules(self._doc)
         except InputError:
             self.close()
             raise
         except Exception as error:
             self.close()
-            raise InputError(
-                f"{path}: damaged {self._what}, cannot be read: {one_line_error(error)}",
-                path=path,
+            raise self._error(
+                f"damaged {self._what}, cannot be read: {one_line_error(error)}"
             ) from None
         finally:
             self._note_warnings("opening")
@@ -116,19 +113,16 @@ class PdfDocument(SourceDocument):
                 and not looks_like_pdf(read_head(path, self._content))
             ):
                 failure = "not a PDF or supported image"
-            raise InputError(f"{path}: {failure}", path=path)
+            raise self._error(failure)
         try:
             if filetype == "pdf" and not doc.is_pdf:
-                reason = _not_pdf_reason(readable(path, self._content), doc)
-                raise InputError(f"{path}: {reason}", path=path)
+                raise self._error(_not_pdf_reason(readable(path, self._content), doc))
             self._encrypted = bool(doc.needs_pass)
             if doc.needs_pass:
                 if password is None:
-                    raise InputError(
-                        f"{path}: encrypted, a password is needed (--password)", path=path
-                    )
+                    raise self._error("encrypted, a password is needed (--password)")
                 if not _authenticate(doc, password):
-                    raise InputError(f"{path}: wrong password", path=path)
+                    raise self._error("wrong password")
         except BaseException:
             doc.close()
             raise
