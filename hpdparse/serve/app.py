@@ -17,7 +17,7 @@ import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
@@ -70,10 +70,9 @@ class Service:
     prepare_pool: concurrent.futures.ThreadPoolExecutor
     root_model: str
     state: State = State.STARTING
-    created: int = 0
+    created: int = field(default_factory=lambda: int(time.time()))
 
     def __post_init__(self) -> None:
-        self.created = self.created or int(time.time())
         self.places = QueuePlaces(self.settings.max_queued, self.settings.max_waiting)
         self.metrics = ServeMetrics(
             in_engine=lambda: self.pages.in_engine,
