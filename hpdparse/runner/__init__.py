@@ -15,5 +15,5 @@ documents from added to closed, their reports and the progress display), backgro
 `scheduler.Converter` is the single-machine runner; the other (Ray: plan on the driver,
 rasterize/decode/save in actors with their own pool, finish on the driver once a document's pages
 exist) calls the same stages and keeps its documents in a `DocumentBook` too.
-Output folders come from `hpdparse.store` (`open_output_store(...).assign_folders(sources)`).
+Output folders come from `hpdparse.store` (`OutputStore(...).assign_folders(sources)`).
 """

@@ -34,7 +34,7 @@ from hpdparse.runner.progress import Progress
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.sources.location import UrlSource
-from hpdparse.store.output_store import open_output_store
+from hpdparse.store.output_store import OutputStore
 from hpdparse.store.report import DocumentReport, RunReport
 from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SKIPPED
 
@@ -71,7 +71,7 @@ class DocumentBook:
             self.report.documents.append(doc)
             self.progress.error(str(error))
             self.progress.document_finished(doc)
-        folders = open_output_store(settings.output_dir).assign_folders(sources)
+        folders = OutputStore(settings.output_dir).assign_folders(sources)
         for src in sources:
             doc_report = DocumentReport(source=str(src), output_dir=folders[src].location)
             self.docs.append(DocumentRun(src.absolute(), folders[src], doc_report))

@@ -22,6 +22,7 @@ from hpdparse.engines.base import CANCELLED, FINISH_ERROR, PageResult
 from hpdparse.serve.detokenize import IncrementalText
 from hpdparse.serve.logprobs import TokenTexts, token_entries, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, ServeMetrics
+from hpdparse.serve.queue import Ticket
 from hpdparse.wire import WireError
 from hpdparse.wire.bodies import TokenLogprob, Usage
 
@@ -30,13 +31,9 @@ log = logging.getLogger(__name__)
 Outcome = PageResult | WireError
 
 
-class PageTicket:
-    """A page's way back to its request (implements queue.Ticket).
-
-    The engine-thread methods only hand over to the event loop; everything else runs there.
-    The ticket holds a place in the queue from its creation until the engine takes the page
-    (or the page ends first); `release` gives that place back.
-    """
+class PageTicket(Ticket):
+    """A page's way back to its HTTP request. The engine-thread methods only hand over to the
+    event loop; everything else, `release` included, runs there."""
 
     def __init__(
         self,
@@ -48,7 +45,7 @@ class PageTicket:
         metrics: ServeMetrics,
         logprobs: bool = False,
     ) -> None:
-        self.cancel = threading.Event()
+        super().__init__(release)
         self.max_tokens = max_tokens
         self.streamed = streamed
         self.logprobs = logprobs
@@ -57,8 +54,6 @@ class PageTicket:
         self.taken_or_done = asyncio.Event()
         self.changed = asyncio.Event()  # new tokens or the outcome
         self._loop = loop
-        self._release = release
-        self._released = False
         self._metrics = metrics
         self._lock = threading.Lock()
         self._token_ids: list[int] = []
@@ -97,11 +92,6 @@ class PageTicket:
             self._loop.call_soon_threadsafe(function, *args)
 
     # ------------------------------------------------------------------- event loop
-    def release(self) -> None:
-        if not self._released:
-            self._released = True
-            self._release()
-
     def take_tokens(self) -> tuple[list[int], list[float] | None]:
         """The tokens settled since the last call and their log-probabilities (None when the
         answer asked for none, or the engine did not report some)."""

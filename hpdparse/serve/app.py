@@ -16,8 +16,8 @@ import enum
 import functools
 import logging
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.applications import Starlette
@@ -37,11 +37,11 @@ from hpdparse.serve.answers import (
     page_usage,
 )
 from hpdparse.serve.auth import ApiKeys, AuthMiddleware
-from hpdparse.serve.logprobs import TokenTexts, token_entries, with_logprobs
+from hpdparse.serve.logprobs import token_entries, token_texts, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, CONTENT_TYPE, ServeMetrics
 from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_image, describe
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue, QueueClosed
-from hpdparse.serve.settings import ServeSettings
+from hpdparse.serve.settings import MB, ServeSettings
 from hpdparse.wire import WireError
 from hpdparse.wire.bodies import ModelCard
 
@@ -70,10 +70,9 @@ class Service:
     prepare_pool: concurrent.futures.ThreadPoolExecutor
     root_model: str
     state: State = State.STARTING
-    created: int = 0
+    created: int = field(default_factory=lambda: int(time.time()))
 
     def __post_init__(self) -> None:
-        self.created = self.created or int(time.time())
         self.places = QueuePlaces(self.settings.max_queued, self.settings.max_waiting)
         self.metrics = ServeMetrics(
             in_engine=lambda: self.pages.in_engine,
@@ -81,7 +80,7 @@ class Service:
             waiting=lambda: self.places.waiting,
             up=lambda: self.state is State.READY and self.engine.up,
         )
-        self.token_texts = TokenTexts(self.engine.detokenize)
+        self.token_texts = token_texts(self.engine.detokenize)
 
 
 class QueuePlaces:
@@ -118,7 +117,7 @@ def build_app(service: Service, document_routes: Sequence[BaseRoute] = ()) -> AS
         return error_response(WireError(status, message))
 
     routes = [
-        Route(CHAT_ROUTE, functools.partial(chat, service), methods=["POST"]),
+        Route(CHAT_ROUTE, answering(functools.partial(chat, service)), methods=["POST"]),
         Route(MODELS_ROUTE, functools.partial(models, service), methods=["GET"]),
         Route("/health", functools.partial(health, service), methods=["GET"]),
         Route("/metrics", functools.partial(metrics, service), methods=["GET"]),
@@ -162,8 +161,59 @@ def _route_label(path: str) -> str:
     return path if path in ROUTES else "other"
 
 
-def error_response(error: WireError, **headers: str) -> Response:
+RETRY_AFTER_SECONDS = 10  # what a 429 (queue full) tells the caller to wait
+
+
+def error_response(error: WireError) -> Response:
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if error.status == 429 else {}
+    if error.status == 413:
+        headers["Connection"] = "close"  # the rest of the body is not read
     return JSONResponse(error.body(), status_code=error.status, headers=headers or None)
+
+
+def answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[..., Any]:
+    """A route's endpoint: `handler`'s answer, a WireError as its error body, a client that
+    left while its body was read as status 499 (nothing to answer, nothing broke)."""
+
+    async def endpoint(request: Request) -> Response:
+        try:
+            return await handler(request)
+        except WireError as error:
+            return error_response(error)
+        except ClientDisconnect:
+            log.debug("a client closed its connection before its request was read")
+            request.scope["hpdparse.status"] = CLIENT_CLOSED
+            return Response(status_code=CLIENT_CLOSED)
+
+    return endpoint
+
+
+def too_large(what: str, size: int, limit: int, flag: str, at_least: bool = False) -> WireError:
+    more = "more than " if at_least else ""
+    return WireError(
+        413,
+        f"{what} is {more}{size / MB:.1f} MB; this server takes at most {limit / MB:.0f} MB "
+        f"({flag})",
+    )
+
+
+def limited(request: Request, limit: int, what: str, flag: str) -> Request:
+    """The request, refused with 413 when its Content-Length is over `limit` bytes, its body
+    cut off with 413 as soon as it passes `limit` (a body without a length)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large(what, int(declared), limit, flag)
+    received = 0
+
+    async def receive() -> Message:
+        nonlocal received
+        message = await request.receive()
+        received += len(message.get("body", b""))
+        if received > limit:
+            raise too_large(what, received, limit, flag, at_least=True)
+        return message
+
+    return Request(request.scope, receive)
 
 
 async def models(service: Service, request: Request) -> Response:
@@ -186,43 +236,32 @@ async def metrics(service: Service, request: Request) -> Response:
     return Response(service.metrics.render(), headers={"Content-Type": CONTENT_TYPE})
 
 
-def refusal_now(service: Service) -> WireError | None:
-    """Why the server takes no page now (shutting down, engine failed), if it does not."""
+def check_open(service: Service) -> None:
+    """WireError 503 when the server takes no page now (shutting down, engine failed)."""
     if service.state is State.DRAINING or service.pages.closed:
-        return WireError(503, SHUTTING_DOWN)
+        raise WireError(503, SHUTTING_DOWN)
     if service.state is State.FAILED or service.engine.error is not None:
-        return WireError(503, f"the engine failed: {describe(service.engine.error or '', 300)}")
-    return None
+        raise WireError(503, f"the engine failed: {describe(service.engine.error or '', 300)}")
 
 
 async def chat(service: Service, request: Request) -> Response:
     try:
         return await _chat(service, request)
-    except WireError as error:
-        if error.status == 413:
-            return error_response(error, Connection="close")
-        return error_response(error)
-    except ClientDisconnect:  # gone while its body was read: nothing to answer, nothing broke
-        log.debug("a client closed its connection before its request was read")
-        request.scope["hpdparse.status"] = CLIENT_CLOSED
-        return Response(status_code=CLIENT_CLOSED)
+    except (WireError, ClientDisconnect):
+        raise
     except Exception as exc:  # a bug must still answer, in one line
         log.exception("chat completion failed")
-        return error_response(WireError(500, f"internal error: {type(exc).__name__}: {exc}"))
+        raise WireError(500, f"internal error: {type(exc).__name__}: {exc}") from None
 
 
 async def _chat(service: Service, request: Request) -> Response:
     limit = service.settings.max_request_bytes
-    declared = request.headers.get("content-length")
-    if declared and declared.isdigit() and int(declared) > limit:
-        raise WireError(413, _too_large(int(declared), limit))
-    refusal = refusal_now(service)
-    if refusal is not None:
-        raise refusal
+    reading = limited(request, limit, "the request body", "--max-request-mb")
+    check_open(service)
     await service.places.enter()
     ticket: PageTicket | None = None
     try:
-        raw = await _read_body(request, limit)
+        raw = await reading.body()
         ask = check_request(wire.read_chat_request(raw), service.policy)
         del raw
         await _engine_ready(service)
@@ -299,33 +338,11 @@ def _client_left(request: Request, ticket: PageTicket) -> Response:
     return Response(status_code=CLIENT_CLOSED)  # nobody reads it
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
-    parts: list[bytes] = []
-    size = 0
-    async for part in request.stream():
-        size += len(part)
-        if size > limit:
-            raise WireError(413, _too_large(size, limit, at_least=True))
-        parts.append(part)
-    return b"".join(parts)
-
-
-def _too_large(size: int, limit: int, at_least: bool = False) -> str:
-    mb = 2**20
-    more = "more than " if at_least else ""
-    return (
-        f"the request body is {more}{size / mb:.1f} MB; this server takes at most "
-        f"{limit / mb:.0f} MB (--max-request-mb)"
-    )
-
-
 async def _engine_ready(service: Service) -> None:
     """Wait while the engine starts (requests that come early are answered once it is up)."""
     while not service.engine.ready.is_set():
         await asyncio.sleep(0.1)
-    refusal = refusal_now(service)
-    if refusal is not None:
-        raise refusal
+    check_open(service)
 
 
 async def _prepare(service: Service, ask: PageAsk) -> Any:

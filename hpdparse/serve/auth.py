@@ -28,14 +28,20 @@ class ApiKeys:
         """Why a request with this Authorization header is refused, or None if it is not."""
         if not authorization:
             return "this server needs an API key: send the header Authorization: Bearer KEY"
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = bearer_token(authorization)
+        if token is None:
             return "the Authorization header must be Bearer KEY"
-        digest = hashlib.sha256(token.strip().encode()).digest()
+        digest = hashlib.sha256(token.encode()).digest()
         matched = False
         for known in self._digests:
             matched |= secrets.compare_digest(digest, known)
         return None if matched else "invalid API key"
+
+
+def bearer_token(authorization: str | None) -> str | None:
+    """The KEY of an Authorization header ``Bearer KEY``; None for any other header."""
+    scheme, _, token = (authorization or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
 
 
 class AuthMiddleware:

@@ -10,6 +10,7 @@ The page's stop token is not among them, as it is not in the text.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -18,19 +19,13 @@ from hpdparse.wire.bodies import ChatCompletion, ChatCompletionChunk, TokenLogpr
 _FLOOR = -9999.0  # what vLLM answers for a log-probability of -inf (JSON has no infinity)
 
 
-class TokenTexts:
+TokenTexts = Callable[[int], str]  # token id -> its text decoded alone (`token_texts`)
+
+
+def token_texts(detokenize: Callable[[list[int]], str]) -> TokenTexts:
     """Token id -> its text decoded alone, remembered (a page has thousands of tokens, a
     vocabulary far fewer)."""
-
-    def __init__(self, detokenize: Callable[[list[int]], str]) -> None:
-        self._detokenize = detokenize
-        self._texts: dict[int, str] = {}
-
-    def __call__(self, token_id: int) -> str:
-        text = self._texts.get(token_id)
-        if text is None:
-            text = self._texts[token_id] = self._detokenize([token_id])
-        return text
+    return functools.cache(lambda token_id: detokenize([token_id]))
 
 
 def token_entries(

@@ -17,7 +17,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from hpdparse.engines.base import CANCELLED, Engine, PageRequest, PageResult, cancelled_result
 from hpdparse.sources.text_layer import PageText
@@ -27,23 +27,40 @@ log = logging.getLogger(__name__)
 SHUTTING_DOWN = "the server is shutting down"
 
 
-class Ticket(Protocol):
-    """One page's way back to its HTTP request; its methods run on the engine thread."""
+class Ticket:
+    """One page's way back to its submitter; the engine thread calls `taken`, `tokens` (after
+    their `token_logprobs`), then `finish` or `fail`. It holds a place in the queue from its
+    creation until the engine takes the page (or the page ends first): `release` gives the
+    place back, once. The defaults: a page that wants no tokens as they settle."""
 
-    cancel: threading.Event
-    max_tokens: int | None
-    streamed: bool
-    logprobs: bool  # the answer needs the tokens' log-probabilities (and so their ids)
+    max_tokens: int | None = None
+    streamed = False
+    logprobs = False  # the answer needs the tokens' log-probabilities (and so their ids)
 
-    def taken(self) -> None: ...
+    def __init__(self, release: Callable[[], None]) -> None:
+        self.cancel = threading.Event()
+        self._release = release
+        self._released = False
 
-    def tokens(self, token_ids: list[int]) -> None: ...
+    def release(self) -> None:
+        if not self._released:
+            self._released = True
+            self._release()
 
-    def token_logprobs(self, values: list[float]) -> None: ...
+    def taken(self) -> None:
+        self.release()
 
-    def finish(self, result: PageResult) -> None: ...
+    def tokens(self, token_ids: list[int]) -> None:
+        """Tokens newly settled (a streamed page, or one answered with log-probabilities)."""
 
-    def fail(self, status: int, message: str) -> None: ...
+    def token_logprobs(self, values: list[float]) -> None:
+        """The log-probabilities of the next `tokens`."""
+
+    def finish(self, result: PageResult) -> None:
+        raise NotImplementedError
+
+    def fail(self, status: int, message: str) -> None:
+        raise NotImplementedError
 
 
 class QueueClosed(Exception):

@@ -32,8 +32,8 @@ from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine, get_entry
 from hpdparse.errors import EngineError, HpdparseError
-from hpdparse.serve.app import Service, State, build_app, refusal_now
-from hpdparse.serve.documents.routes import DocumentLimits, DocumentService, document_routes
+from hpdparse.serve.app import Service, State, build_app, check_open
+from hpdparse.serve.documents.routes import DocumentService, document_routes
 from hpdparse.serve.documents.runner import DocumentRunner
 from hpdparse.serve.documents.store import DocumentStore
 from hpdparse.serve.pages import PagePolicy, describe
@@ -70,20 +70,14 @@ class HpdServer:
 
     # ------------------------------------------------------------------------- addresses
     @property
-    def url(self) -> str:
-        """The base URL clients use (for a Unix socket: ``http://localhost/v1`` over it)."""
+    def address(self) -> str:
+        """Where the server listens, as the announcement says it: its base URL (a Unix
+        socket: ``http://localhost/v1`` over it)."""
         if self.settings.uds:
-            return "http://localhost/v1"
+            return f"unix:{self.settings.uds} (http://localhost/v1)"
         host = self.settings.host
         host = f"[{host}]" if ":" in host else host
         return f"http://{host}:{self.settings.port}/v1"
-
-    @property
-    def address(self) -> str:
-        """Where the server listens, as the announcement says it."""
-        if self.settings.uds:
-            return f"unix:{self.settings.uds} ({self.url})"
-        return self.url
 
     def _bind(self) -> socket.socket:
         if self.settings.uds:
@@ -124,19 +118,9 @@ class HpdServer:
             ),
             root_model=self.config.model,
         )
-        settings = self.settings
-        self.runner = DocumentRunner(
-            store,
-            service.engine,
-            pages,
-            running_documents=settings.running_documents,
-            max_queued_pages=settings.max_queued,
-            batch_size=settings.batch_size,
-            workers=settings.workers,
-            max_pages=settings.max_pages,
-        )
+        self.runner = DocumentRunner(store, service.engine, pages, self.settings)
         service.metrics.watch_documents(store.counts)
-        documents = DocumentService(store, self.runner, _limits(settings), self._refusal)
+        documents = DocumentService(store, self.runner, self.settings, self._check_open)
         self._start_http(service, document_routes(documents))
         service.engine.start()
         service.engine.ready.wait()
@@ -151,12 +135,12 @@ class HpdServer:
         service.state = State.READY
         threading.Thread(target=self._expire, args=(store,), daemon=True).start()
 
-    def _refusal(self) -> WireError | None:
-        """Why the server takes no document now: stopping, failed, or its engine starting."""
-        service = self.service
-        if service is None or service.state is State.STARTING:
-            return WireError(503, "the server is starting; retry")
-        return refusal_now(service)
+    def _check_open(self) -> None:
+        """WireError 503 when the server takes no document now: stopping, failed, or its engine
+        starting."""
+        if self.service is None or self.service.state is State.STARTING:
+            raise WireError(503, "the server is starting; retry")
+        check_open(self.service)
 
     def _expire(self, store: DocumentStore) -> None:
         """Remove finished documents older than --keep-results, every minute or so."""
@@ -293,16 +277,3 @@ def serve(server: HpdServer, announce: Callable[[str], None]) -> int:
     if server.engine_error is not None:
         raise HpdparseError(f"the engine failed: {describe(server.engine_error, 300)}")
     return 0
-
-
-def _limits(settings: ServeSettings) -> DocumentLimits:
-    mb = 2**20
-    return DocumentLimits(
-        max_upload_bytes=int(settings.max_upload_mb * mb),
-        max_pages=settings.max_pages,
-        max_queued_documents=settings.max_queued_documents,
-        max_store_bytes=None if settings.max_store_mb is None else int(settings.max_store_mb * mb),
-        allow_urls=settings.allow_urls,
-        sync_timeout=settings.sync_timeout,
-        keep_seconds=settings.keep_results,
-    )

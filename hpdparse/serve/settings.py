@@ -4,6 +4,7 @@ command line's options are made from them (cheap to import: the CLI reads them).
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +19,9 @@ DEFAULT_PORT = 8118
 # admission control), so without this bound many clients would pile pages up in host memory.
 DEFAULT_MAX_QUEUED = 32
 DEFAULT_KEEP_RESULTS = "7d"
+MB = 2**20
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def default_store() -> str:
@@ -28,10 +32,13 @@ def default_store() -> str:
     return str(Path(base) / "hpdparse" / "serve")
 
 
-def _duration(text: str | None) -> float:
-    from hpdparse.serve.documents.store import parse_duration
-
-    return parse_duration(text or DEFAULT_KEEP_RESULTS)
+def parse_duration(text: str | None) -> float:
+    """Seconds in '7d', '12h', '30m', '45s', '2w' or a plain number of seconds; None: the
+    default of --keep-results."""
+    match = _DURATION.match(text or DEFAULT_KEEP_RESULTS)
+    if match is None:
+        raise ValueError(f"{text!r} is not a duration such as 7d, 12h, 30m or 3600")
+    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 @dataclass
@@ -95,12 +102,12 @@ class ServeSettings:
         metavar="DIR",
     )
     keep_results: float = setting(
-        None,
+        parse_duration(None),
         f"How long finished documents are kept: 7d, 12h, 30m or seconds. [default: "
         f"{DEFAULT_KEEP_RESULTS}]",
         flag="--keep-results",
         metavar="DURATION",
-        parse=_duration,
+        parse=parse_duration,
         show_default=False,
     )
     max_store_mb: float | None = setting(
@@ -144,13 +151,17 @@ class ServeSettings:
         low=0,
     )
 
-    def __post_init__(self) -> None:
-        if self.keep_results is None:
-            self.keep_results = _duration(None)
-
     @property
     def max_request_bytes(self) -> int:
-        return int(self.max_request_mb * 2**20)
+        return int(self.max_request_mb * MB)
+
+    @property
+    def max_upload_bytes(self) -> int:
+        return int(self.max_upload_mb * MB)
+
+    @property
+    def max_store_bytes(self) -> int | None:
+        return None if self.max_store_mb is None else int(self.max_store_mb * MB)
 
 
 def api_keys_from(options: tuple[str, ...] | list[str]) -> list[str]:

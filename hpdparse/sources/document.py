@@ -67,6 +67,11 @@ Content = bytes | Path | None
 URL, a temporary copy of a large one, or None (the file at the path itself)."""
 
 _MUPDF_CODE = re.compile(r"^code=\d+:\s*")
+_READ_ERRORS = {
+    FileNotFoundError: "no such file",
+    IsADirectoryError: "is a folder, not a file",
+    PermissionError: "cannot be read (permission denied)",
+}
 
 
 @dataclass(frozen=True)
@@ -105,13 +110,17 @@ class SourceDocument:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
+    def _error(self, reason: str) -> InputError:
+        """The one-line error `PATH: reason`."""
+        return InputError(f"{self.path}: {reason}", path=self.path)
+
+    def _page_error(self, number: int, reason: str) -> InputError:
+        return self._error(f"page {number} cannot be rendered: {reason}")
+
     def _check_number(self, number: int) -> None:
         if not 1 <= number <= self.page_count:
-            raise InputError(
-                f"{self.path}: page {number} does not exist (the document has "
-                f"{self.page_count} page{'s' if self.page_count != 1 else ''})",
-                path=self.path,
-            )
+            pages = plural(self.page_count, "page")
+            raise self._error(f"page {number} does not exist (the document has {pages})")
 
 
 def readable(path: Path, content: Content = None) -> Path | BinaryIO:
@@ -130,14 +139,9 @@ def read_head(path: Path, content: Content = None) -> bytes:
     try:
         with open(content or path, "rb") as f:
             head = f.read(1024)
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file", path=path) from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a folder, not a file", path=path) from None
-    except PermissionError:
-        raise InputError(f"{path}: cannot be read (permission denied)", path=path) from None
     except OSError as error:
-        raise InputError(f"{path}: cannot be read ({error.strerror or error})", path=path) from None
+        reason = _READ_ERRORS.get(type(error)) or f"cannot be read ({error.strerror or error})"
+        raise InputError(f"{path}: {reason}", path=path) from None
     if not head:
         raise InputError(f"{path}: empty file (0 bytes)", path=path)
     return head

@@ -10,7 +10,6 @@ from typing import BinaryIO
 
 from PIL import Image, ImageOps, UnidentifiedImageError
 
-from hpdparse.errors import InputError
 from hpdparse.sources.document import (
     IMAGE_FORMATS,
     Content,
@@ -60,7 +59,7 @@ class ImageDocument(SourceDocument):
             failure = f"{self._image.format} images are not supported (PNG, JPEG or TIFF)"
         if failure is not None or self._image is None:
             self.close()
-            raise InputError(f"{path}: {failure}", path=path)
+            raise self._error(failure)
         self.page_count = getattr(self._image, "n_frames", 1) if self._image.format == "TIFF" else 1
 
     def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:
@@ -83,10 +82,7 @@ class ImageDocument(SourceDocument):
                 if target != rgb.size:
                     rgb = rgb.resize(target, Image.Resampling.LANCZOS, reducing_gap=3.0)
         except Exception as error:
-            raise InputError(
-                f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
-                path=self.path,
-            ) from None
+            raise self._page_error(number, one_line_error(error)) from None
         return rgb, PageGeometry(rgb.width, rgb.height)
 
     def close(self) -> None:

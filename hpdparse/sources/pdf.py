@@ -71,21 +71,18 @@ class PdfDocument(SourceDocument):
                 self._doc.close()
                 self._doc = self._open(password)
                 self.page_count = self._doc.page_count
+            if self.page_count == 0 and self._doc.is_repaired:
+                raise self._error(f"damaged {self._what}, no pages could be read")
             if self.page_count == 0:
-                if self._doc.is_repaired:
-                    raise InputError(
-                        f"{path}: damaged {self._what}, no pages could be read", path=path
-                    )
-                raise InputError(f"{path}: the {self._what} has no pages", path=path)
+                raise self._error(f"the {self._what} has no pages")
             self.label_rules = label_rules(self._doc)
         except InputError:
             self.close()
             raise
         except Exception as error:
             self.close()
-            raise InputError(
-                f"{path}: damaged {self._what}, cannot be read: {one_line_error(error)}",
-                path=path,
+            raise self._error(
+                f"damaged {self._what}, cannot be read: {one_line_error(error)}"
             ) from None
         finally:
             self._note_warnings("opening")
@@ -116,19 +113,16 @@ class PdfDocument(SourceDocument):
                 and not looks_like_pdf(read_head(path, self._content))
             ):
                 failure = "not a PDF or supported image"
-            raise InputError(f"{path}: {failure}", path=path)
+            raise self._error(failure)
         try:
             if filetype == "pdf" and not doc.is_pdf:
-                reason = _not_pdf_reason(readable(path, self._content), doc)
-                raise InputError(f"{path}: {reason}", path=path)
+                raise self._error(_not_pdf_reason(readable(path, self._content), doc))
             self._encrypted = bool(doc.needs_pass)
             if doc.needs_pass:
                 if password is None:
-                    raise InputError(
-                        f"{path}: encrypted, a password is needed (--password)", path=path
-                    )
+                    raise self._error("encrypted, a password is needed (--password)")
                 if not _authenticate(doc, password):
-                    raise InputError(f"{path}: wrong password", path=path)
+                    raise self._error("wrong password")
         except BaseException:
             doc.close()
             raise
@@ -161,10 +155,7 @@ class PdfDocument(SourceDocument):
         try:
             return self._doc.load_page(number - 1)
         except Exception as error:
-            raise InputError(
-                f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
-                path=self.path,
-            ) from None
+            raise self._page_error(number, one_line_error(error)) from None
 
     def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:
         """Render page `number` (1-based) at `dpi`, within the size limits, honouring /Rotate and
@@ -175,9 +166,7 @@ class PdfDocument(SourceDocument):
             page = self._load_page(number)
             width, height = page.rect.width, page.rect.height
             if width < 0.01 or height < 0.01:
-                raise InputError(
-                    f"{self.path}: page {number} cannot be rendered: empty page box", path=self.path
-                )
+                raise self._page_error(number, "empty page box")
             used_dpi = effective_dpi(width, height, dpi)
             zoom = used_dpi / 72
             if used_dpi == 1:  # a gigantic page: even 1 dpi is over the limits
@@ -186,10 +175,7 @@ class PdfDocument(SourceDocument):
                 pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
                 image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
             except Exception as error:
-                raise InputError(
-                    f"{self.path}: page {number} cannot be rendered: {one_line_error(error)}",
-                    path=self.path,
-                ) from None
+                raise self._page_error(number, one_line_error(error)) from None
             label = page_label(self.label_rules, number - 1) if self.label_rules else None
             return image, PageGeometry(image.width, image.height, used_dpi, label, width, height)
         finally:
@@ -219,10 +205,5 @@ def _not_pdf_reason(path: Path | BinaryIO, doc: pymupdf.Document) -> str:
 
 def _authenticate(doc: pymupdf.Document, password: str) -> bool:
     # The same characters can come as composed or decomposed Unicode (macOS keyboards).
-    tried: list[str] = []
-    for candidate in (password, *(unicodedata.normalize(f, password) for f in ("NFC", "NFD"))):
-        if candidate not in tried:
-            tried.append(candidate)
-            if doc.authenticate(candidate):
-                return True
-    return False
+    forms = (unicodedata.normalize(form, password) for form in ("NFC", "NFD"))
+    return any(doc.authenticate(candidate) for candidate in dict.fromkeys((password, *forms)))

@@ -1,7 +1,7 @@
 """The output store: the one place that reads and writes output folders.
 
-output_root (`OutputStore`: the root OUT, which folder each source gets), output_store
-(`open_output_store`, `open_document_folder`), outputs (a finished document's files, for review),
+output_store (`OutputStore`: the root OUT, which folder each source gets;
+`open_document_folder`), outputs (a finished document's files, for review),
 document_folder (`DocumentFolder`: everything in one document folder),
 backend (`FolderBackend`: the bytes of a folder, the seam for another storage such as s3://),
 local (the file-system backend), layout (file names), naming (folder names), raw_pages (a

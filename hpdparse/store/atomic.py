@@ -51,16 +51,12 @@ def atomic_write_json(path: Path, obj: Any) -> None:
 
 def _fsync_dir(folder: Path) -> None:
     # Makes the rename itself durable; not possible on every platform, so best effort.
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def sha256_text(text: str) -> str:

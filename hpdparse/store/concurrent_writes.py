@@ -15,7 +15,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future, ThreadPoolExecutor
-from types import TracebackType
 
 WRITE_THREADS = 8
 """Writes under way at once: enough to hide an object store's latency, few enough not to matter
@@ -33,12 +32,7 @@ class ConcurrentWrites:
     def __enter__(self) -> ConcurrentWrites:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     def submit(self, owner: Hashable, write: Callable[[], None]) -> None:

@@ -61,12 +61,9 @@ class DocumentFolder:
     def clear(self, stem: str) -> None:
         """--overwrite: drop the finished Markdown first (so the folder reads as unfinished), then
         everything else this tool wrote there."""
-        self.files.delete(markdown_name(stem))
-        self.files.delete(json_name(stem))
-        self.files.delete(layout_pdf_name(stem))
-        self.files.delete(converted_pdf_name(stem))
-        self.files.delete(review_html_name(stem))
-        self.remove_exports(stem)
+        named = (markdown_name, json_name, layout_pdf_name, converted_pdf_name, review_html_name)
+        for name in (*named, docling_name, chunks_name):
+            self.files.delete(name(stem))
         self.files.delete_tree(IMAGES_DIR)
         self.files.delete_tree(RAW_DIR)
 
@@ -135,18 +132,10 @@ class DocumentFolder:
         names = [name for n in numbers for name in (raw_meta_name(n), raw_text_name(n))]
         contents: dict[str, bytes | None] = {name: known[name] for name in names if name in known}
         contents.update(self.files.read_many([name for name in names if name not in known]))
-        pages: dict[int, RawPage | None] = {}
-        for number in numbers:
-            meta, text = contents[raw_meta_name(number)], contents[raw_text_name(number)]
-            try:
-                pages[number] = None
-                if meta is not None and text is not None:
-                    pages[number] = decode_raw_page(
-                        number, text.decode("utf-8"), json.loads(meta.decode("utf-8"))
-                    )
-            except ValueError:
-                pass
-        return pages
+        return {
+            n: decode_raw_page(n, contents[raw_text_name(n)], contents[raw_meta_name(n)])
+            for n in numbers
+        }
 
     def remove_raw_page(self, number: int) -> None:
         """Forget a saved page (metadata first: a crash in between leaves it unusable, not
@@ -198,12 +187,6 @@ class DocumentFolder:
     def write_json(self, stem: str, data: Any) -> None:
         self.files.write_bytes(json_name(stem), json_bytes(data))
 
-    def remove_exports(self, stem: str) -> None:
-        """Drop <stem>.docling.json and <stem>.chunks.jsonl (a render without --docling or
-        --chunks must not leave ones that no longer match the Markdown)."""
-        self.files.delete(docling_name(stem))
-        self.files.delete(chunks_name(stem))
-
     def write_finished(
         self,
         state: DocumentState,
@@ -248,4 +231,4 @@ def raw_page_files(page: RawPage) -> dict[str, bytes]:
     """A decoded page's raw files (name -> bytes), its text first, as `write_raw_page` writes
     them."""
     text, meta = encode_raw_page(page)
-    return {raw_text_name(page.number): text, raw_meta_name(page.number): json_bytes(meta)}
+    return {raw_text_name(page.number): text, raw_meta_name(page.number): meta}

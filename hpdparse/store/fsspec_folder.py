@@ -29,8 +29,6 @@ from typing import TYPE_CHECKING, TypeVar
 from hpdparse.remote import filesystem, join, missing_bucket_reason, redact, storage_reason
 from hpdparse.store.atomic import atomic_write_bytes
 from hpdparse.store.backend import FolderBackend
-from hpdparse.store.document_folder import DocumentFolder
-from hpdparse.store.output_root import OutputStore
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -82,8 +80,12 @@ class FsspecFolder(FolderBackend):
         _ = self.fs  # opens the file system, which sets the root
         return f"{self._root}/{name}" if name else self._root
 
-    def _call(self, name: str, call: Callable[[], T], write: bool = False) -> T:
-        return storage_call(join(self.url, name), call, write)
+    def _call(
+        self, name: str, method: Callable[..., T], *args: object, write: bool = False, **kw: object
+    ) -> T:
+        """`method` (of `fs`) on file `name`, through `storage_call`."""
+        path = self._path(name)
+        return storage_call(join(self.url, name), lambda: method(path, *args, **kw), write)
 
     @property
     def location(self) -> str:
@@ -94,9 +96,8 @@ class FsspecFolder(FolderBackend):
         return self.url.rsplit("/", 1)[-1]
 
     def exists(self) -> bool:
-        path = self._path()
         try:
-            return bool(self._call("", lambda: self.fs.ls(path, detail=False)))
+            return bool(self._call("", self.fs.ls, detail=False))
         except FileNotFoundError:
             return False
 
@@ -108,15 +109,14 @@ class FsspecFolder(FolderBackend):
         return None
 
     def read_bytes(self, name: str) -> bytes:
-        path = self._path(name)
-        return self._call(name, lambda: self.fs.cat_file(path))
+        return self._call(name, self.fs.cat_file)
 
     def read_many(self, names: list[str]) -> dict[str, bytes | None]:
         paths = {self._path(name): name for name in names}
         if not paths or any(c in self._root for c in "*?["):  # fsspec would take them as globs
             return super().read_many(names)
         try:
-            contents = self._call("", lambda: self.fs.cat(list(paths), on_error="return"))
+            contents = storage_call(self.url, lambda: self.fs.cat(list(paths), on_error="return"))
         except OSError:
             return dict.fromkeys(names)
         return {
@@ -125,48 +125,44 @@ class FsspecFolder(FolderBackend):
         }
 
     def write_bytes(self, name: str, data: bytes) -> None:
-        path = self._path(name)
-        self._call(name, lambda: self.fs.pipe_file(path, data), write=True)
+        self._call(name, self.fs.pipe_file, data, write=True)
 
     def write_many(self, files: Mapping[str, bytes]) -> None:
         if len(files) < 2:
             return super().write_many(files)
         paths = {self._path(name): data for name, data in files.items()}
-        self._call("", lambda: self.fs.pipe(paths))
+        storage_call(self.url, lambda: self.fs.pipe(paths))
 
     def is_file(self, name: str) -> bool:
-        path = self._path(name)
         try:
-            info = self._call(name, lambda: self.fs.info(path))
+            info = self._call(name, self.fs.info)
         except FileNotFoundError:
             return False
         return info.get("type") == "file"
 
     def delete(self, name: str) -> None:
-        path = self._path(name)
         with contextlib.suppress(FileNotFoundError):
-            self._call(name, lambda: self.fs.rm_file(path))
+            self._call(name, self.fs.rm_file)
 
     def delete_many(self, names: list[str]) -> None:
         if len(names) < 2:
             return super().delete_many(names)
         paths = [self._path(name) for name in names]
         with contextlib.suppress(FileNotFoundError):
-            self._call("", lambda: self.fs.rm(paths))
+            storage_call(self.url, lambda: self.fs.rm(paths))
 
     def delete_tree(self, name: str) -> None:
         # find + rm of the names found: rm(recursive=True) would also ask whether the prefix
         # exists (a HEAD and a LIST more), even when there is nothing to delete.
-        path = self._path(name)
         with contextlib.suppress(OSError):
-            objects = self._call(name, lambda: self.fs.find(path))
+            objects = self._call(name, self.fs.find)
             if objects:
-                self._call(name, lambda: self.fs.rm(objects))
+                storage_call(join(self.url, name), lambda: self.fs.rm(objects))
 
     def list_files(self, folder: str) -> list[str]:
         path = self._path(folder).rstrip("/")
         try:
-            entries = self._call(folder, lambda: self.fs.ls(path, detail=True))
+            entries = self._call(folder, self.fs.ls, detail=True)
         except FileNotFoundError:
             return []
         return [
@@ -174,26 +170,6 @@ class FsspecFolder(FolderBackend):
             for entry in entries
             if entry.get("type") == "file" and entry["name"].rstrip("/") != path
         ]
-
-
-class FsspecOutputStore(OutputStore):
-    """An output root at a URL: <url>/<name>/ per document."""
-
-    def __init__(self, url: str) -> None:
-        self.url = url.rstrip("/")
-
-    @property
-    def location(self) -> str:
-        return redact(self.url)
-
-    def folder(self, name: str) -> DocumentFolder:
-        return DocumentFolder(FsspecFolder(join(self.url, name)))
-
-
-def write_object(url: str, data: bytes) -> None:
-    """Write one object at `url` in one PUT (StorageError, FileNotFoundError: one line)."""
-    fs, path = filesystem(url)
-    storage_call(url, lambda: fs.pipe_file(path, data), write=True)
 
 
 def copy_tree(url: str, target: Path) -> None:

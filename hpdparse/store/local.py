@@ -11,8 +11,6 @@ from pathlib import Path
 from hpdparse.errors import OutputError
 from hpdparse.store.atomic import TMP_SUFFIX, atomic_write_bytes
 from hpdparse.store.backend import FolderBackend
-from hpdparse.store.document_folder import DocumentFolder
-from hpdparse.store.output_root import OutputStore
 
 
 class LocalFolder(FolderBackend):
@@ -87,20 +85,6 @@ class LocalFolder(FolderBackend):
         if not directory.is_dir():
             return []
         return [entry.name for entry in os.scandir(directory) if not entry.is_dir()]
-
-
-class LocalOutputStore(OutputStore):
-    """An output root on the local file system: OUT/<name>/ per document."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = Path(root)
-
-    @property
-    def location(self) -> str:
-        return str(self.root)
-
-    def folder(self, name: str) -> DocumentFolder:
-        return DocumentFolder(LocalFolder(self.root / name))
 
 
 def os_reason(exc: OSError) -> str:

@@ -10,13 +10,14 @@ same.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 from hpdparse.engines.base import FINISH_ERROR, DecodeKey, EngineInfo, PageResult, ReuseKey
 from hpdparse.hpd.logprobs import PageLogprobs
 from hpdparse.sources.document import PageGeometry
-from hpdparse.store.atomic import sha256_text
+from hpdparse.store.atomic import json_bytes, sha256_text
 
 PAGE_OK = "ok"
 PAGE_FAILED = "failed"
@@ -121,19 +122,22 @@ class RawPage:
         return cls(number, result, geometry, info, reuse)
 
 
-def encode_raw_page(page: RawPage) -> tuple[bytes, dict[str, Any]]:
-    """The bytes of the .txt and the object of the .json (the record, then the text's sha256)."""
+def encode_raw_page(page: RawPage) -> tuple[bytes, bytes]:
+    """The bytes of the .txt and of the .json (the record, then the text's sha256)."""
     meta = page.meta_json()
     meta["sha256"] = sha256_text(page.text)
-    return page.text.encode("utf-8"), meta
+    return page.text.encode("utf-8"), json_bytes(meta)
 
 
-def decode_raw_page(number: int, text: str, meta: Any) -> RawPage | None:
-    """The page that a .json object and its .txt make, or None when they are not one (the
-    metadata is not a valid record or does not carry the sha256 of the text)."""
-    if not isinstance(meta, dict) or meta.get("sha256") != sha256_text(text):
+def decode_raw_page(number: int, text: bytes | None, meta: bytes | None) -> RawPage | None:
+    """The page that a .txt and its .json make, or None when one is missing or they are not one
+    (the metadata is not a valid record or does not carry the sha256 of the text)."""
+    if text is None or meta is None:
         return None
     try:
-        return RawPage.from_json(number, text, meta)
+        decoded, data = text.decode("utf-8"), json.loads(meta.decode("utf-8"))
+        if not isinstance(data, dict) or data.get("sha256") != sha256_text(decoded):
+            return None
+        return RawPage.from_json(number, decoded, data)
     except (TypeError, ValueError):
         return None

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, TextIO
 
 from hpdparse.remote import is_url
-from hpdparse.store.atomic import atomic_write_json, json_bytes
+from hpdparse.store.atomic import json_bytes
 from hpdparse.store.confidence_report import flagged_pages, lowest_pages, summary_line
 from hpdparse.store.statuses import (
     REPORT_STATUSES,
@@ -137,10 +137,6 @@ class RunReport:
         return sum(d.pages_decoded for d in self.documents)
 
     @property
-    def pages_failed(self) -> int:
-        return sum(d.pages_failed for d in self.documents)
-
-    @property
     def output_tokens(self) -> int:
         return sum(d.output_tokens for d in self.documents)
 
@@ -168,22 +164,13 @@ class RunReport:
 
     def to_json(self) -> dict[str, Any]:
         totals = {status: self.count(status) for status in REPORT_STATUSES}
-        totals.update(
-            documents=len(self.documents),
-            pages=sum(d.pages for d in self.documents),
-            pages_done=sum(d.pages_done for d in self.documents),
-            pages_failed=self.pages_failed,
-            pages_reused=sum(d.pages_reused for d in self.documents),
-            pages_decoded=self.pages_decoded,
-            prompt_tokens=sum(d.prompt_tokens for d in self.documents),
-            output_tokens=self.output_tokens,
-        )
+        totals["documents"] = len(self.documents)
+        for counted in fields(DocumentReport):  # the pages and tokens of every document
+            if counted.type == "int":
+                totals[counted.name] = sum(getattr(d, counted.name) for d in self.documents)
         return {
             "format": REPORT_FORMAT,
-            "command": self.command,
-            "engine": self.engine,
-            "model": self.model,
-            "revision": self.revision,
+            **{name: getattr(self, name) for name in ("command", "engine", "model", "revision")},
             "output_dir": self.output_dir,
             "exit_code": self.exit_code,
             "interrupted": self.interrupted,
@@ -204,15 +191,13 @@ class RunReport:
 
     def write(self, path: Path | str) -> None:
         """Write the report as JSON, atomically (a URL: one PUT)."""
-        if isinstance(path, str) and is_url(path):
-            from hpdparse.store.fsspec_folder import write_object
+        from hpdparse.store.output_store import folder_backend
 
-            write_object(path, json_bytes(self.to_json()))
-            return
-        path = Path(path)
-        if path.parent and not path.parent.exists():
-            path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_json(path, self.to_json())
+        if isinstance(path, str) and is_url(path):
+            folder, name = path.rsplit("/", 1)
+        else:
+            folder, name = Path(path).parent, Path(path).name
+        folder_backend(folder).write_bytes(name, json_bytes(self.to_json()))
 
 
 def text_layer_json(documents: list[DocumentReport]) -> dict[str, int | float | None] | None:

@@ -29,29 +29,30 @@ class SourceIdentity:
     @classmethod
     def of(cls, path: Path | RemoteObject) -> SourceIdentity:
         """The identity of the file at `path` (OSError), or of an object at a URL (InputError)."""
-        if isinstance(path, RemoteObject):
-            size, mtime_ns = path.stat()
-            return cls(str(path), size, mtime_ns, sha256_bytes(path.read_bytes()))
-        path = Path(path).absolute()
-        st = path.stat()
-        return cls(str(path), st.st_size, st.st_mtime_ns, sha256_file(path))
+        if not isinstance(path, RemoteObject):
+            path = Path(path).absolute()
+        size, mtime_ns, digest = _facts(path)
+        return cls(str(path), size, mtime_ns, digest())
 
     def matches_file(self, path: Path | RemoteObject) -> bool:
         """True when `path` still has the content this identity was taken from (size and mtime
         first, the sha256 only when they differ)."""
         try:
-            if isinstance(path, RemoteObject):
-                size, mtime_ns = path.stat()
-                digest: Callable[[], str] = lambda: sha256_bytes(path.read_bytes())  # noqa: E731
-            else:
-                st = Path(path).stat()
-                size, mtime_ns = st.st_size, st.st_mtime_ns
-                digest = lambda: sha256_file(Path(path))  # noqa: E731
+            size, mtime_ns, digest = _facts(path)
             if size != self.size:
                 return False
             return mtime_ns == self.mtime_ns or digest() == self.sha256
         except (OSError, HpdparseError):
             return False
+
+
+def _facts(path: Path | RemoteObject) -> tuple[int, int, Callable[[], str]]:
+    """The size and modification time (ns) of a file or object, and how to take its sha256."""
+    if isinstance(path, RemoteObject):
+        size, mtime_ns = path.stat()
+        return size, mtime_ns, lambda: sha256_bytes(path.read_bytes())
+    st = Path(path).stat()
+    return st.st_size, st.st_mtime_ns, lambda: sha256_file(Path(path))
 
 
 @runtime_checkable

@@ -149,25 +149,15 @@ def read_chat_request(raw: bytes | str) -> ChatRequest:
         raise WireError(400, "the request body is not JSON") from None
     if not isinstance(body, dict):
         raise WireError(400, "the request body must be a JSON object")
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise WireError(400, "model must be a string", "model")
+    model = _optional(body, "model", str, "a string")
     urls, texts = _read_messages(body.get("messages"))
-    stream = body.get("stream")
-    if stream is not None and not isinstance(stream, bool):
-        raise WireError(400, "stream must be true or false", "stream")
-    options = body.get("stream_options")
-    if options is not None and not isinstance(options, dict):
-        raise WireError(400, "stream_options must be an object", "stream_options")
+    stream = _optional(body, "stream", bool, "true or false")
+    options = _optional(body, "stream_options", dict, "an object")
     include_usage = bool((options or {}).get("include_usage"))
     max_tokens = _optional_int(body, "max_completion_tokens", 1)
     if max_tokens is None:
         max_tokens = _optional_int(body, "max_tokens", 1)
-    temperature = body.get("temperature")
-    if temperature is not None and (
-        isinstance(temperature, bool) or not isinstance(temperature, (int, float))
-    ):
-        raise WireError(400, "temperature must be a number", "temperature")
+    temperature = _optional(body, "temperature", (int, float), "a number")
     return ChatRequest(
         model=model,
         image_urls=urls,
@@ -211,6 +201,19 @@ def _read_messages(messages: Any) -> tuple[list[str], list[str]]:
             elif part.get("type") == "text" and isinstance(part.get("text"), str):
                 texts.append(part["text"])
     return urls, texts
+
+
+def _optional(
+    body: Mapping[str, object], name: str, kind: type | tuple[type, ...], what: str
+) -> Any:
+    """The field `name` when it is absent (None) or a `kind` (true and false are no numbers);
+    WireError 400 saying it must be `what` otherwise."""
+    value = body.get(name)
+    if value is not None and (
+        not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool)
+    ):
+        raise WireError(400, f"{name} must be {what}", name)
+    return value
 
 
 def _optional_int(body: Mapping[str, object], name: str, least: int) -> int | None:
@@ -333,13 +336,12 @@ def read_logprobs(data: Any) -> list[tuple[str, float]] | None:
         return None
     pairs = []
     for item in content:
-        token = item.get("token") if isinstance(item, dict) else None
-        value = item.get("logprob") if isinstance(item, dict) else None
-        if not isinstance(token, str) or isinstance(value, bool):
+        if not isinstance(item, dict) or not isinstance(item.get("token"), str):
             return None
-        if not isinstance(value, (int, float)):
+        value = item.get("logprob")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
             return None
-        pairs.append((token, float(value)))
+        pairs.append((item["token"], float(value)))
     return pairs
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hpdparse.store.output_store import open_output_store
+from hpdparse.store.output_store import OutputStore
 from hpdparse.store.state import DocumentState, SourceIdentity
 from hpdparse.store.statuses import STATUS_CONVERTED
 
@@ -34,7 +34,7 @@ def test_duplicate_stems_get_distinct_stable_folders(tmp_path: Path) -> None:
         p.parent.mkdir()
         p.write_bytes(b"%PDF-1.4")
     out = tmp_path / "out"
-    store = open_output_store(out)
+    store = OutputStore(out)
 
     def locations(sources: list[Path]) -> dict[Path, Path]:
         return {src: Path(f.location) for src, f in store.assign_folders(sources).items()}

@@ -21,7 +21,7 @@ from typing import Any
 from PIL import Image
 
 from hpdparse.engines.base import FINISH_ERROR, Engine, EngineInfo, PageRequest, PageResult
-from hpdparse.serve.queue import EngineLoop, PageQueue, QueueClosed
+from hpdparse.serve.queue import EngineLoop, PageQueue, QueueClosed, Ticket
 
 _WAKE = 0.2  # seconds between looks at the run's control while it waits
 
@@ -45,41 +45,21 @@ class RunControl:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
 
-class _DocumentPage:
-    """One page's way back from the engine thread to its run (a `serve.queue.Ticket`)."""
-
-    max_tokens = None
-    streamed = False
-    logprobs = False
+class _DocumentPage(Ticket):
+    """One page's way back from the engine thread to its run."""
 
     def __init__(self, key: Hashable, results: queue.Queue[PageResult], place: Callable[[], None]):
+        super().__init__(place)
         self.key = key
-        self.cancel = threading.Event()
         self._results = results
-        self._release = place
-        self._released = False
-
-    def taken(self) -> None:
-        self._leave()
-
-    def tokens(self, token_ids: list[int]) -> None:
-        pass
-
-    def token_logprobs(self, values: list[float]) -> None:
-        pass
 
     def finish(self, result: PageResult) -> None:
-        self._leave()
+        self.release()
         self._results.put(dataclasses.replace(result, key=self.key))
 
     def fail(self, status: int, message: str) -> None:
-        self._leave()
+        self.release()
         self._results.put(PageResult(self.key, "", FINISH_ERROR, error=message))
-
-    def _leave(self) -> None:
-        if not self._released:
-            self._released = True
-            self._release()
 
 
 class QueueEngine(Engine):

@@ -45,8 +45,7 @@ async def result_response(store: DocumentStore, job: DocumentJob, wanted: str) -
     namer, media = _FILES[wanted]
     path = doc_dir / namer(stem)
     if not path.is_file():
-        option = {"docling": "docling", "chunks": "chunks"}.get(wanted, wanted)
-        raise WireError(404, f"document {job.id} has no {path.name}: ask for it with {option}=true")
+        raise WireError(404, f"document {job.id} has no {path.name}: ask for it with {wanted}=true")
     return FileResponse(path, media_type=media)
 
 

@@ -20,30 +20,26 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import json
 import shutil
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from pathlib import Path
 
 from starlette.datastructures import UploadFile
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import (
-    FileResponse,
-    HTMLResponse,
-    JSONResponse,
-    Response,
-    StreamingResponse,
-)
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
-from starlette.types import Message
 
 from hpdparse.remote import is_url
-from hpdparse.serve.documents.options import DocumentOptions, OptionError, read_options
+from hpdparse.serve.app import answering, limited
+from hpdparse.serve.auth import bearer_token
+from hpdparse.serve.documents.options import OptionError, read_options
 from hpdparse.serve.documents.results import RESULT_FORMATS, result_response, review_page
-from hpdparse.serve.documents.runner import DocumentRunner, too_many_pages
+from hpdparse.serve.documents.runner import DocumentRunner, pages_over_limit
 from hpdparse.serve.documents.store import (
     DONE,
     FINAL,
@@ -52,45 +48,23 @@ from hpdparse.serve.documents.store import (
     owner_of,
     safe_name,
 )
-from hpdparse.sources.open import open_source
+from hpdparse.serve.settings import MB, ServeSettings
 from hpdparse.wire import WireError
 
 _EVENT_WAKE = 0.25  # seconds between looks at a document for its event stream
-_MB = 2**20
-
-
-@dataclasses.dataclass
-class DocumentLimits:
-    """What the service takes: upload size and pages, documents waiting, store size."""
-
-    max_upload_bytes: int
-    max_pages: int
-    max_queued_documents: int
-    max_store_bytes: int | None
-    allow_urls: bool
-    sync_timeout: float
-    keep_seconds: float
 
 
 @dataclasses.dataclass
 class DocumentService:
     store: DocumentStore
     runner: DocumentRunner
-    limits: DocumentLimits
-    refusal: Callable[[], WireError | None]  # why the server takes no document now
+    settings: ServeSettings
+    check_open: Callable[[], None]  # WireError 503 when the server takes no document now
 
 
 def document_routes(service: DocumentService) -> list[Route]:
     def route(path: str, handler: Callable, method: str) -> Route:
-        async def endpoint(request: Request) -> Response:
-            try:
-                return await handler(service, request)
-            except WireError as error:
-                return _error(error)
-            except ClientDisconnect:
-                return Response(status_code=499)
-
-        return Route(path, endpoint, methods=[method])
+        return Route(path, answering(functools.partial(handler, service)), methods=[method])
 
     return [
         route("/v1/documents", upload, "POST"),
@@ -101,26 +75,23 @@ def document_routes(service: DocumentService) -> list[Route]:
         route("/v1/documents/{id}/result", result, "GET"),
         route("/v1/documents/{id}/review", review, "GET"),
         route("/v1/convert", convert, "POST"),
-        route("/openapi.json", openapi, "GET"),
-        route("/", page, "GET"),
+        route("/openapi.json", _packaged("openapi.json", "application/json"), "GET"),
+        route("/", _packaged("page.html", "text/html"), "GET"),
     ]
-
-
-RETRY_AFTER_SECONDS = 10  # what a 429 (queue full) tells the caller to wait
-
-
-def _error(error: WireError) -> Response:
-    headers = {"Retry-After": str(RETRY_AFTER_SECONDS)} if error.status == 429 else {}
-    if error.status == 413:
-        headers["Connection"] = "close"  # the rest of the body is not read
-    return JSONResponse(error.body(), status_code=error.status, headers=headers or None)
 
 
 # ---------------------------------------------------------------------- accepting documents
 async def upload(service: DocumentService, request: Request) -> Response:
     jobs = await _accept(service, request)
-    body = {"documents": [_summary(job) for job in jobs]}  # as accepted: queued
-    _start(service, jobs)
+    answer = _accepted(jobs)  # as accepted: queued
+    for job in jobs:
+        service.runner.submit(job)
+    return answer
+
+
+def _accepted(jobs: list[DocumentJob]) -> Response:
+    """202 with each document's id, name and status (and the Location of one document)."""
+    body = {"documents": [_summary(job) for job in jobs]}
     headers = {"Location": f"/v1/documents/{jobs[0].id}"} if len(jobs) == 1 else None
     return JSONResponse(body, status_code=202, headers=headers)
 
@@ -132,31 +103,26 @@ async def convert(service: DocumentService, request: Request) -> Response:
     if wanted not in ("markdown", "zip"):
         raise WireError(400, f"format must be markdown or zip, not {wanted!r}", "format")
     jobs = await _accept(service, request, most=1)
-    _start(service, jobs)
     job = jobs[0]
-    deadline = time.monotonic() + service.limits.sync_timeout
+    service.runner.submit(job)
+    deadline = time.monotonic() + service.settings.sync_timeout
     while job.status not in FINAL and time.monotonic() < deadline:
         await asyncio.sleep(_EVENT_WAKE)
     if job.status not in FINAL:
-        body = {"documents": [_summary(job)]}
-        return JSONResponse(body, status_code=202, headers={"Location": _location(job)})
+        return _accepted(jobs)
     return await result_response(service.store, job, wanted)
 
 
 async def _accept(
     service: DocumentService, request: Request, most: int | None = None
 ) -> list[DocumentJob]:
-    refusal = service.refusal()
-    if refusal is not None:
-        raise refusal
-    limits = service.limits
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limits.max_upload_bytes:
-        raise WireError(413, _too_large(int(declared), limits.max_upload_bytes))
+    service.check_open()
+    settings = service.settings
+    upload = limited(request, settings.max_upload_bytes, "the upload", "--max-upload-mb")
     store = service.store
     incoming = Path(tempfile.mkdtemp(prefix="incoming-", dir=store.root))
     try:
-        fields, files, url = await _read_request(request, limits, incoming)
+        fields, files, url = await _read_request(upload, incoming)
         try:
             options = read_options(fields)
         except OptionError as exc:
@@ -166,52 +132,46 @@ async def _accept(
             raise WireError(400, 'no document: send files in the form field "file", or a url')
         if most is not None and count > most:
             raise WireError(400, f"this route takes one document, got {count}")
-        if url is not None and not limits.allow_urls:
+        if url is not None and not settings.allow_urls:
             raise WireError(400, "this server takes no URLs (start it with --allow-urls)", "url")
         if url is not None and not is_url(url):
             raise WireError(400, f"not a URL: {url!r}", "url")
         waiting = service.runner.queued
-        if waiting + count > limits.max_queued_documents:
+        if waiting + count > settings.max_queued_documents:
             raise WireError(429, f"the queue is full ({waiting} documents waiting); retry later")
         size = sum(path.stat().st_size for _, path in files)
-        if limits.max_store_bytes is not None:
-            store.expire(limits.keep_seconds)
+        if settings.max_store_bytes is not None:
+            store.expire(settings.keep_results)
             used = await asyncio.to_thread(store.size)
-            if used + size > limits.max_store_bytes:
+            if used + size > settings.max_store_bytes:
                 raise WireError(
                     507,
-                    f"the store is full ({used / _MB:.0f} MB of {limits.max_store_bytes / _MB:.0f}"
+                    f"the store is full ({used / MB:.0f} MB of {settings.max_store_bytes / MB:.0f}"
                     " MB, --max-store-mb); delete documents or retry later",
                 )
+        most = settings.max_pages
         for name, path in files:
-            await asyncio.to_thread(_check_pages, name, path, options, limits.max_pages)
-        owner = owner_of(_api_key(request))
+            over = await asyncio.to_thread(pages_over_limit, name, path, options, most)
+            if over is not None:
+                raise WireError(413, over)
+        owner = _owner(request)
+        sources = [(name, safe_name(name), path) for name, path in files]
         jobs = []
-        for name, path in files:
-            job = DocumentJob(store.new_id(), name, owner, options, safe_name(name), time.time())
-            store.accept(job, path)
-            jobs.append(job)
-        if url is not None:
-            jobs.append(DocumentJob(store.new_id(), url, owner, options, url, time.time()))
-            store.accept(jobs[-1], None)
+        for name, source, path in sources + ([(url, url, None)] if url is not None else []):
+            jobs.append(DocumentJob(store.new_id(), name, owner, options, source, time.time()))
+            store.accept(jobs[-1], path)
         store.added(size)
         return jobs
     finally:
         shutil.rmtree(incoming, ignore_errors=True)
 
 
-def _start(service: DocumentService, jobs: list[DocumentJob]) -> None:
-    for job in jobs:
-        service.runner.submit(job)
-
-
 async def _read_request(
-    request: Request, limits: DocumentLimits, incoming: Path
+    request: Request, incoming: Path
 ) -> tuple[dict[str, object], list[tuple[str, Path]], str | None]:
     """The option fields, the uploaded files (spooled into `incoming`) and the URL."""
-    limited = _limited(request, limits.max_upload_bytes)
     if request.headers.get("content-type", "").startswith("application/json"):
-        raw = await limited.body()
+        raw = await request.body()
         try:
             data = json.loads(raw or b"null")
         except ValueError as exc:
@@ -223,7 +183,7 @@ async def _read_request(
             raise WireError(400, "url must be a string", "url")
         return data, [], url
     try:
-        form = await limited.form(max_files=1000, max_fields=100)
+        form = await request.form(max_files=1000, max_fields=100)
     except WireError:
         raise
     except Exception as exc:  # python-multipart's own errors
@@ -256,57 +216,17 @@ def _spool(upload: UploadFile, incoming: Path, index: int) -> Path:
     return path
 
 
-def _limited(request: Request, limit: int) -> Request:
-    """The request, its body cut off with 413 past `limit` bytes (a body without a length)."""
-    received = 0
-
-    async def receive() -> Message:
-        nonlocal received
-        message = await request.receive()
-        received += len(message.get("body", b""))
-        if received > limit:
-            raise WireError(413, _too_large(received, limit, at_least=True))
-        return message
-
-    return Request(request.scope, receive)
-
-
-def _too_large(size: int, limit: int, at_least: bool = False) -> str:
-    more = "more than " if at_least else ""
-    return (
-        f"the upload is {more}{size / _MB:.1f} MB; this server takes at most "
-        f"{limit / _MB:.0f} MB (--max-upload-mb)"
-    )
-
-
-def _check_pages(name: str, path: Path, options: DocumentOptions, most: int) -> None:
-    """413 for a file with more selected pages than the server takes. A file that cannot be
-    opened here is accepted: its run fails it with convert's one-line error."""
-    try:
-        with open_source(path, options.password) as document:
-            selected = len(options.pages.select(document.page_count))
-    except Exception:
-        return
-    if selected > most:
-        raise WireError(413, too_many_pages(name, selected, most))
-
-
-def _api_key(request: Request) -> str | None:
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    return token.strip() if scheme.lower() == "bearer" and token.strip() else None
+def _owner(request: Request) -> str:
+    return owner_of(bearer_token(request.headers.get("authorization")))
 
 
 # ---------------------------------------------------------------------- reading documents
 def _job(service: DocumentService, request: Request) -> DocumentJob:
     job_id = request.path_params["id"]
-    job = service.store.get(job_id, owner_of(_api_key(request)))
+    job = service.store.get(job_id, _owner(request))
     if job is None:
         raise WireError(404, f"no document {job_id!r}")
     return job
-
-
-def _location(job: DocumentJob) -> str:
-    return f"/v1/documents/{job.id}"
 
 
 def _summary(job: DocumentJob) -> dict[str, object]:
@@ -326,7 +246,7 @@ async def listing(service: DocumentService, request: Request) -> Response:
         raise WireError(400, "limit and offset must be whole numbers") from None
     if limit < 1 or offset < 0:
         raise WireError(400, "limit must be at least 1 and offset at least 0")
-    jobs = service.store.listed(owner_of(_api_key(request)))
+    jobs = service.store.listed(_owner(request))
     page = [job.status_body() for job in jobs[offset : offset + limit]]
     return JSONResponse({"documents": page, "total": len(jobs), "offset": offset, "limit": limit})
 
@@ -379,11 +299,11 @@ async def delete(service: DocumentService, request: Request) -> Response:
 
 
 # ---------------------------------------------------------------------- description and page
-async def openapi(service: DocumentService, request: Request) -> Response:
-    text = resources.files("hpdparse.serve.documents").joinpath("openapi.json").read_text("utf-8")
-    return Response(text, media_type="application/json")
+def _packaged(name: str, media_type: str) -> Callable[..., Awaitable[Response]]:
+    """A route answering the file `name` of this package (openapi.json, page.html)."""
 
+    async def answer(service: DocumentService, request: Request) -> Response:
+        text = resources.files("hpdparse.serve.documents").joinpath(name).read_text("utf-8")
+        return Response(text, media_type=media_type)
 
-async def page(service: DocumentService, request: Request) -> Response:
-    text = resources.files("hpdparse.serve.documents").joinpath("page.html").read_text("utf-8")
-    return HTMLResponse(text)
+    return answer

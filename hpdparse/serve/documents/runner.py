@@ -21,6 +21,7 @@ from hpdparse.runner.scheduler import Converter
 from hpdparse.runner.settings import MAX_AUTO_WORKERS, READ_AHEAD_PER_WORKER, ReportSettings
 from hpdparse.runner.workers import SharedPool
 from hpdparse.serve.documents.engine import QueueEngine, RunControl
+from hpdparse.serve.documents.options import DocumentOptions
 from hpdparse.serve.documents.store import (
     CANCELLED,
     DONE,
@@ -31,7 +32,9 @@ from hpdparse.serve.documents.store import (
     DocumentStore,
 )
 from hpdparse.serve.queue import EngineLoop, PageQueue
+from hpdparse.serve.settings import ServeSettings
 from hpdparse.sources.discover import discover_inputs
+from hpdparse.sources.location import UrlSource
 from hpdparse.sources.open import open_source
 from hpdparse.store.report import DocumentReport
 from hpdparse.store.statuses import STATUS_CONVERTED, STATUS_PARTIAL, STATUS_SKIPPED
@@ -48,25 +51,14 @@ class DocumentRunner:
     """Runs the store's accepted documents (see the module doc)."""
 
     def __init__(
-        self,
-        store: DocumentStore,
-        loop: EngineLoop,
-        pages: PageQueue,
-        *,
-        running_documents: int,
-        max_queued_pages: int,
-        batch_size: int,
-        workers: int,
-        max_pages: int,
+        self, store: DocumentStore, loop: EngineLoop, pages: PageQueue, settings: ServeSettings
     ) -> None:
-        self.store = store
+        self.store, self.settings = store, settings
         self._loop, self._pages = loop, pages
-        self._places = threading.Semaphore(max_queued_pages)
-        self._batch_size, self._workers, self._max_pages = batch_size, workers, max_pages
-        self._running = running_documents
+        self._places = threading.Semaphore(settings.max_queued)
         self._read_ahead = 2
         self._threads = concurrent.futures.ThreadPoolExecutor(
-            running_documents, thread_name_prefix="hpdparse-document"
+            settings.running_documents, thread_name_prefix="hpdparse-document"
         )
         self._controls: dict[str, RunControl] = {}
         self._lock = threading.Lock()
@@ -82,9 +74,10 @@ class DocumentRunner:
         """Start the rasterizer processes (the engine is up) and take up the documents an
         earlier server on this store accepted and did not finish."""
         assert self._loop.preparer is not None
-        workers = self._workers or max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
+        settings = self.settings
+        workers = settings.workers or max(1, min(os.cpu_count() or 1, MAX_AUTO_WORKERS))
         # the documents running at once read as far ahead, together, as one convert run does
-        self._read_ahead = max(2, READ_AHEAD_PER_WORKER * workers // self._running)
+        self._read_ahead = max(2, READ_AHEAD_PER_WORKER * workers // settings.running_documents)
         self._shared = SharedPool(workers, self._loop.preparer, self.store.converted)
         for job in self.store.unfinished():
             if job.options.has_password:
@@ -156,11 +149,13 @@ class DocumentRunner:
         sources, errors = discover_inputs([source])
         if len(sources) > 1:
             raise HpdparseError(f"{job.name}: names {len(sources)} documents; give one")
-        if sources:
-            self._check_pages(job, sources[0])
+        if sources:  # uploads are checked as they arrive; this is for URLs and Office files
+            over = pages_over_limit(job.name, sources[0], job.options, self.settings.max_pages)
+            if over is not None:
+                raise HpdparseError(over)
         settings = job.options.settings(
             str(self.store.output_dir(job)),
-            batch_size=self._batch_size,
+            batch_size=self.settings.batch_size,
             read_ahead=self._read_ahead,
         )
         engine = QueueEngine(self._loop, self._pages, self._places, control)
@@ -172,17 +167,6 @@ class DocumentRunner:
         report.error = self._named(job, report.error) if report.error else None
         report.failed_pages = {n: self._named(job, e) for n, e in report.failed_pages.items()}
         return report
-
-    def _check_pages(self, job: DocumentJob, source: object) -> None:
-        """A document with more selected pages than the server takes fails before any is
-        decoded (uploads are checked when they arrive; this is for URLs and Office files)."""
-        try:
-            with open_source(source, job.options.password) as document:  # type: ignore[arg-type]
-                selected = len(job.options.pages.select(document.page_count))
-        except HpdparseError:
-            return  # the run fails it with convert's own message
-        if selected > self._max_pages:
-            raise HpdparseError(too_many_pages(job.name, selected, self._max_pages))
 
     def _named(self, job: DocumentJob, message: str) -> str:
         """A message with the upload's path in the store replaced by the caller's file name."""
@@ -211,8 +195,19 @@ class DocumentRunner:
 _ENDED = frozenset({STATUS_CONVERTED, STATUS_PARTIAL, STATUS_SKIPPED})
 
 
-def too_many_pages(name: str, pages: int, limit: int) -> str:
-    return f"{name}: {pages} pages to convert; this server takes at most {limit} (--max-pages)"
+def pages_over_limit(
+    name: str, source: Path | UrlSource, options: DocumentOptions, most: int
+) -> str | None:
+    """Why a document with more selected pages than the server takes (`most`) is refused; None
+    when it has no more, or cannot be opened (its run fails it with convert's one-line error)."""
+    try:
+        with open_source(source, options.password) as document:
+            selected = len(options.pages.select(document.page_count))
+    except Exception:
+        return None
+    if selected <= most:
+        return None
+    return f"{name}: {selected} pages to convert; this server takes at most {most} (--max-pages)"
 
 
 class _JobProgress(Progress):

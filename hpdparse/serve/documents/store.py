@@ -24,6 +24,7 @@ import shutil
 import threading
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -37,16 +38,6 @@ FINAL = frozenset({DONE, FAILED, CANCELLED})
 STATUSES = (QUEUED, RUNNING, DONE, FAILED, CANCELLED)
 JOB_FILE = "job.json"
 _ID = re.compile(r"^[0-9a-f]{24}$")
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
-_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
-
-
-def parse_duration(text: str | None) -> float:
-    """Seconds in '7d', '12h', '30m', '45s', '2w' or a plain number of seconds."""
-    match = _DURATION.match(text or "")
-    if match is None:
-        raise ValueError(f"{text!r} is not a duration such as 7d, 12h, 30m or 3600")
-    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def owner_of(api_key: str | None) -> str:
@@ -110,13 +101,7 @@ class DocumentJob:
         """What GET /v1/documents/{id} answers."""
         body = self.to_json()
         del body["owner"], body["source"]
-        body["pages"] = {
-            "total": self.pages_total,
-            "done": self.pages_done,
-            "failed": self.pages_failed,
-        }
-        for key in ("pages_total", "pages_done", "pages_failed"):
-            del body[key]
+        body["pages"] = {key: body.pop(f"pages_{key}") for key in ("total", "done", "failed")}
         return body
 
 
@@ -167,7 +152,7 @@ class DocumentStore:
                 jobs.append(DocumentJob.from_json(json.loads(record.read_text("utf-8"))))
             except (OSError, ValueError, KeyError, TypeError) as exc:
                 raise HpdparseError(f"{record}: not a document record ({exc})") from None
-        jobs.sort(key=lambda job: job.created)
+        jobs.sort(key=_created)
         with self._lock:
             self._jobs = {job.id: job for job in jobs}
         return jobs
@@ -217,9 +202,7 @@ class DocumentStore:
     def unfinished(self) -> list[DocumentJob]:
         """The documents not ended (queued or running when the last server stopped), oldest
         first."""
-        with self._lock:
-            jobs = [job for job in self._jobs.values() if job.status not in FINAL]
-        return sorted(jobs, key=lambda job: job.created)
+        return sorted(self._where(lambda job: job.status not in FINAL), key=_created)
 
     def get(self, job_id: str, owner: str) -> DocumentJob | None:
         with self._lock:
@@ -228,9 +211,11 @@ class DocumentStore:
 
     def listed(self, owner: str) -> list[DocumentJob]:
         """The owner's documents, newest first."""
+        return sorted(self._where(lambda job: job.owner == owner), key=_created, reverse=True)
+
+    def _where(self, keep: Callable[[DocumentJob], bool]) -> list[DocumentJob]:
         with self._lock:
-            jobs = [job for job in self._jobs.values() if job.owner == owner]
-        return sorted(jobs, key=lambda job: job.created, reverse=True)
+            return [job for job in self._jobs.values() if keep(job)]
 
     def delete(self, job: DocumentJob) -> None:
         with self._lock:
@@ -242,12 +227,9 @@ class DocumentStore:
     def expire(self, keep_seconds: float, now: float | None = None) -> list[str]:
         """Remove the documents that ended more than `keep_seconds` ago; their ids."""
         now = time.time() if now is None else now
-        with self._lock:
-            old = [
-                job
-                for job in self._jobs.values()
-                if job.status in FINAL and (job.finished or job.created) + keep_seconds < now
-            ]
+        old = self._where(
+            lambda job: job.status in FINAL and (job.finished or job.created) + keep_seconds < now
+        )
         for job in old:
             self.delete(job)
         return [job.id for job in old]
@@ -263,6 +245,10 @@ class DocumentStore:
     def added(self, size: int) -> None:
         at, known = self._size_at
         self._size_at = (at, known + size)
+
+
+def _created(job: DocumentJob) -> float:
+    return job.created
 
 
 def _is_file(path: Path) -> bool:
