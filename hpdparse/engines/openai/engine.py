@@ -38,13 +38,7 @@ import os
 import queue
 import random
 import time
-from collections.abc import (
-    Callable,
-    Hashable,
-    Iterable,
-    Iterator,
-    Mapping,
-)
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -57,7 +51,6 @@ from hpdparse.engines.base import (
     FINISH_STOP,
     Engine,
     EngineConfig,
-    EngineInfo,
     PageRequest,
     PageResult,
 )
@@ -123,32 +116,12 @@ class OpenAIEngine(Engine):
         self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
     ) -> None:
         super().__init__(config, options)
-        opts = self.options
-        self.server = opts.server.rstrip("/")
+        self.server = self.options.server.rstrip("/")
         self.model = config.model  # the name sent in requests: settled by start()
         self.prompt = instruction(config.fork)
-        self._api_key: str | None = opts.api_key or os.environ.get(API_KEY_VARIABLE)
-        self._backoff = opts.retry_backoff
-        self._backoff_max = opts.retry_backoff_max
-        self._extra_body = dict(opts.extra_body)
-        self._logprobs = LogprobsAsk(opts.logprobs, self.server)
+        self._api_key: str | None = self.options.api_key or os.environ.get(API_KEY_VARIABLE)
+        self._logprobs = LogprobsAsk(self.options.logprobs, self.server)
         self._started = False
-
-    @property
-    def info(self) -> EngineInfo:
-        """The model asked for, no revision (see the module doc); the same before and after
-        start()."""
-        return EngineInfo(
-            engine=self.name,
-            model=self.config.model,
-            revision=None,
-            prompt=self.prompt,
-            max_tokens=self.config.max_tokens,
-        )
-
-    def open(self) -> None:
-        """Nothing to resolve without a local checkpoint; the server is first contacted by
-        start() (see the module doc)."""
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -160,14 +133,12 @@ class OpenAIEngine(Engine):
         """Check the server with GET /models and settle the model name to send."""
         if not self.server.startswith(("http://", "https://")):
             raise EngineError(f"invalid HPD server URL {self.server!r}: it must start with http://")
-        url = f"{self.server}/models"
+        timeout = min(self.options.request_timeout, _CHECK_TIMEOUT)
         try:
-            with httpx.Client(timeout=min(self.options.request_timeout, _CHECK_TIMEOUT)) as client:
-                response = client.get(url, headers=self._headers())
+            with httpx.Client(timeout=timeout) as client:
+                response = client.get(f"{self.server}/models", headers=self._headers())
         except httpx.HTTPError as error:
-            reason = _describe_transport_error(
-                error, min(self.options.request_timeout, _CHECK_TIMEOUT)
-            )
+            reason = _describe_transport_error(error, timeout)
             raise EngineError(
                 f"cannot reach HPD server at {self.server}: {reason}; start it or pass --server"
             ) from None
@@ -228,7 +199,7 @@ class OpenAIEngine(Engine):
             max_tokens=self.config.max_tokens,
             temperature=0,
             logprobs=self._logprobs.asking,
-            extra=self._extra_body,
+            extra=self.options.extra_body,
         )
         return json.dumps(body).encode("ascii")
 
@@ -307,7 +278,13 @@ class OpenAIEngine(Engine):
         url = f"{self.server}/chat/completions"
         timeout = self.options.request_timeout
         retries = 0
+
+        def failed(problem: str) -> PageResult:
+            message = f"server {self.server}: {problem}"
+            return self._error(key, message, retries, time.perf_counter() - started)
+
         while True:
+            retryable = True
             try:
                 response = await asyncio.wait_for(client.post(url, content=body), timeout)
             except asyncio.CancelledError:
@@ -315,8 +292,7 @@ class OpenAIEngine(Engine):
             except (httpx.TransportError, asyncio.TimeoutError) as error:
                 problem = _describe_transport_error(error, timeout)
             except Exception as error:  # anything else is not worth a retry
-                message = f"server {self.server}: {type(error).__name__}: {error}"
-                return self._error(key, message, retries, time.perf_counter() - started)
+                return failed(f"{type(error).__name__}: {error}")
             else:
                 status = response.status_code
                 if 200 <= status < 300:
@@ -325,14 +301,12 @@ class OpenAIEngine(Engine):
                 if self._logprobs.refused(status, response.text, body):
                     body = without_logprobs(body)
                     continue
-                if status < 500:
-                    message = f"server {self.server}: {problem}{_after(retries)}"
-                    return self._error(key, message, retries, time.perf_counter() - started)
-            if retries >= self.options.retries:
-                message = f"server {self.server}: {problem}{_after(retries)}"
-                return self._error(key, message, retries, time.perf_counter() - started)
+                retryable = status >= 500
+            if not retryable or retries >= self.options.retries:
+                return failed(f"{problem}{_after(retries)}")
             retries += 1
-            pause = min(self._backoff_max, self._backoff * 2 ** (retries - 1))
+            opts = self.options
+            pause = min(opts.retry_backoff_max, opts.retry_backoff * 2 ** (retries - 1))
             pause *= random.uniform(0.5, 1.0)
             log.info(
                 "page %s: %s; retry %d of %d in %.1f s",

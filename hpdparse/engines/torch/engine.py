@@ -8,13 +8,11 @@ schedule=serial``) decodes one branch per page at a time, for comparisons; the t
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
@@ -26,21 +24,12 @@ from hpdparse.engines.base import (
 )
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions
-from hpdparse.engines.text_layer import file_answers
 from hpdparse.engines.torch.options import TorchOptions
 from hpdparse.errors import EngineError
 from hpdparse.hpd.logprobs import PageLogprobs
 
 DTYPES = ("float32", "bfloat16", "float16")
 _END = object()
-
-
-def prepare_tiles(tiling: Any, image: Image.Image) -> np.ndarray:
-    """Worker-side preparation: the page cut into uint8 tiles, (N, t, t, 1) for a grey page and
-    (N, t, t, 3) otherwise; floats (3 channels) are made on the device."""
-    from hpdparse.hpd.tiling import tile_image
-
-    return tile_image(image, tiling)
 
 
 def pick_device(requested: str | None) -> str:
@@ -101,13 +90,8 @@ class TorchEngine(LocalEngine):
     ) -> None:
         super().__init__(config, options)
         self._model: Any = None
-        self._tokenizer: Any = None
         self._decoder: Any = None
-        self._prompts: Any = None
         self.device: str | None = None
-
-    def preparer(self) -> Callable[[Image.Image], Any]:
-        return functools.partial(prepare_tiles, self.tiling)
 
     def start(self) -> None:
         if self._model is not None:
@@ -116,18 +100,11 @@ class TorchEngine(LocalEngine):
 
         from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder
         from hpdparse.engines.torch.loading import load_model
-        from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
 
         ckpt = self.checkpoint
         self.device = pick_device(self.config.device)
         dtype = pick_dtype(self.config.dtype, self.device)
-        self._tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
-        ids = token_ids(self._tokenizer, ckpt.config, ckpt.model_id)
-        chat_template = ckpt.chat_template()
-        if isinstance(chat_template, list):  # a list of named templates: take "default"
-            named = {t.get("name"): t.get("template") for t in chat_template}
-            chat_template = named.get("default")
-        self._prompts = PromptBuilder(self._tokenizer, ids, chat_template)
+        self._load_tokenizer()
         try:
             self._model = load_model(ckpt, device=self.device, dtype=dtype)
         except torch.cuda.OutOfMemoryError:
@@ -143,16 +120,10 @@ class TorchEngine(LocalEngine):
             )
         except ValueError as exc:
             raise EngineError(f"torch engine: {exc}") from None
-        self._decoder = HpdDecoder(self._model, ids, options)
-        self._ids = ids
+        self._decoder = HpdDecoder(self._model, self._ids, options)
 
     def close(self) -> None:
         self._model = self._decoder = None
-
-    @property
-    def decoder(self) -> Any:
-        """The HpdDecoder in use (None before start)."""
-        return self._decoder
 
     def _admit(self, request: PageRequest) -> _Live:
         import torch
@@ -173,8 +144,7 @@ class TorchEngine(LocalEngine):
             features = features.reshape(-1, features.shape[-1])
         prompt = self._prompts.build(features.shape[0], self.config.fork)
         max_tokens = page_token_limit(request, self.config.max_tokens)
-        answer = file_answers(request.text_layer, self._tokenizer, self._ids, self.config.fork)
-        job = PageJob(request.key, prompt, features, max_tokens, answer)
+        job = PageJob(request.key, prompt, features, max_tokens, self._answers(request))
         page = self._decoder.new_page(job)
         return _Live(request, page, time.monotonic())
 
@@ -219,11 +189,6 @@ class TorchEngine(LocalEngine):
                 else:
                     still.append(x)
             live = still
-
-    def detokenize(self, token_ids: list[int]) -> str:
-        if self._tokenizer is None:
-            raise EngineError("torch engine: not started")
-        return self._tokenizer.decode(token_ids, skip_special_tokens=False)
 
     def _result(self, x: _Live) -> PageResult:
         decoded = self._decoder.result(x.page)

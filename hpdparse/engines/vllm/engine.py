@@ -30,26 +30,18 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-import numpy as np
-from PIL import Image
-
-from hpdparse.engines.base import (
-    EngineConfig,
-    PageRequest,
-    PageResult,
-)
+from hpdparse.engines.base import EngineConfig, PageRequest, PageResult
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions, check_engine_options
 from hpdparse.engines.vllm import host_memory
 from hpdparse.engines.vllm.options import WAITING_STEPS, VllmOptions
-from hpdparse.engines.vllm.pages import PagePrompt, WaitingLimits
+from hpdparse.engines.vllm.pages import WaitingLimits
 from hpdparse.engines.vllm.plugin import ARCHITECTURE
 from hpdparse.engines.vllm.scheduling import PageScheduler
 from hpdparse.errors import EngineError
-from hpdparse.hpd.tiling import TilingConfig, tile_image
 
 # On CPU the KV block size must be a multiple of 32; 32 keeps a child's recomputed tail short.
 CPU_BLOCK_SIZE = 32
@@ -57,12 +49,6 @@ CPU_BATCHED_TOKENS = 4096  # per tensor-parallel rank, as vLLM's LLM class has i
 GPU_MEMORY_UTILIZATION = 0.9  # on a GPU unless --engine-option gpu_memory_utilization=...
 
 log = logging.getLogger(__name__)
-
-
-def prepare_tiles(image: Image.Image, tiling: TilingConfig) -> np.ndarray:
-    """Page image -> HPD tiles, uint8 (N, t, t, 3), or (N, t, t, 1) for a grey page: what the
-    vLLM engine takes per page."""
-    return tile_image(image, tiling)
 
 
 class VllmEngine(LocalEngine):
@@ -162,7 +148,7 @@ class VllmEngine(LocalEngine):
                 f"vllm engine: cannot start model {self.config.model}: "
                 f"{type(exc).__name__}: {detail[:400]}"
             ) from exc
-        self._read_token_ids()
+        self._load_tokenizer()
         self.startup_seconds = time.perf_counter() - began
 
     def _engine_args(self, engine_args_cls: type) -> Any:
@@ -233,23 +219,10 @@ class VllmEngine(LocalEngine):
         limit = self._checkpoint.config.max_position_embeddings
         return min(self.config.max_model_len, limit) if limit else self.config.max_model_len
 
-    def _read_token_ids(self) -> None:
-        """Protocol token ids and prompt ids, read exactly as the PyTorch reference reads them."""
-        from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
-
-        ckpt = self._checkpoint
-        tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
-        ids = token_ids(tokenizer, ckpt.config, ckpt.model_id)
-        self._tokenizer = tokenizer
-        self._token_ids = ids
-        self._stop_ids = sorted(ids.stop)
-        template = ckpt.chat_template()
-        # One <IMG_CONTEXT>: the model's processor widens it to the page's N*256 image tokens.
-        self._prompt_ids = PromptBuilder(tokenizer, ids, template).build(1, self.config.fork)
-
     def close(self) -> None:
         if self._llm is not None:
             engine, self._llm = self._llm, None
+            self._tokenizer = None  # detokenize: not started
             with contextlib.suppress(Exception):  # best effort: the process may be exiting
                 engine.engine_core.shutdown()
             del engine
@@ -257,33 +230,11 @@ class VllmEngine(LocalEngine):
 
             gc.collect()
 
-    def preparer(self) -> Callable[[Image.Image], Any]:
-        return functools.partial(prepare_tiles, tiling=self.tiling)
-
     # ------------------------------------------------------------------------------------- run
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
         if not self.started:
             raise EngineError("vllm engine: not started")
-        prompt = PagePrompt(
-            self._prompt_ids,
-            self._token_ids,
-            self._stop_ids,
-            forks=self.config.fork,
-            max_tokens=self.config.max_tokens,
-            logprobs=self.options.logprobs,
-            tokenizer=self._tokenizer,
-        )
-        scheduler = PageScheduler(
-            self.llm_engine,
-            prompt,
-            detokenize=self.detokenize,
-            engine_started=lambda: self.started,
-            max_model_len=self._max_model_len(),
-            max_in_flight=max_in_flight,
-            admission=self._admission(),
-            page_numbers=self._page_numbers,
-        )
-        yield from scheduler.results(requests)
+        yield from PageScheduler(self, max_in_flight).results(requests)
 
     def _admission(self) -> WaitingLimits:
         """Admission control (`VllmOptions.max_waiting`, `max_waiting_tokens`), reading what waits
@@ -321,11 +272,6 @@ class VllmEngine(LocalEngine):
                 )
             return WaitingLimits(None, None, None)
         return WaitingLimits(self.options.max_waiting, tokens, waiting)
-
-    def detokenize(self, token_ids: list[int]) -> str:
-        if self._llm is None:
-            raise EngineError("vllm engine: not started")
-        return self._tokenizer.decode(token_ids, skip_special_tokens=False)
 
 
 def _ranks(engine_args: Mapping[str, Any]) -> int:

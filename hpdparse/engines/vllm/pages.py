@@ -26,27 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from hpdparse.engines.base import PageResult
 from hpdparse.engines.vllm.mtp import spec_decode_counts
-from hpdparse.hpd.fork_tree import Branch, ForkTokenIds, ForkTree
+from hpdparse.hpd.fork_tree import Branch, ForkTree
 from hpdparse.hpd.logprobs import PageLogprobs
 
 if TYPE_CHECKING:
     from vllm.inputs.engine import MultiModalInput
-
-
-@dataclass(frozen=True)
-class PagePrompt:
-    """What every page of a run starts from: the prompt's token ids (one ``<IMG_CONTEXT>``,
-    widened by vLLM to the page's image tokens), the protocol's token ids and the stop ids; how
-    many forks a page may make (`EngineConfig.fork`) and its default token limit per branch;
-    `tokenizer` (the checkpoint's) tokenizes the children answered from a page's text layer."""
-
-    prompt_ids: list[int]
-    token_ids: ForkTokenIds
-    stop_ids: list[int]
-    forks: bool
-    max_tokens: int
-    logprobs: bool = True  # ask vLLM for the chosen tokens' log-probabilities
-    tokenizer: Any = None
 
 
 @dataclass(frozen=True)

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from itertools import count
+from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from hpdparse.engines.base import (
@@ -34,19 +33,14 @@ from hpdparse.engines.base import (
     cancelled_result,
     page_token_limit,
 )
-from hpdparse.engines.text_layer import file_answers
-from hpdparse.engines.vllm.pages import (
-    BranchRequest,
-    PageInFlight,
-    PagePrompt,
-    WaitingLimits,
-    child_input,
-)
+from hpdparse.engines.vllm.pages import BranchRequest, PageInFlight, child_input
 from hpdparse.errors import EngineError
 from hpdparse.hpd.fork_tree import Branch, ForkTree
 
 if TYPE_CHECKING:
     from vllm.inputs.engine import MultiModalInput
+
+    from hpdparse.engines.vllm.engine import VllmEngine
 
 
 class PageScheduler:
@@ -54,27 +48,18 @@ class PageScheduler:
     children waiting to be added, and admission control. `results()` is the run. Page numbers
     (request ids ``pageN``, ``pageN.cK``) come from the engine, unique across its runs."""
 
-    def __init__(
-        self,
-        llm: Any,
-        prompt: PagePrompt,
-        *,
-        detokenize: Callable[[list[int]], str],
-        engine_started: Callable[[], bool],
-        max_model_len: int,
-        max_in_flight: int,
-        admission: WaitingLimits,
-        page_numbers: count,
-    ) -> None:
-        self._llm = llm  # a started vLLM LLMEngine
-        self._detokenize = detokenize
-        self._engine_started = engine_started  # False once the engine was closed
-        self._prompt = prompt
-        self._max_model_len = max_model_len
+    def __init__(self, engine: VllmEngine, max_in_flight: int) -> None:
+        self._engine = engine  # started (the run reads its settings, token ids and tokenizer)
+        self._llm = engine.llm_engine  # a started vLLM LLMEngine
+        self._forks = engine.config.fork
+        self._ids = engine._ids
+        self._stop_ids = sorted(self._ids.stop)
+        # One <IMG_CONTEXT>: the model's processor widens it to the page's N*256 image tokens.
+        self._prompt_ids = engine._prompts.build(1, self._forks)
+        self._max_model_len = engine._max_model_len()
         self._max_in_flight = max(1, int(max_in_flight))
         self._child_limit = max(64, 8 * self._max_in_flight)
-        self._admission = admission
-        self._page_numbers = page_numbers
+        self._admission = engine._admission()
         self._requests: dict[str, BranchRequest] = {}  # by id, until their branch finishes
         self._queued_children: deque[tuple[BranchRequest, MultiModalInput, int]] = deque()
         # Pages in flight whose request can be cancelled.
@@ -135,12 +120,12 @@ class PageScheduler:
         """Add the page's parent request to vLLM; a page that cannot be is a failed result."""
         from vllm.inputs import TokensPrompt
 
-        number = next(self._page_numbers)
+        number = next(self._engine._page_numbers)
         try:
             rendered = self._llm.renderer.render_cmpl(
                 [
                     TokensPrompt(
-                        prompt_token_ids=list(self._prompt.prompt_ids),
+                        prompt_token_ids=list(self._prompt_ids),
                         multi_modal_data={"image": request.payload},
                     )
                 ],
@@ -161,11 +146,11 @@ class PageScheduler:
                 prompt_tokens=len(prompt_ids),
             )
         tree = ForkTree(
-            self._prompt.token_ids,
-            forks=self._prompt.forks,
+            self._ids,
+            forks=self._forks,
             prompt_len=len(prompt_ids),
             max_model_len=self._max_model_len,
-            answer=self._answers(request),
+            answer=self._engine._answers(request),
         )
         started = time.perf_counter()
         page = PageInFlight(
@@ -176,11 +161,11 @@ class PageScheduler:
             rendered,
             tree,
             request.on_tokens,
-            page_token_limit(request, self._prompt.max_tokens),
+            page_token_limit(request, self._engine.config.max_tokens),
             request.cancel,
             request.on_logprobs,
         )
-        every_step = self._prompt.forks or page.on_tokens is not None  # to see its <FORK>s
+        every_step = self._forks or page.on_tokens is not None  # to see its <FORK>s
         parent = BranchRequest(page, tree.parent, f"page{number}", every_step)
         page.requests.append(parent)
         self._requests[parent.request_id] = parent
@@ -191,11 +176,6 @@ class PageScheduler:
             self._cancellable[number] = page
         return None
 
-    def _answers(self, request: PageRequest) -> Any:
-        """The page's children answered from its text layer (--text-layer prefer), or None."""
-        prompt = self._prompt
-        return file_answers(request.text_layer, prompt.tokenizer, prompt.token_ids, prompt.forks)
-
     def _params(self, max_tokens: int, budget: int, every_step: bool) -> Any:
         """Greedy sampling of at most `max_tokens`, and no more than `budget` (the room left in
         the context); token ids only, as deltas every step or all at once at the end."""
@@ -205,12 +185,12 @@ class PageScheduler:
         return SamplingParams(
             temperature=0.0,
             max_tokens=max(1, min(max_tokens, budget)),
-            stop_token_ids=self._prompt.stop_ids,
+            stop_token_ids=self._stop_ids,
             output_kind=RequestOutputKind.DELTA if every_step else RequestOutputKind.FINAL_ONLY,
             detokenize=False,
             skip_special_tokens=False,
             # the chosen token's log-probability only (for the confidence scores)
-            logprobs=0 if self._prompt.logprobs else None,
+            logprobs=0 if self._engine.options.logprobs else None,
             # kept as flat lists, not a dict and a Logprob object per token (host time per step)
             flat_logprobs=True,
         )
@@ -286,7 +266,7 @@ class PageScheduler:
             page.stream()
         for page in finished:
             self._pages_in_flight -= 1
-            yield page.result(self._detokenize, self._prompt.token_ids)
+            yield page.result(self._engine.detokenize, self._ids)
 
     def _absorb(self, request: BranchRequest, output: Any) -> bool:
         """One request's output of a step; True when it finished its page."""
@@ -313,7 +293,7 @@ class PageScheduler:
     def _abort_unfinished(self) -> None:
         """A run closed early (or failed): abort its requests left in vLLM, unless the engine
         was closed first (its requests went with it)."""
-        if self._requests and self._engine_started():
+        if self._requests and self._engine.started:
             self._llm.abort_request(list(self._requests))
 
 
