@@ -11,13 +11,12 @@ and prompt the same way (`_load_tokenizer`) and answer children from the text la
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 from PIL import Image
 
-from hpdparse.engines.base import Engine, EngineConfig, PageRequest
-from hpdparse.engines.options import EngineOptions
+from hpdparse.engines.base import Engine, PageRequest
 from hpdparse.engines.text_layer import file_answers
 from hpdparse.errors import EngineError
 from hpdparse.hpd.tiling import tile_image
@@ -27,16 +26,11 @@ class LocalEngine(Engine):
     """An engine with a local checkpoint; subclasses load it in start()."""
 
     answers_from_text_layer = True
-
-    def __init__(
-        self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
-    ) -> None:
-        super().__init__(config, options)
-        self._checkpoint: Any = None  # hpd.checkpoint.Checkpoint, set by open()
-        self._tiling: Any = None  # hpd.tiling.TilingConfig, set by open()
-        self._tokenizer: Any = None  # the checkpoint's, set by _load_tokenizer()
-        self._ids: Any = None  # the protocol's token ids (hpd.prompt.TokenIds)
-        self._prompts: Any = None  # hpd.prompt.PromptBuilder
+    _checkpoint: Any = None  # hpd.checkpoint.Checkpoint, set by open()
+    _tiling: Any = None  # hpd.tiling.TilingConfig, set by open()
+    _tokenizer: Any = None  # the checkpoint's, set by _load_tokenizer()
+    _ids: Any = None  # the protocol's token ids (hpd.prompt.TokenIds)
+    _prompts: Any = None  # hpd.prompt.PromptBuilder
 
     def open(self) -> None:
         if self._checkpoint is not None:

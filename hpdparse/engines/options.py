@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-from hpdparse.settings import Declaration, declaration, field_types, setting
+from hpdparse.settings import Declaration, choices, declaration, field_types, setting
 
 _MISSING = dataclasses.MISSING
 Options = TypeVar("Options", bound="EngineOptions")
@@ -199,13 +199,14 @@ def _within(value: Any, declared: Declaration) -> bool:
     return high is None or value <= high
 
 
+_KIND_WORDS = {bool: "true or false", str: "text", dict: "a JSON object", type(None): "None"}
+
+
 def _describe(allowed: list[Any], declared: Declaration) -> str:
     words = []
-    for kind in allowed:
-        if kind is type(None):
-            continue
+    for kind in sorted(allowed, key=lambda kind: kind is type(None)):  # None last
         if typing.get_origin(kind) is Literal:
-            words.append("one of " + ", ".join(str(c) for c in typing.get_args(kind)))
+            words.append("one of " + ", ".join(choices(kind)))
         elif kind is int or kind is float:
             noun = "integer" if kind is int else "number"
             adjective = ""
@@ -213,11 +214,5 @@ def _describe(allowed: list[Any], declared: Declaration) -> str:
                 adjective = "positive " if declared.low_open else "non-negative "
             words.append(f"{'an' if not adjective and kind is int else 'a'} {adjective}{noun}")
         else:
-            words.append(
-                {bool: "true or false", str: "text", dict: "a JSON object"}.get(
-                    typing.get_origin(kind) or kind, str(kind)
-                )
-            )
-    if type(None) in allowed:
-        words.append("None")
+            words.append(_KIND_WORDS.get(typing.get_origin(kind) or kind, str(kind)))
     return " or ".join(words)

@@ -9,21 +9,19 @@ schedule=serial``) decodes one branch per page at a time, for comparisons; the t
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
-    EngineConfig,
     PageRequest,
     PageResult,
     cancelled_result,
     page_token_limit,
 )
 from hpdparse.engines.local import LocalEngine
-from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.torch.options import TorchOptions
 from hpdparse.errors import EngineError
 from hpdparse.hpd.logprobs import PageLogprobs
@@ -84,14 +82,9 @@ class TorchEngine(LocalEngine):
     name = "torch"
     options_class = TorchOptions
     options: TorchOptions
-
-    def __init__(
-        self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
-    ) -> None:
-        super().__init__(config, options)
-        self._model: Any = None
-        self._decoder: Any = None
-        self.device: str | None = None
+    _model: Any = None
+    _decoder: Any = None  # decoding.HpdDecoder, set by start()
+    device: str | None = None
 
     def start(self) -> None:
         if self._model is not None:
