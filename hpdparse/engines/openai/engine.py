@@ -100,9 +100,7 @@ def _describe_transport_error(error: Exception, timeout: float) -> str:
 
 
 def _after(retries: int) -> str:
-    if retries == 0:
-        return ""
-    return f" after {retries} retr{'y' if retries == 1 else 'ies'}"
+    return f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
 
 
 class OpenAIEngine(Engine):
@@ -142,15 +140,12 @@ class OpenAIEngine(Engine):
             raise EngineError(
                 f"cannot reach HPD server at {self.server}: {reason}; start it or pass --server"
             ) from None
-        if response.status_code != 200:
-            hint = (
-                "; is the URL right (it usually ends in /v1)?"
-                if response.status_code == 404
-                else ""
-            )
+        status = response.status_code
+        if status != 200:
+            hint = "; is the URL right (it usually ends in /v1)?" if status == 404 else ""
             raise EngineError(
                 f"HPD server at {self.server} answered GET /models with HTTP "
-                f"{response.status_code}: {_server_message(response)}{hint}"
+                f"{status}: {_server_message(response)}{hint}"
             )
         self.model = self._choose_model(self._served_models(response))
         self._started = True
@@ -238,7 +233,7 @@ class OpenAIEngine(Engine):
                     try:
                         body = self._request_body(request.payload)
                     except Exception as error:  # a bad payload fails its page only
-                        yield self._error(request.key, f"cannot send page: {_one_line(error)}", 0)
+                        yield _error(request.key, f"cannot send page: {_one_line(error)}", 0)
                         continue
                     future = loop.submit(self._decode_page(client, request.key, body))
                     future.add_done_callback(finished.put)
@@ -261,27 +256,18 @@ class OpenAIEngine(Engine):
             ),
         )
 
-    def _error(self, key: Hashable, message: str, retries: int, seconds: float = 0.0) -> PageResult:
-        return PageResult(
-            key=key,
-            text="",
-            finish_reason=FINISH_ERROR,
-            error=_one_line(message),
-            seconds=seconds,
-            stats={"retries": retries},
-        )
-
     async def _decode_page(
         self, client: httpx.AsyncClient, key: Hashable, body: bytes
     ) -> PageResult:
         started = time.perf_counter()
         url = f"{self.server}/chat/completions"
-        timeout = self.options.request_timeout
+        opts = self.options
+        timeout = opts.request_timeout
         retries = 0
 
         def failed(problem: str) -> PageResult:
             message = f"server {self.server}: {problem}"
-            return self._error(key, message, retries, time.perf_counter() - started)
+            return _error(key, message, retries, time.perf_counter() - started)
 
         while True:
             retryable = True
@@ -302,19 +288,13 @@ class OpenAIEngine(Engine):
                     body = without_logprobs(body)
                     continue
                 retryable = status >= 500
-            if not retryable or retries >= self.options.retries:
+            if not retryable or retries >= opts.retries:
                 return failed(f"{problem}{_after(retries)}")
             retries += 1
-            opts = self.options
             pause = min(opts.retry_backoff_max, opts.retry_backoff * 2 ** (retries - 1))
             pause *= random.uniform(0.5, 1.0)
             log.info(
-                "page %s: %s; retry %d of %d in %.1f s",
-                key,
-                problem,
-                retries,
-                self.options.retries,
-                pause,
+                "page %s: %s; retry %d of %d in %.1f s", key, problem, retries, opts.retries, pause
             )
             await asyncio.sleep(pause)
 
@@ -324,11 +304,11 @@ class OpenAIEngine(Engine):
         try:
             answer = _read_completion(response)
         except wire.NotACompletion as error:
-            return self._error(key, f"server {self.server}: {error}", retries, seconds)
+            return _error(key, f"server {self.server}: {error}", retries, seconds)
         text, finish_reason = answer.content, answer.finish_reason
         if finish_reason in _ERROR_FINISH_REASONS:
             message = f"server {self.server}: answer ended with finish_reason {finish_reason!r}"
-            return self._error(key, message, retries, seconds)
+            return _error(key, message, retries, seconds)
         if finish_reason != FINISH_LENGTH:
             if finish_reason not in (None, FINISH_STOP):
                 log.debug("finish_reason %r taken as stop", finish_reason)
@@ -345,6 +325,12 @@ class OpenAIEngine(Engine):
             stats={"retries": retries},
             logprobs=self._logprobs.read(answer.logprobs),
         )
+
+
+def _error(key: Hashable, message: str, retries: int, seconds: float = 0.0) -> PageResult:
+    return PageResult(
+        key, "", FINISH_ERROR, error=_one_line(message), seconds=seconds, stats={"retries": retries}
+    )
 
 
 def _read_completion(response: httpx.Response) -> wire.Completion:

@@ -185,11 +185,10 @@ class TorchEngine(LocalEngine):
 
     def _result(self, x: _Live) -> PageResult:
         decoded = self._decoder.result(x.page)
-        text = self.detokenize(decoded.token_ids)
-        stats = dict(decoded.stats)
+        stats = decoded.stats
         return PageResult(
             key=x.key,
-            text=text,
+            text=self.detokenize(decoded.token_ids),
             finish_reason=decoded.finish_reason,
             prompt_tokens=decoded.prompt_tokens,
             output_tokens=stats["parent_tokens"] + stats["child_tokens"],

