@@ -122,27 +122,21 @@ class InternVisionEncoderLayer(nn.Module):
         return x + self.mlp(self.norm2(x)) * self.ls2
 
 
-class InternVisionEncoder(nn.Module):
-    def __init__(self, cfg: VisionConfig, num_layers: int) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(InternVisionEncoderLayer(cfg) for _ in range(num_layers))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-
 class InternVisionModel(nn.Module):
     """InternViT without a final norm; `num_layers` < config layers when select_layer < -1."""
 
     def __init__(self, cfg: VisionConfig, num_layers: int) -> None:
         super().__init__()
         self.embeddings = InternVisionEmbeddings(cfg)
-        self.encoder = InternVisionEncoder(cfg, num_layers)
+        layers = [InternVisionEncoderLayer(cfg) for _ in range(num_layers)]
+        self.encoder = nn.Module()  # holds the layers, named as in the checkpoint
+        self.encoder.layers = nn.ModuleList(layers)
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        return self.encoder(self.embeddings(pixel_values))
+        x = self.embeddings(pixel_values)
+        for layer in self.encoder.layers:
+            x = layer(x)
+        return x
 
 
 def pixel_shuffle(x: torch.Tensor, scale: float, ps_version: str) -> torch.Tensor:

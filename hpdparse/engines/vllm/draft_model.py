@@ -85,8 +85,7 @@ class EaglePMtpHpdForCausalLM(nn.Module):
         params = dict(self.named_parameters())
         loaded: set[str] = set()
         for name, tensor in weights:
-            if name.startswith("language_model."):
-                name = name[len("language_model.") :]
+            name = name.removeprefix("language_model.")
             if name not in params:
                 continue  # embedding / lm_head copies: shared with the target instead
             param = params[name]

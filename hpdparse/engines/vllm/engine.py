@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import itertools
 import logging
 import os
@@ -213,14 +214,10 @@ class VllmEngine(LocalEngine):
             with contextlib.suppress(Exception):  # best effort: the process may be exiting
                 engine.engine_core.shutdown()
             del engine
-            import gc
-
             gc.collect()
 
     # ------------------------------------------------------------------------------------- run
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
-        if not self.started:
-            raise EngineError("vllm engine: not started")
         yield from PageScheduler(self, max_in_flight).results(requests)
 
     def _admission(self) -> WaitingLimits:

@@ -70,11 +70,6 @@ from hpdparse.hpd.tiling import (
 MTP_PREFIX = "language_model.mtp."
 
 
-def tiling_config_of(hf_config: Any) -> TilingConfig:
-    """The HPD tiling a loaded ``internvl_chat`` config asks for."""
-    return TilingConfig.from_model_config(hf_config.to_dict())
-
-
 class HpdDataParser(MultiModalDataParser):
     """Takes one page as a 4-D uint8 tile array (vLLM would read it as a list of images)."""
 
@@ -89,7 +84,7 @@ class HpdDataParser(MultiModalDataParser):
 class HpdProcessingInfo(BaseProcessingInfo):
     @cached_property
     def tiling(self) -> TilingConfig:
-        return tiling_config_of(self.get_hf_config())
+        return TilingConfig.from_model_config(self.get_hf_config().to_dict())
 
     @cached_property
     def image_context_id(self) -> int:
@@ -223,19 +218,15 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
         super().__init__()
         config = vllm_config.model_config.hf_config
         self.config = config
-        self.tiling = tiling_config_of(config)
+        self.tiling = TilingConfig.from_model_config(config.to_dict())
         vision = config.vision_config
         self.downsample_ratio = config.downsample_ratio
         self.ps_version = config.ps_version
-        layers = (
-            vision.num_hidden_layers + config.select_layer + 1
-            if config.select_layer < 0
-            else config.select_layer + 1
-        )
-        # Pages and tiles through the vision encoder since start-up: tests read it to show that
-        # a child request reuses its parent's encoder output instead of encoding the page again.
+        # InternVL takes the features of layer `select_layer` (negative: from the end).
+        last = config.select_layer + (vision.num_hidden_layers if config.select_layer < 0 else 0)
+        # Pages through the vision encoder since start-up: tests read it to show that a child
+        # request reuses its parent's encoder output instead of encoding the page again.
         self.encoded_images = 0
-        self.encoded_tiles = 0
         # The channel counts of the pages of each encoder call (the latest few), for tests.
         self.encoder_calls: list[tuple[int, ...]] = []
 
@@ -243,7 +234,7 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
             self.vision_model = InternVisionModel(
                 vision,
                 quant_config=vllm_config.quant_config,
-                num_hidden_layers_override=layers,
+                num_hidden_layers_override=last + 1,
                 prefix=maybe_prefix(prefix, "vision_model"),
             )
             self.mlp1 = vision_projector(
@@ -281,7 +272,6 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
         counts = [int(p.shape[0]) for p in pages]
         embeds = self._encode_tiles(pages)
         self.encoded_images += len(pages)
-        self.encoded_tiles += sum(counts)
         self.encoder_calls = [*self.encoder_calls[-63:], tuple(int(p.shape[-1]) for p in pages)]
         hidden = self.config.text_config.hidden_size
         per_tile = embeds.shape[1]

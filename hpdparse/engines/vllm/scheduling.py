@@ -156,11 +156,10 @@ class PageScheduler:
             max_model_len=self._max_model_len,
             answer=self._engine._answers(request),
         )
-        started = time.perf_counter()
         page = PageInFlight(
             request.key,
             number,
-            started,
+            time.perf_counter(),
             prompt_ids,
             rendered,
             tree,
