@@ -165,6 +165,16 @@ def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
     )
 
 
+# What each plain kind accepts (never a bool but for bool: True is an int in Python) and how
+# it is converted; ``--engine-option api_key=123`` arrives as the int 123: it means the text.
+_ACCEPTS: dict[type, tuple[tuple[type, ...], type]] = {
+    bool: ((bool,), bool),
+    int: ((int,), int),
+    float: ((int, float), float),
+    str: ((str, int), str),
+}
+
+
 def _as(kind: Any, value: Any) -> Any:
     """`value` as `kind`, or _MISSING."""
     if kind is Any:
@@ -173,20 +183,10 @@ def _as(kind: Any, value: Any) -> Any:
         return value if value in typing.get_args(kind) else _MISSING
     if typing.get_origin(kind) is dict or kind is dict:
         return dict(value) if isinstance(value, dict) else _MISSING
-    if kind is bool:
-        return value if isinstance(value, bool) else _MISSING
-    if isinstance(value, bool):  # True is an int in Python, never a number here
+    if kind not in _ACCEPTS or (isinstance(value, bool) and kind is not bool):
         return _MISSING
-    if kind is int:
-        return value if isinstance(value, int) else _MISSING
-    if kind is float:
-        return float(value) if isinstance(value, (int, float)) else _MISSING
-    if kind is str:
-        # ``--engine-option api_key=123`` arrives as the int 123: it means the text.
-        if isinstance(value, str):
-            return value
-        return str(value) if isinstance(value, int) else _MISSING
-    return _MISSING
+    accepted, convert = _ACCEPTS[kind]
+    return convert(value) if isinstance(value, accepted) else _MISSING
 
 
 def _within(value: Any, declared: Declaration) -> bool:

@@ -67,6 +67,7 @@ log = logging.getLogger(__name__)
 _ERROR_FINISH_REASONS = {"abort", "content_filter"}
 _MAX_MESSAGE_CHARS = 300
 _CHECK_TIMEOUT = 30.0
+_END = object()  # the end of the requests
 
 
 def _one_line(text: object, limit: int = _MAX_MESSAGE_CHARS) -> str:
@@ -218,30 +219,24 @@ class OpenAIEngine(Engine):
         try:
             client = loop.submit(self._open_client(max_in_flight)).result()
             pending = iter(requests)
-            exhausted = False
             in_flight = 0
             while True:
-                while not finished.empty():
+                # Finished pages first; a new page only with room for it.
+                while in_flight >= max_in_flight or not finished.empty():
                     in_flight -= 1
-                    yield finished.get_nowait().result()
-                if not exhausted and in_flight < max_in_flight:
-                    try:
-                        request = next(pending)
-                    except StopIteration:
-                        exhausted = True
-                        continue
-                    try:
-                        body = self._request_body(request.payload)
-                    except Exception as error:  # a bad payload fails its page only
-                        yield _error(request.key, f"cannot send page: {_one_line(error)}", 0)
-                        continue
-                    future = loop.submit(self._decode_page(client, request.key, body))
-                    future.add_done_callback(finished.put)
-                    in_flight += 1
+                    yield finished.get().result()
+                request = next(pending, _END)
+                if request is _END:
+                    break
+                try:
+                    body = self._request_body(request.payload)
+                except Exception as error:  # a bad payload fails its page only
+                    yield _error(request.key, f"cannot send page: {_one_line(error)}", 0)
                     continue
-                if in_flight == 0:
-                    return
-                in_flight -= 1
+                future = loop.submit(self._decode_page(client, request.key, body))
+                future.add_done_callback(finished.put)
+                in_flight += 1
+            for _ in range(in_flight):
                 yield finished.get().result()
         finally:
             loop.stop(client.aclose if client is not None else None)

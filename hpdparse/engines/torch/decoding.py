@@ -29,6 +29,8 @@ the passes the page took part in.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +70,11 @@ class PageJob:
     max_tokens: int | None = None  # per branch; None: DecodeOptions.max_tokens
     # children answered without decoding (--text-layer prefer: engines/text_layer.py)
     answer: Callable[[Sequence[int]], list[int] | None] | None = None
+    # For the engine: its PageRequest's callbacks and cancel event, and when the page came in.
+    on_tokens: Callable[[list[int]], None] | None = None
+    on_logprobs: Callable[[list[float]], None] | None = None
+    cancel: threading.Event | None = None
+    started: float = field(default_factory=time.monotonic)
 
 
 @dataclass

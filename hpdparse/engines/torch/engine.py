@@ -58,26 +58,6 @@ def pick_dtype(requested: str | None, device: str) -> Any:
     return getattr(torch, requested)
 
 
-class _Live:
-    """A page in the engine."""
-
-    def __init__(self, request: PageRequest, page: Any, started: float) -> None:
-        self.key = request.key
-        self.page = page
-        self.started = started
-        self.on_tokens = request.on_tokens
-        self.on_logprobs = request.on_logprobs
-        self.cancel = request.cancel
-
-    @property
-    def cancelled(self) -> bool:
-        return self.cancel is not None and self.cancel.is_set()
-
-    def stream(self) -> None:
-        """Hand the page's newly settled tokens to its `on_tokens`, if any."""
-        self.page.tree.stream_settled(self.on_tokens, self.on_logprobs)
-
-
 class TorchEngine(LocalEngine):
     name = "torch"
     options_class = TorchOptions
@@ -118,7 +98,8 @@ class TorchEngine(LocalEngine):
     def close(self) -> None:
         self._model = self._decoder = None
 
-    def _admit(self, request: PageRequest) -> _Live:
+    def _admit(self, request: PageRequest) -> Any:
+        """The page in the decoder (a `decoding._Page`)."""
         import torch
 
         from hpdparse.engines.torch.decoding import PageJob
@@ -138,14 +119,15 @@ class TorchEngine(LocalEngine):
         prompt = self._prompts.build(features.shape[0], self.config.fork)
         max_tokens = page_token_limit(request, self.config.max_tokens)
         job = PageJob(request.key, prompt, features, max_tokens, self._answers(request))
-        page = self._decoder.new_page(job)
-        return _Live(request, page, time.monotonic())
+        job.on_tokens, job.on_logprobs = request.on_tokens, request.on_logprobs
+        job.cancel = request.cancel
+        return self._decoder.new_page(job)
 
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
         if self._model is None:
             self.start()
         pending = iter(requests)
-        live: list[_Live] = []
+        live: list[Any] = []  # the decoder's pages (decoding._Page)
         exhausted = False
         limit = max(1, max_in_flight)
         while True:
@@ -160,39 +142,40 @@ class TorchEngine(LocalEngine):
                     live.append(self._admit(request))
                 except Exception as exc:  # one bad page must not stop the others
                     yield PageResult(request.key, "", FINISH_ERROR, error=_one_line(exc))
-            for x in [x for x in live if x.cancelled]:
-                live.remove(x)
-                yield cancelled_result(x.key, seconds=time.monotonic() - x.started)
+            for page in [p for p in live if p.job.cancel is not None and p.job.cancel.is_set()]:
+                live.remove(page)
+                yield cancelled_result(page.job.key, seconds=time.monotonic() - page.job.started)
             if not live:
                 if exhausted:
                     return
                 continue  # nothing live: ask the source again (a live source blocks)
             try:
-                self._decoder.step([x.page for x in live])
+                self._decoder.step(live)
             except Exception as exc:  # e.g. out of memory: fail these pages, keep going
-                for x in live:
-                    yield PageResult(x.key, "", FINISH_ERROR, error=f"torch: {_one_line(exc)}")
+                error = f"torch: {_one_line(exc)}"
+                for page in live:
+                    yield PageResult(page.job.key, "", FINISH_ERROR, error=error)
                 live = []
                 continue
             still = []
-            for x in live:
-                x.stream()
-                if x.page.done:
-                    yield self._result(x)
+            for page in live:
+                page.tree.stream_settled(page.job.on_tokens, page.job.on_logprobs)
+                if page.done:
+                    yield self._result(page)
                 else:
-                    still.append(x)
+                    still.append(page)
             live = still
 
-    def _result(self, x: _Live) -> PageResult:
-        decoded = self._decoder.result(x.page)
+    def _result(self, page: Any) -> PageResult:
+        decoded = self._decoder.result(page)
         stats = decoded.stats
         return PageResult(
-            key=x.key,
+            key=decoded.key,
             text=self.detokenize(decoded.token_ids),
             finish_reason=decoded.finish_reason,
             prompt_tokens=decoded.prompt_tokens,
             output_tokens=stats["parent_tokens"] + stats["child_tokens"],
-            seconds=time.monotonic() - x.started,
+            seconds=time.monotonic() - page.job.started,
             stats=stats,
             logprobs=PageLogprobs.of_ids(decoded.token_ids, decoded.logprobs, self._ids),
         )

@@ -110,10 +110,9 @@ def watch_parent() -> bool:
     if os.getppid() != parent_pid:
         return False  # not a direct child of the engine's process (a worker of the core)
     _watching = True
-    thread = threading.Thread(
+    threading.Thread(
         target=_watch, args=(parent_pid,), name="hpdparse-parent-watch", daemon=True
-    )
-    thread.start()
+    ).start()
     return True
 
 

@@ -252,9 +252,8 @@ class PageScheduler:
         self._steps += 1
         finished: list[PageInFlight] = []
         streamed: dict[int, PageInFlight] = {}
-        requests = self._requests
         for output in outputs:
-            request = requests.get(output.request_id)
+            request = self._requests.get(output.request_id)
             if request is None:
                 continue
             page = request.page
