@@ -43,9 +43,7 @@ def pick_device(requested: str | None) -> str:
         return requested
     if torch.cuda.is_available():
         return "cuda"
-    if torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
+    return "mps" if torch.backends.mps.is_available() else "cpu"
 
 
 def pick_dtype(requested: str | None, device: str) -> Any:

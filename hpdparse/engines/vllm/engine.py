@@ -100,7 +100,6 @@ class VllmEngine(LocalEngine):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)  # deprecations inside vLLM
-                import vllm
                 import vllm.v1.engine.llm_engine
         except ImportError as exc:
             raise EngineError(

@@ -105,10 +105,6 @@ class PageInFlight:
     on_logprobs: Callable[[list[float]], None] | None = None
     requests: list[BranchRequest] = field(default_factory=list)  # parent's, then children's
 
-    def stream(self) -> None:
-        """Hand the page's newly settled tokens to its `on_tokens`, if any."""
-        self.tree.stream_settled(self.on_tokens, self.on_logprobs)
-
     def decoding_steps(self) -> int:
         """The engine steps in which one of the page's branches decoded."""
         spans = sorted((r.first_step, r.last_step) for r in self.requests if r.token_steps)
@@ -154,10 +150,5 @@ def child_input(page: PageInFlight, prompt: list[int]) -> MultiModalInput:
     """A child's engine input: its prompt with the page's rendered image (no re-encoding)."""
     from vllm.inputs import mm_input
 
-    rendered = page.rendered
-    return mm_input(
-        prompt_token_ids=prompt,
-        mm_kwargs=rendered["mm_kwargs"],
-        mm_hashes=rendered["mm_hashes"],
-        mm_placeholders=rendered["mm_placeholders"],
-    )
+    image = {name: page.rendered[name] for name in ("mm_kwargs", "mm_hashes", "mm_placeholders")}
+    return mm_input(prompt_token_ids=prompt, **image)

@@ -38,8 +38,6 @@ from hpdparse.errors import EngineError
 from hpdparse.hpd.fork_tree import Branch, ForkTree
 
 if TYPE_CHECKING:
-    from vllm.inputs.engine import MultiModalInput
-
     from hpdparse.engines.vllm.engine import VllmEngine
 
 
@@ -61,7 +59,7 @@ class PageScheduler:
         self._child_limit = max(64, 8 * self._max_in_flight)
         self._admission = engine._admission()
         self._requests: dict[str, BranchRequest] = {}  # by id, until their branch finishes
-        self._queued_children: deque[tuple[BranchRequest, MultiModalInput, int]] = deque()
+        self._queued_children: deque[BranchRequest] = deque()
         # Pages in flight whose request can be cancelled.
         self._cancellable: dict[int, PageInFlight] = {}
         self._pages_in_flight = 0
@@ -210,16 +208,17 @@ class PageScheduler:
             # would refuse the request); it stays empty, as in the PyTorch reference.
             return
         self._requests[child.request_id] = child
-        prompt = page.prompt_ids + page.tree.child_prompt(branch)
-        self._queued_children.append((child, child_input(page, prompt), len(prompt)))
+        self._queued_children.append(child)
 
     def _add_children(self) -> None:
         """Add queued children to vLLM while fewer than the child limit run."""
         while self._queued_children and self._running_children < self._child_limit:
-            child, engine_input, prompt_len = self._queued_children.popleft()
-            budget = self._max_model_len - prompt_len
-            params = self._params(child.page.max_tokens, budget, child.every_step)
-            self._llm.add_request(child.request_id, engine_input, params)
+            child = self._queued_children.popleft()
+            page = child.page
+            prompt = page.prompt_ids + page.tree.child_prompt(child.branch)
+            budget = self._max_model_len - len(prompt)
+            params = self._params(page.max_tokens, budget, child.every_step)
+            self._llm.add_request(child.request_id, child_input(page, prompt), params)
             self._running_children += 1
 
     # ------------------------------------------------------------------------------ cancelling
@@ -227,8 +226,8 @@ class PageScheduler:
         """Abort the vLLM requests of pages whose request was cancelled; yield their results."""
         for page in [p for p in self._cancellable.values() if p.cancel and p.cancel.is_set()]:
             del self._cancellable[page.number]
-            queued = {c.request_id for c, _, _ in self._queued_children if c.page is page}
-            self._queued_children = deque(e for e in self._queued_children if e[0].page is not page)
+            queued = {c.request_id for c in self._queued_children if c.page is page}
+            self._queued_children = deque(c for c in self._queued_children if c.page is not page)
             own = [r for r in page.requests if r.request_id in self._requests]
             running = [r for r in own if r.request_id not in queued]
             self._running_children -= sum(1 for r in running if r.branch.is_child)
@@ -261,8 +260,8 @@ class PageScheduler:
                 streamed[page.number] = page
             if self._absorb(request, output):
                 finished.append(page)
-        for page in streamed.values():
-            page.stream()
+        for page in streamed.values():  # their newly settled tokens
+            page.tree.stream_settled(page.on_tokens, page.on_logprobs)
         for page in finished:
             self._pages_in_flight -= 1
             yield page.result(self._engine.detokenize, self._ids)
@@ -314,12 +313,8 @@ def _chosen_flat(tokens: Any, flat: Any) -> list[float] | None:
         return [float(value) for value in values]
     chosen = []
     for i, token in enumerate(tokens):
-        at = starts[i]
-        if at >= ends[i]:
+        at = next((j for j in range(starts[i], ends[i]) if ids[j] == token), -1)
+        if at < 0:
             return None
-        if ids[at] != token:
-            at = next((j for j in range(at + 1, ends[i]) if ids[j] == token), -1)
-            if at < 0:
-                return None
         chosen.append(float(values[at]))
     return chosen
