@@ -27,7 +27,6 @@ class LocalEngine(Engine):
 
     answers_from_text_layer = True
     _checkpoint: Any = None  # hpd.checkpoint.Checkpoint, set by open()
-    _tiling: Any = None  # hpd.tiling.TilingConfig, set by open()
     _tokenizer: Any = None  # the checkpoint's, set by _load_tokenizer()
     _ids: Any = None  # the protocol's token ids (hpd.prompt.TokenIds)
     _prompts: Any = None  # hpd.prompt.PromptBuilder
@@ -37,9 +36,7 @@ class LocalEngine(Engine):
             return
         from hpdparse.hpd.checkpoint import open_checkpoint
 
-        checkpoint = open_checkpoint(self.config.model, self.config.revision)
-        self._tiling = checkpoint.config.tiling
-        self._checkpoint = checkpoint
+        self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
 
     @property
     def checkpoint(self) -> Any:
@@ -50,8 +47,7 @@ class LocalEngine(Engine):
     @property
     def tiling(self) -> Any:
         """The checkpoint's HPD tiling (opened on first use)."""
-        self.open()
-        return self._tiling
+        return self.checkpoint.config.tiling
 
     @property
     def revision(self) -> str | None:

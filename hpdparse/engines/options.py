@@ -125,12 +125,9 @@ class EngineOptions:
     @classmethod
     def help(cls) -> str:
         """A one-line summary for ``--help``: the examples with their help texts."""
-        parts = [cls.PASSTHROUGH_HELP] if cls.PASSTHROUGH_HELP else []
-        for f in dataclasses.fields(cls):
-            declared = declaration(f)
-            if declared.settable and declared.example:
-                parts.append(f"{declared.example} ({declared.help})")
-        return ", ".join(parts)
+        declared = [declaration(f) for f in dataclasses.fields(cls)]
+        parts = [f"{d.example} ({d.help})" for d in declared if d.settable and d.example]
+        return ", ".join([cls.PASSTHROUGH_HELP, *parts] if cls.PASSTHROUGH_HELP else parts)
 
 
 def check_engine_options(

@@ -275,10 +275,7 @@ class HpdDecoder:
         opts = self.options
         budgets = []
         for b in branches:
-            room = min(
-                self._max_tokens(b) - len(b.node.tokens),
-                opts.max_model_len - b.length - 1,
-            )
+            room = min(self._max_tokens(b) - len(b.node.tokens), opts.max_model_len - b.length - 1)
             budgets.append(max(0, min(opts.num_speculative_tokens, room - 1)))
         k = max(budgets, default=0)
         if k == 0:

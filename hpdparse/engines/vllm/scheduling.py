@@ -123,16 +123,11 @@ class PageScheduler:
         from vllm.inputs import TokensPrompt
 
         number = next(self._engine._page_numbers)
+        prompt = TokensPrompt(
+            prompt_token_ids=list(self._prompt_ids), multi_modal_data={"image": request.payload}
+        )
         try:
-            rendered = self._llm.renderer.render_cmpl(
-                [
-                    TokensPrompt(
-                        prompt_token_ids=list(self._prompt_ids),
-                        multi_modal_data={"image": request.payload},
-                    )
-                ],
-                skip_mm_cache=True,
-            )[0]
+            rendered = self._llm.renderer.render_cmpl([prompt], skip_mm_cache=True)[0]
         except Exception as exc:  # a bad payload fails its page, not the run
             error = f"cannot prepare page input: {type(exc).__name__}: {exc}"[:300]
             return PageResult(key=request.key, text="", finish_reason=FINISH_ERROR, error=error)
