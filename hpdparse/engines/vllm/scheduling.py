@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Iterable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
@@ -37,17 +37,16 @@ from hpdparse.engines.vllm.pages import BranchRequest, PageInFlight, child_input
 from hpdparse.errors import EngineError
 from hpdparse.hpd.fork_tree import Branch, ForkTree
 
-if TYPE_CHECKING:
-    from hpdparse.engines.vllm.engine import VllmEngine
-
 
 class PageScheduler:
     """The state of one run of a started engine: the pages in flight and their requests, the
     children waiting to be added, and admission control. `results()` is the run. Page numbers
     (request ids ``pageN``, ``pageN.cK``) come from the engine, unique across its runs."""
 
-    def __init__(self, engine: VllmEngine, max_in_flight: int) -> None:
-        self._engine = engine  # started (the run reads its settings, token ids and tokenizer)
+    def __init__(self, engine: Any, max_in_flight: int) -> None:
+        # The started VllmEngine (engine.py, which imports this module): the run reads its
+        # settings, token ids and tokenizer.
+        self._engine = engine
         self._llm = engine.llm_engine  # a started vLLM LLMEngine
         self._forks = engine.config.fork
         self._ids = engine._ids
