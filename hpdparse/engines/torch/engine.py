@@ -109,9 +109,8 @@ class TorchEngine(LocalEngine):
         tiling = self.tiling
         if tiles.shape[1] != tiling.tile_size:
             raise ValueError(f"tiles are {tiles.shape[1]} px, the model wants {tiling.tile_size}")
-        dtype = next(self._model.parameters()).dtype
         with torch.inference_mode():
-            pixels = normalize_torch(tiles, tiling, dtype=dtype, device=self.device)
+            pixels = normalize_torch(tiles, tiling, dtype=self._decoder.dtype, device=self.device)
             features = self._model.image_features(pixels)
             features = features.reshape(-1, features.shape[-1])
         prompt = self._prompts.build(features.shape[0], self.config.fork)

@@ -104,11 +104,11 @@ def watch_parent() -> bool:
     it went (Ctrl-C, SIGTERM, SIGKILL, a crash). Returns whether a watch was started."""
     global _watching
     parent = os.environ.get(PARENT_ENV)
-    if _watching or not parent or not parent.isdigit() or int(parent) == os.getpid():
+    # Only in a direct child of the engine's process: not in that process itself, nor in a
+    # worker of the core.
+    if _watching or not parent or not parent.isdigit() or os.getppid() != int(parent):
         return False
     parent_pid = int(parent)
-    if os.getppid() != parent_pid:
-        return False  # not a direct child of the engine's process (a worker of the core)
     _watching = True
     threading.Thread(
         target=_watch, args=(parent_pid,), name="hpdparse-parent-watch", daemon=True
