@@ -37,7 +37,6 @@ import pymupdf
 from PIL import Image
 
 from hpdparse.engines.openai.page_png import encode_page_png
-from hpdparse.engines.vllm.engine import prepare_tiles
 from hpdparse.hpd.tiling import (
     TilingConfig,
     _as_hwc,
@@ -45,6 +44,7 @@ from hpdparse.hpd.tiling import (
     assemble_tiles,
     grid_image_size,
     select_grid,
+    tile_image,
 )
 from hpdparse.runner.workers import WorkerPool, prepare_page
 from hpdparse.sources.rasterize import close_cached_documents, rasterize_page
@@ -175,7 +175,7 @@ def main() -> None:
         pdfs.append(generated_pdf(Path("/tmp/hpdparse-bench-pipeline.pdf"), args.pages))
     preparers = {
         "png": encode_page_png,
-        "tiles": functools.partial(prepare_tiles, tiling=TilingConfig()),
+        "tiles": functools.partial(tile_image, config=TilingConfig()),
     }
     print(f"dpi {args.dpi}, one core (OMP_NUM_THREADS=1, one rasterizer process)")
     for pdf in pdfs:

@@ -23,6 +23,7 @@ from hpdparse.hpd.logprobs import PageLogprobs
 from hpdparse.hpd.protocol import FINISH_ERROR as FINISH_ERROR  # re-exported: PageResult's values
 from hpdparse.hpd.protocol import FINISH_LENGTH as FINISH_LENGTH
 from hpdparse.hpd.protocol import FINISH_STOP as FINISH_STOP
+from hpdparse.hpd.protocol import instruction
 from hpdparse.settings import TextLayerMode
 from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.text_layer import PageText
@@ -188,10 +189,21 @@ class Engine(ABC):
         self.options = self.options_class.coerce(options)
 
     @property
-    @abstractmethod
     def info(self) -> EngineInfo:
         """Model id, revision (if known), prompt and max tokens: recorded with every raw page.
         Valid after open() (engines with a checkpoint open it here when needed)."""
+        return EngineInfo(
+            engine=self.name,
+            model=self.config.model,
+            revision=self.revision,
+            prompt=instruction(self.config.fork),
+            max_tokens=self.config.max_tokens,
+        )
+
+    @property
+    def revision(self) -> str | None:
+        """The model's commit, when the engine knows it (None: a server does not say)."""
+        return None
 
     def open(self) -> None:  # noqa: B027 - optional hook
         """Resolve the model and its revision without loading weights (cheap, idempotent).

@@ -4,38 +4,39 @@
 up (or fetched) with huggingface_hub, whose snapshot gives the commit. `info` records that
 commit for every such engine, so pages one of them decoded are reused by the others for the
 same checkpoint (the reuse key holds model, revision, prompt and max tokens, not the engine).
+Both engines take the page as HPD tiles (`preparer`), read the checkpoint's tokenizer, token ids
+and prompt the same way (`_load_tokenizer`) and answer children from the text layer alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+from collections.abc import Callable
 from typing import Any
 
-from hpdparse.engines.base import Engine, EngineConfig, EngineInfo
-from hpdparse.engines.options import EngineOptions
-from hpdparse.hpd.protocol import instruction
+from PIL import Image
+
+from hpdparse.engines.base import Engine, PageRequest
+from hpdparse.engines.text_layer import file_answers
+from hpdparse.errors import EngineError
+from hpdparse.hpd.tiling import tile_image
 
 
 class LocalEngine(Engine):
     """An engine with a local checkpoint; subclasses load it in start()."""
 
     answers_from_text_layer = True
-
-    def __init__(
-        self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
-    ) -> None:
-        super().__init__(config, options)
-        self._checkpoint: Any = None  # hpd.checkpoint.Checkpoint, set by open()
-        self._tiling: Any = None  # hpd.tiling.TilingConfig, set by open()
+    _checkpoint: Any = None  # hpd.checkpoint.Checkpoint, set by open()
+    _tokenizer: Any = None  # the checkpoint's, set by _load_tokenizer()
+    _ids: Any = None  # the protocol's token ids (hpd.prompt.TokenIds)
+    _prompts: Any = None  # hpd.prompt.PromptBuilder
 
     def open(self) -> None:
         if self._checkpoint is not None:
             return
         from hpdparse.hpd.checkpoint import open_checkpoint
 
-        checkpoint = open_checkpoint(self.config.model, self.config.revision)
-        self._tiling = checkpoint.config.tiling
-        self._checkpoint = checkpoint
+        self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
 
     @property
     def checkpoint(self) -> Any:
@@ -46,15 +47,35 @@ class LocalEngine(Engine):
     @property
     def tiling(self) -> Any:
         """The checkpoint's HPD tiling (opened on first use)."""
-        self.open()
-        return self._tiling
+        return self.checkpoint.config.tiling
 
     @property
-    def info(self) -> EngineInfo:
-        return EngineInfo(
-            engine=self.name,
-            model=self.config.model,
-            revision=self.checkpoint.revision,
-            prompt=instruction(self.config.fork),
-            max_tokens=self.config.max_tokens,
-        )
+    def revision(self) -> str | None:
+        return self.checkpoint.revision
+
+    def preparer(self) -> Callable[[Image.Image], Any]:
+        """Page image -> HPD tiles, uint8 (N, t, t, 3), or (N, t, t, 1) for a grey page; floats
+        (3 channels) are made on the device."""
+        return functools.partial(tile_image, config=self.tiling)
+
+    def _load_tokenizer(self) -> None:
+        """The checkpoint's tokenizer, the protocol's token ids and the prompt builder."""
+        from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
+
+        ckpt = self.checkpoint
+        self._tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
+        self._ids = token_ids(self._tokenizer, ckpt.config, ckpt.model_id)
+        chat_template = ckpt.chat_template()
+        if isinstance(chat_template, list):  # a list of named templates: take "default"
+            named = {t.get("name"): t.get("template") for t in chat_template}
+            chat_template = named.get("default")
+        self._prompts = PromptBuilder(self._tokenizer, self._ids, chat_template)
+
+    def _answers(self, request: PageRequest) -> Any:
+        """The page's children answered from its text layer (--text-layer prefer), or None."""
+        return file_answers(request.text_layer, self._tokenizer, self._ids, self.config.fork)
+
+    def detokenize(self, token_ids: list[int]) -> str:
+        if self._tokenizer is None:
+            raise EngineError(f"{self.name} engine: not started")
+        return self._tokenizer.decode(token_ids, skip_special_tokens=False)

@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Literal, TypeVar
 
 from hpdparse.errors import EngineError
 from hpdparse.hpd.protocol import DEFAULT_MAX_MODEL_LEN, DEFAULT_MAX_TOKENS, DEFAULT_MODEL
-from hpdparse.settings import Declaration, declaration, field_types, setting
+from hpdparse.settings import Declaration, choices, declaration, field_types, setting
 
 _MISSING = dataclasses.MISSING
 Options = TypeVar("Options", bound="EngineOptions")
@@ -125,12 +125,9 @@ class EngineOptions:
     @classmethod
     def help(cls) -> str:
         """A one-line summary for ``--help``: the examples with their help texts."""
-        parts = [cls.PASSTHROUGH_HELP] if cls.PASSTHROUGH_HELP else []
-        for f in dataclasses.fields(cls):
-            declared = declaration(f)
-            if declared.settable and declared.example:
-                parts.append(f"{declared.example} ({declared.help})")
-        return ", ".join(parts)
+        declared = [declaration(f) for f in dataclasses.fields(cls)]
+        parts = [f"{d.example} ({d.help})" for d in declared if d.settable and d.example]
+        return ", ".join([cls.PASSTHROUGH_HELP, *parts] if cls.PASSTHROUGH_HELP else parts)
 
 
 def check_engine_options(
@@ -165,6 +162,16 @@ def _convert(engine: str, f: dataclasses.Field, hint: Any, value: Any) -> Any:
     )
 
 
+# What each plain kind accepts (never a bool but for bool: True is an int in Python) and how
+# it is converted; ``--engine-option api_key=123`` arrives as the int 123: it means the text.
+_ACCEPTS: dict[type, tuple[tuple[type, ...], type]] = {
+    bool: ((bool,), bool),
+    int: ((int,), int),
+    float: ((int, float), float),
+    str: ((str, int), str),
+}
+
+
 def _as(kind: Any, value: Any) -> Any:
     """`value` as `kind`, or _MISSING."""
     if kind is Any:
@@ -173,20 +180,10 @@ def _as(kind: Any, value: Any) -> Any:
         return value if value in typing.get_args(kind) else _MISSING
     if typing.get_origin(kind) is dict or kind is dict:
         return dict(value) if isinstance(value, dict) else _MISSING
-    if kind is bool:
-        return value if isinstance(value, bool) else _MISSING
-    if isinstance(value, bool):  # True is an int in Python, never a number here
+    if kind not in _ACCEPTS or (isinstance(value, bool) and kind is not bool):
         return _MISSING
-    if kind is int:
-        return value if isinstance(value, int) else _MISSING
-    if kind is float:
-        return float(value) if isinstance(value, (int, float)) else _MISSING
-    if kind is str:
-        # ``--engine-option api_key=123`` arrives as the int 123: it means the text.
-        if isinstance(value, str):
-            return value
-        return str(value) if isinstance(value, int) else _MISSING
-    return _MISSING
+    accepted, convert = _ACCEPTS[kind]
+    return convert(value) if isinstance(value, accepted) else _MISSING
 
 
 def _within(value: Any, declared: Declaration) -> bool:
@@ -199,13 +196,14 @@ def _within(value: Any, declared: Declaration) -> bool:
     return high is None or value <= high
 
 
+_KIND_WORDS = {bool: "true or false", str: "text", dict: "a JSON object", type(None): "None"}
+
+
 def _describe(allowed: list[Any], declared: Declaration) -> str:
     words = []
-    for kind in allowed:
-        if kind is type(None):
-            continue
+    for kind in sorted(allowed, key=lambda kind: kind is type(None)):  # None last
         if typing.get_origin(kind) is Literal:
-            words.append("one of " + ", ".join(str(c) for c in typing.get_args(kind)))
+            words.append("one of " + ", ".join(choices(kind)))
         elif kind is int or kind is float:
             noun = "integer" if kind is int else "number"
             adjective = ""
@@ -213,11 +211,5 @@ def _describe(allowed: list[Any], declared: Declaration) -> str:
                 adjective = "positive " if declared.low_open else "non-negative "
             words.append(f"{'an' if not adjective and kind is int else 'a'} {adjective}{noun}")
         else:
-            words.append(
-                {bool: "true or false", str: "text", dict: "a JSON object"}.get(
-                    typing.get_origin(kind) or kind, str(kind)
-                )
-            )
-    if type(None) in allowed:
-        words.append("None")
+            words.append(_KIND_WORDS.get(typing.get_origin(kind) or kind, str(kind)))
     return " or ".join(words)

@@ -26,12 +26,6 @@ class PMtpMlp(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
-class PMtpLayer(nn.Module):
-    def __init__(self, hidden: int, intermediate: int) -> None:
-        super().__init__()
-        self.mlp = PMtpMlp(hidden, intermediate)
-
-
 class PMtpHead(nn.Module):
     """The recurrent draft head; shares the decoder's embedding and lm_head. `norm` makes each
     RMS norm from (size, eps=...)."""
@@ -43,7 +37,8 @@ class PMtpHead(nn.Module):
         self.fc = nn.Linear(2 * hidden, hidden, bias=False)
         self.pre_fc_norm_hidden = norm(hidden, eps=eps)
         self.pre_fc_norm_embedding = norm(hidden, eps=eps)
-        self.layers = nn.ModuleList([PMtpLayer(hidden, intermediate)])
+        # One layer holding the MLP, named as in the checkpoint (layers.0.mlp.*).
+        self.layers = nn.ModuleList([nn.ModuleDict({"mlp": PMtpMlp(hidden, intermediate)})])
         self.norm = norm(hidden, eps=eps)
 
     def forward(self, hidden: torch.Tensor, embedding: torch.Tensor) -> torch.Tensor:

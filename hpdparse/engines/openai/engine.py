@@ -38,13 +38,7 @@ import os
 import queue
 import random
 import time
-from collections.abc import (
-    Callable,
-    Hashable,
-    Iterable,
-    Iterator,
-    Mapping,
-)
+from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
 
 import httpx
@@ -57,7 +51,6 @@ from hpdparse.engines.base import (
     FINISH_STOP,
     Engine,
     EngineConfig,
-    EngineInfo,
     PageRequest,
     PageResult,
 )
@@ -74,6 +67,7 @@ log = logging.getLogger(__name__)
 _ERROR_FINISH_REASONS = {"abort", "content_filter"}
 _MAX_MESSAGE_CHARS = 300
 _CHECK_TIMEOUT = 30.0
+_END = object()  # the end of the requests
 
 
 def _one_line(text: object, limit: int = _MAX_MESSAGE_CHARS) -> str:
@@ -107,9 +101,7 @@ def _describe_transport_error(error: Exception, timeout: float) -> str:
 
 
 def _after(retries: int) -> str:
-    if retries == 0:
-        return ""
-    return f" after {retries} retr{'y' if retries == 1 else 'ies'}"
+    return f" after {retries} retr{'y' if retries == 1 else 'ies'}" if retries else ""
 
 
 class OpenAIEngine(Engine):
@@ -123,32 +115,12 @@ class OpenAIEngine(Engine):
         self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
     ) -> None:
         super().__init__(config, options)
-        opts = self.options
-        self.server = opts.server.rstrip("/")
+        self.server = self.options.server.rstrip("/")
         self.model = config.model  # the name sent in requests: settled by start()
         self.prompt = instruction(config.fork)
-        self._api_key: str | None = opts.api_key or os.environ.get(API_KEY_VARIABLE)
-        self._backoff = opts.retry_backoff
-        self._backoff_max = opts.retry_backoff_max
-        self._extra_body = dict(opts.extra_body)
-        self._logprobs = LogprobsAsk(opts.logprobs, self.server)
+        self._api_key: str | None = self.options.api_key or os.environ.get(API_KEY_VARIABLE)
+        self._logprobs = LogprobsAsk(self.options.logprobs, self.server)
         self._started = False
-
-    @property
-    def info(self) -> EngineInfo:
-        """The model asked for, no revision (see the module doc); the same before and after
-        start()."""
-        return EngineInfo(
-            engine=self.name,
-            model=self.config.model,
-            revision=None,
-            prompt=self.prompt,
-            max_tokens=self.config.max_tokens,
-        )
-
-    def open(self) -> None:
-        """Nothing to resolve without a local checkpoint; the server is first contacted by
-        start() (see the module doc)."""
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json"}
@@ -160,26 +132,21 @@ class OpenAIEngine(Engine):
         """Check the server with GET /models and settle the model name to send."""
         if not self.server.startswith(("http://", "https://")):
             raise EngineError(f"invalid HPD server URL {self.server!r}: it must start with http://")
-        url = f"{self.server}/models"
+        timeout = min(self.options.request_timeout, _CHECK_TIMEOUT)
         try:
-            with httpx.Client(timeout=min(self.options.request_timeout, _CHECK_TIMEOUT)) as client:
-                response = client.get(url, headers=self._headers())
+            with httpx.Client(timeout=timeout) as client:
+                response = client.get(f"{self.server}/models", headers=self._headers())
         except httpx.HTTPError as error:
-            reason = _describe_transport_error(
-                error, min(self.options.request_timeout, _CHECK_TIMEOUT)
-            )
+            reason = _describe_transport_error(error, timeout)
             raise EngineError(
                 f"cannot reach HPD server at {self.server}: {reason}; start it or pass --server"
             ) from None
-        if response.status_code != 200:
-            hint = (
-                "; is the URL right (it usually ends in /v1)?"
-                if response.status_code == 404
-                else ""
-            )
+        status = response.status_code
+        if status != 200:
+            hint = "; is the URL right (it usually ends in /v1)?" if status == 404 else ""
             raise EngineError(
                 f"HPD server at {self.server} answered GET /models with HTTP "
-                f"{response.status_code}: {_server_message(response)}{hint}"
+                f"{status}: {_server_message(response)}{hint}"
             )
         self.model = self._choose_model(self._served_models(response))
         self._started = True
@@ -228,7 +195,7 @@ class OpenAIEngine(Engine):
             max_tokens=self.config.max_tokens,
             temperature=0,
             logprobs=self._logprobs.asking,
-            extra=self._extra_body,
+            extra=self.options.extra_body,
         )
         return json.dumps(body).encode("ascii")
 
@@ -252,30 +219,24 @@ class OpenAIEngine(Engine):
         try:
             client = loop.submit(self._open_client(max_in_flight)).result()
             pending = iter(requests)
-            exhausted = False
             in_flight = 0
             while True:
-                while not finished.empty():
+                # Finished pages first; a new page only with room for it.
+                while in_flight >= max_in_flight or not finished.empty():
                     in_flight -= 1
-                    yield finished.get_nowait().result()
-                if not exhausted and in_flight < max_in_flight:
-                    try:
-                        request = next(pending)
-                    except StopIteration:
-                        exhausted = True
-                        continue
-                    try:
-                        body = self._request_body(request.payload)
-                    except Exception as error:  # a bad payload fails its page only
-                        yield self._error(request.key, f"cannot send page: {_one_line(error)}", 0)
-                        continue
-                    future = loop.submit(self._decode_page(client, request.key, body))
-                    future.add_done_callback(finished.put)
-                    in_flight += 1
+                    yield finished.get().result()
+                request = next(pending, _END)
+                if request is _END:
+                    break
+                try:
+                    body = self._request_body(request.payload)
+                except Exception as error:  # a bad payload fails its page only
+                    yield _error(request.key, f"cannot send page: {_one_line(error)}", 0)
                     continue
-                if in_flight == 0:
-                    return
-                in_flight -= 1
+                future = loop.submit(self._decode_page(client, request.key, body))
+                future.add_done_callback(finished.put)
+                in_flight += 1
+            for _ in range(in_flight):
                 yield finished.get().result()
         finally:
             loop.stop(client.aclose if client is not None else None)
@@ -290,24 +251,21 @@ class OpenAIEngine(Engine):
             ),
         )
 
-    def _error(self, key: Hashable, message: str, retries: int, seconds: float = 0.0) -> PageResult:
-        return PageResult(
-            key=key,
-            text="",
-            finish_reason=FINISH_ERROR,
-            error=_one_line(message),
-            seconds=seconds,
-            stats={"retries": retries},
-        )
-
     async def _decode_page(
         self, client: httpx.AsyncClient, key: Hashable, body: bytes
     ) -> PageResult:
         started = time.perf_counter()
         url = f"{self.server}/chat/completions"
-        timeout = self.options.request_timeout
+        opts = self.options
+        timeout = opts.request_timeout
         retries = 0
+
+        def failed(problem: str) -> PageResult:
+            message = f"server {self.server}: {problem}"
+            return _error(key, message, retries, time.perf_counter() - started)
+
         while True:
+            retryable = True
             try:
                 response = await asyncio.wait_for(client.post(url, content=body), timeout)
             except asyncio.CancelledError:
@@ -315,8 +273,7 @@ class OpenAIEngine(Engine):
             except (httpx.TransportError, asyncio.TimeoutError) as error:
                 problem = _describe_transport_error(error, timeout)
             except Exception as error:  # anything else is not worth a retry
-                message = f"server {self.server}: {type(error).__name__}: {error}"
-                return self._error(key, message, retries, time.perf_counter() - started)
+                return failed(f"{type(error).__name__}: {error}")
             else:
                 status = response.status_code
                 if 200 <= status < 300:
@@ -325,22 +282,14 @@ class OpenAIEngine(Engine):
                 if self._logprobs.refused(status, response.text, body):
                     body = without_logprobs(body)
                     continue
-                if status < 500:
-                    message = f"server {self.server}: {problem}{_after(retries)}"
-                    return self._error(key, message, retries, time.perf_counter() - started)
-            if retries >= self.options.retries:
-                message = f"server {self.server}: {problem}{_after(retries)}"
-                return self._error(key, message, retries, time.perf_counter() - started)
+                retryable = status >= 500
+            if not retryable or retries >= opts.retries:
+                return failed(f"{problem}{_after(retries)}")
             retries += 1
-            pause = min(self._backoff_max, self._backoff * 2 ** (retries - 1))
+            pause = min(opts.retry_backoff_max, opts.retry_backoff * 2 ** (retries - 1))
             pause *= random.uniform(0.5, 1.0)
             log.info(
-                "page %s: %s; retry %d of %d in %.1f s",
-                key,
-                problem,
-                retries,
-                self.options.retries,
-                pause,
+                "page %s: %s; retry %d of %d in %.1f s", key, problem, retries, opts.retries, pause
             )
             await asyncio.sleep(pause)
 
@@ -350,11 +299,11 @@ class OpenAIEngine(Engine):
         try:
             answer = _read_completion(response)
         except wire.NotACompletion as error:
-            return self._error(key, f"server {self.server}: {error}", retries, seconds)
+            return _error(key, f"server {self.server}: {error}", retries, seconds)
         text, finish_reason = answer.content, answer.finish_reason
         if finish_reason in _ERROR_FINISH_REASONS:
             message = f"server {self.server}: answer ended with finish_reason {finish_reason!r}"
-            return self._error(key, message, retries, seconds)
+            return _error(key, message, retries, seconds)
         if finish_reason != FINISH_LENGTH:
             if finish_reason not in (None, FINISH_STOP):
                 log.debug("finish_reason %r taken as stop", finish_reason)
@@ -371,6 +320,12 @@ class OpenAIEngine(Engine):
             stats={"retries": retries},
             logprobs=self._logprobs.read(answer.logprobs),
         )
+
+
+def _error(key: Hashable, message: str, retries: int, seconds: float = 0.0) -> PageResult:
+    return PageResult(
+        key, "", FINISH_ERROR, error=_one_line(message), seconds=seconds, stats={"retries": retries}
+    )
 
 
 def _read_completion(response: httpx.Response) -> wire.Completion:

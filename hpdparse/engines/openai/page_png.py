@@ -41,8 +41,7 @@ def encode_page_png(image: Image.Image) -> bytes:
 def _flatten(image: Image.Image) -> Image.Image:
     if image.mode in ("RGB", "L"):
         return image
-    has_alpha = image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info
-    if has_alpha:
+    if image.mode in ("RGBA", "LA", "PA") or "transparency" in image.info:  # transparent
         rgba = image.convert("RGBA")
         background = Image.new("RGBA", rgba.size, (255, 255, 255, 255))
         return Image.alpha_composite(background, rgba).convert("RGB")

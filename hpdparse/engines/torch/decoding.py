@@ -29,6 +29,8 @@ the passes the page took part in.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -68,6 +70,11 @@ class PageJob:
     max_tokens: int | None = None  # per branch; None: DecodeOptions.max_tokens
     # children answered without decoding (--text-layer prefer: engines/text_layer.py)
     answer: Callable[[Sequence[int]], list[int] | None] | None = None
+    # For the engine: its PageRequest's callbacks and cancel event, and when the page came in.
+    on_tokens: Callable[[list[int]], None] | None = None
+    on_logprobs: Callable[[list[float]], None] | None = None
+    cancel: threading.Event | None = None
+    started: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -93,15 +100,6 @@ class _Branch:
         self.length = sum(n for _, n in prefix)  # cache length = position of the next input
         self.pending: int | None = None  # produced, not yet fed
         self.hidden: torch.Tensor | None = None  # hidden state that produced `pending`
-
-    @property
-    def tokens(self) -> list[int]:
-        """Produced tokens (no stop token)."""
-        return self.node.tokens
-
-    @property
-    def done(self) -> bool:
-        return self.node.finished
 
     def segments(self) -> list[tuple[KvSegment, int]]:
         own = [(self.own, self.own.n)] if self.own is not None and self.own.n else []
@@ -135,9 +133,6 @@ class _Page:
         self.drafted = 0
         self.accepted = 0
 
-    def branches(self) -> list[_Branch]:
-        return [self.parent, *self.children]
-
     @property
     def done(self) -> bool:
         return self.tree.done
@@ -163,17 +158,13 @@ class HpdDecoder:
 
     def decode(self, jobs: Sequence[PageJob]) -> list[PageDecode]:
         """Decode all pages together (concurrent) or one after the other (serial, plain)."""
-        if self.options.fork and self.options.schedule == "concurrent":
-            pages = [self.new_page(j) for j in jobs]
+        together = self.options.fork and self.options.schedule == "concurrent"
+        out = []
+        for group in [list(jobs)] if together else [[job] for job in jobs]:
+            pages = [self.new_page(j) for j in group]
             while not all(p.done for p in pages):
                 self.step(pages)
-            return [self.result(p) for p in pages]
-        out = []
-        for job in jobs:
-            page = self.new_page(job)
-            while not page.done:
-                self.step([page])
-            out.append(self.result(page))
+            out += [self.result(p) for p in pages]
         return out
 
     def new_page(self, job: PageJob) -> _Page:
@@ -215,12 +206,9 @@ class HpdDecoder:
 
     def _runnable(self, page: _Page) -> list[_Branch]:
         if self.options.fork and self.options.schedule == "concurrent":
-            return [b for b in page.branches() if not b.done]
+            return [b for b in (page.parent, *page.children) if not b.node.finished]
         # Serial: the oldest unfinished child first, else the parent.
-        for child in page.children:
-            if not child.done:
-                return [child]
-        return [] if page.parent.done else [page.parent]
+        return [b for b in (*page.children, page.parent) if not b.node.finished][:1]
 
     def _prefill(self, pages: list[_Page]) -> None:
         embeds = []
@@ -279,7 +267,7 @@ class HpdDecoder:
             # Produce the accepted drafts then the model's own next token, stopping early if
             # the branch ends (stop token or limit) on the way.
             for i in range(accepted + 1):
-                if b.done:
+                if b.node.finished:
                     break
                 b.hidden = h[i]
                 self._produce(b, greedy[i], logprobs[i], first + i)
@@ -288,10 +276,7 @@ class HpdDecoder:
         opts = self.options
         budgets = []
         for b in branches:
-            room = min(
-                self._max_tokens(b) - len(b.tokens),
-                opts.max_model_len - b.length - 1,
-            )
+            room = min(self._max_tokens(b) - len(b.node.tokens), opts.max_model_len - b.length - 1)
             budgets.append(max(0, min(opts.num_speculative_tokens, room - 1)))
         k = max(budgets, default=0)
         if k == 0:
@@ -319,7 +304,7 @@ class HpdDecoder:
         for child in tree.absorb(b.node, [token], [logprob]):
             if not child.finished:
                 b.page.children.append(_Branch(b.page, child, b.prefix_until(position)))
-        if len(b.tokens) >= self._max_tokens(b) or position + 1 >= opts.max_model_len:
+        if len(b.node.tokens) >= self._max_tokens(b) or position + 1 >= opts.max_model_len:
             tree.finish(b.node, FINISH_LENGTH)
             return
         b.pending = token

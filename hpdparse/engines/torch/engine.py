@@ -8,39 +8,26 @@ schedule=serial``) decodes one branch per page at a time, for comparisons; the t
 
 from __future__ import annotations
 
-import functools
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import numpy as np
-from PIL import Image
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
-    EngineConfig,
     PageRequest,
     PageResult,
     cancelled_result,
     page_token_limit,
 )
 from hpdparse.engines.local import LocalEngine
-from hpdparse.engines.options import EngineOptions
-from hpdparse.engines.text_layer import file_answers
 from hpdparse.engines.torch.options import TorchOptions
 from hpdparse.errors import EngineError
 from hpdparse.hpd.logprobs import PageLogprobs
 
 DTYPES = ("float32", "bfloat16", "float16")
 _END = object()
-
-
-def prepare_tiles(tiling: Any, image: Image.Image) -> np.ndarray:
-    """Worker-side preparation: the page cut into uint8 tiles, (N, t, t, 1) for a grey page and
-    (N, t, t, 3) otherwise; floats (3 channels) are made on the device."""
-    from hpdparse.hpd.tiling import tile_image
-
-    return tile_image(image, tiling)
 
 
 def pick_device(requested: str | None) -> str:
@@ -56,9 +43,7 @@ def pick_device(requested: str | None) -> str:
         return requested
     if torch.cuda.is_available():
         return "cuda"
-    if torch.backends.mps.is_available():
-        return "mps"
-    return "cpu"
+    return "mps" if torch.backends.mps.is_available() else "cpu"
 
 
 def pick_dtype(requested: str | None, device: str) -> Any:
@@ -71,43 +56,13 @@ def pick_dtype(requested: str | None, device: str) -> Any:
     return getattr(torch, requested)
 
 
-class _Live:
-    """A page in the engine."""
-
-    def __init__(self, request: PageRequest, page: Any, started: float) -> None:
-        self.key = request.key
-        self.page = page
-        self.started = started
-        self.on_tokens = request.on_tokens
-        self.on_logprobs = request.on_logprobs
-        self.cancel = request.cancel
-
-    @property
-    def cancelled(self) -> bool:
-        return self.cancel is not None and self.cancel.is_set()
-
-    def stream(self) -> None:
-        """Hand the page's newly settled tokens to its `on_tokens`, if any."""
-        self.page.tree.stream_settled(self.on_tokens, self.on_logprobs)
-
-
 class TorchEngine(LocalEngine):
     name = "torch"
     options_class = TorchOptions
     options: TorchOptions
-
-    def __init__(
-        self, config: EngineConfig, options: EngineOptions | Mapping[str, Any] | None = None
-    ) -> None:
-        super().__init__(config, options)
-        self._model: Any = None
-        self._tokenizer: Any = None
-        self._decoder: Any = None
-        self._prompts: Any = None
-        self.device: str | None = None
-
-    def preparer(self) -> Callable[[Image.Image], Any]:
-        return functools.partial(prepare_tiles, self.tiling)
+    _model: Any = None
+    _decoder: Any = None  # decoding.HpdDecoder, set by start()
+    device: str | None = None
 
     def start(self) -> None:
         if self._model is not None:
@@ -116,18 +71,11 @@ class TorchEngine(LocalEngine):
 
         from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder
         from hpdparse.engines.torch.loading import load_model
-        from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
 
         ckpt = self.checkpoint
         self.device = pick_device(self.config.device)
         dtype = pick_dtype(self.config.dtype, self.device)
-        self._tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
-        ids = token_ids(self._tokenizer, ckpt.config, ckpt.model_id)
-        chat_template = ckpt.chat_template()
-        if isinstance(chat_template, list):  # a list of named templates: take "default"
-            named = {t.get("name"): t.get("template") for t in chat_template}
-            chat_template = named.get("default")
-        self._prompts = PromptBuilder(self._tokenizer, ids, chat_template)
+        self._load_tokenizer()
         try:
             self._model = load_model(ckpt, device=self.device, dtype=dtype)
         except torch.cuda.OutOfMemoryError:
@@ -143,18 +91,13 @@ class TorchEngine(LocalEngine):
             )
         except ValueError as exc:
             raise EngineError(f"torch engine: {exc}") from None
-        self._decoder = HpdDecoder(self._model, ids, options)
-        self._ids = ids
+        self._decoder = HpdDecoder(self._model, self._ids, options)
 
     def close(self) -> None:
         self._model = self._decoder = None
 
-    @property
-    def decoder(self) -> Any:
-        """The HpdDecoder in use (None before start)."""
-        return self._decoder
-
-    def _admit(self, request: PageRequest) -> _Live:
+    def _admit(self, request: PageRequest) -> Any:
+        """The page in the decoder (a `decoding._Page`)."""
         import torch
 
         from hpdparse.engines.torch.decoding import PageJob
@@ -166,23 +109,22 @@ class TorchEngine(LocalEngine):
         tiling = self.tiling
         if tiles.shape[1] != tiling.tile_size:
             raise ValueError(f"tiles are {tiles.shape[1]} px, the model wants {tiling.tile_size}")
-        dtype = next(self._model.parameters()).dtype
         with torch.inference_mode():
-            pixels = normalize_torch(tiles, tiling, dtype=dtype, device=self.device)
+            pixels = normalize_torch(tiles, tiling, dtype=self._decoder.dtype, device=self.device)
             features = self._model.image_features(pixels)
             features = features.reshape(-1, features.shape[-1])
         prompt = self._prompts.build(features.shape[0], self.config.fork)
         max_tokens = page_token_limit(request, self.config.max_tokens)
-        answer = file_answers(request.text_layer, self._tokenizer, self._ids, self.config.fork)
-        job = PageJob(request.key, prompt, features, max_tokens, answer)
-        page = self._decoder.new_page(job)
-        return _Live(request, page, time.monotonic())
+        job = PageJob(request.key, prompt, features, max_tokens, self._answers(request))
+        job.on_tokens, job.on_logprobs = request.on_tokens, request.on_logprobs
+        job.cancel = request.cancel
+        return self._decoder.new_page(job)
 
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
         if self._model is None:
             self.start()
         pending = iter(requests)
-        live: list[_Live] = []
+        live: list[Any] = []  # the decoder's pages (decoding._Page)
         exhausted = False
         limit = max(1, max_in_flight)
         while True:
@@ -197,45 +139,40 @@ class TorchEngine(LocalEngine):
                     live.append(self._admit(request))
                 except Exception as exc:  # one bad page must not stop the others
                     yield PageResult(request.key, "", FINISH_ERROR, error=_one_line(exc))
-            for x in [x for x in live if x.cancelled]:
-                live.remove(x)
-                yield cancelled_result(x.key, seconds=time.monotonic() - x.started)
+            for page in [p for p in live if p.job.cancel is not None and p.job.cancel.is_set()]:
+                live.remove(page)
+                yield cancelled_result(page.job.key, seconds=time.monotonic() - page.job.started)
             if not live:
                 if exhausted:
                     return
                 continue  # nothing live: ask the source again (a live source blocks)
             try:
-                self._decoder.step([x.page for x in live])
+                self._decoder.step(live)
             except Exception as exc:  # e.g. out of memory: fail these pages, keep going
-                for x in live:
-                    yield PageResult(x.key, "", FINISH_ERROR, error=f"torch: {_one_line(exc)}")
+                error = f"torch: {_one_line(exc)}"
+                for page in live:
+                    yield PageResult(page.job.key, "", FINISH_ERROR, error=error)
                 live = []
                 continue
             still = []
-            for x in live:
-                x.stream()
-                if x.page.done:
-                    yield self._result(x)
+            for page in live:
+                page.tree.stream_settled(page.job.on_tokens, page.job.on_logprobs)
+                if page.done:
+                    yield self._result(page)
                 else:
-                    still.append(x)
+                    still.append(page)
             live = still
 
-    def detokenize(self, token_ids: list[int]) -> str:
-        if self._tokenizer is None:
-            raise EngineError("torch engine: not started")
-        return self._tokenizer.decode(token_ids, skip_special_tokens=False)
-
-    def _result(self, x: _Live) -> PageResult:
-        decoded = self._decoder.result(x.page)
-        text = self.detokenize(decoded.token_ids)
-        stats = dict(decoded.stats)
+    def _result(self, page: Any) -> PageResult:
+        decoded = self._decoder.result(page)
+        stats = decoded.stats
         return PageResult(
-            key=x.key,
-            text=text,
+            key=decoded.key,
+            text=self.detokenize(decoded.token_ids),
             finish_reason=decoded.finish_reason,
             prompt_tokens=decoded.prompt_tokens,
             output_tokens=stats["parent_tokens"] + stats["child_tokens"],
-            seconds=time.monotonic() - x.started,
+            seconds=time.monotonic() - page.job.started,
             stats=stats,
             logprobs=PageLogprobs.of_ids(decoded.token_ids, decoded.logprobs, self._ids),
         )

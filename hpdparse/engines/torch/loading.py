@@ -17,9 +17,8 @@ def load_state_dict(ckpt: Checkpoint) -> dict[str, torch.Tensor]:
     from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    files = sorted(ckpt.path.glob("*.safetensors"))
     state: dict[str, torch.Tensor] = {}
-    for f in files:
+    for f in sorted(ckpt.path.glob("*.safetensors")):
         try:
             state.update(load_file(str(f)))
         except (OSError, SafetensorError) as exc:

@@ -122,27 +122,21 @@ class InternVisionEncoderLayer(nn.Module):
         return x + self.mlp(self.norm2(x)) * self.ls2
 
 
-class InternVisionEncoder(nn.Module):
-    def __init__(self, cfg: VisionConfig, num_layers: int) -> None:
-        super().__init__()
-        self.layers = nn.ModuleList(InternVisionEncoderLayer(cfg) for _ in range(num_layers))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        for layer in self.layers:
-            x = layer(x)
-        return x
-
-
 class InternVisionModel(nn.Module):
     """InternViT without a final norm; `num_layers` < config layers when select_layer < -1."""
 
     def __init__(self, cfg: VisionConfig, num_layers: int) -> None:
         super().__init__()
         self.embeddings = InternVisionEmbeddings(cfg)
-        self.encoder = InternVisionEncoder(cfg, num_layers)
+        layers = [InternVisionEncoderLayer(cfg) for _ in range(num_layers)]
+        self.encoder = nn.Module()  # holds the layers, named as in the checkpoint
+        self.encoder.layers = nn.ModuleList(layers)
 
     def forward(self, pixel_values: torch.Tensor) -> torch.Tensor:
-        return self.encoder(self.embeddings(pixel_values))
+        x = self.embeddings(pixel_values)
+        for layer in self.encoder.layers:
+            x = layer(x)
+        return x
 
 
 def pixel_shuffle(x: torch.Tensor, scale: float, ps_version: str) -> torch.Tensor:
@@ -156,6 +150,25 @@ def pixel_shuffle(x: torch.Tensor, scale: float, ps_version: str) -> torch.Tenso
     return x
 
 
+def vision_projector(vision_hidden: int, downsample_ratio: float, hidden: int) -> nn.Sequential:
+    """InternVL's `mlp1`: pixel-shuffled ViT features -> the decoder's width (vllm's too)."""
+    vit_out = vision_hidden * int(1 / downsample_ratio) ** 2
+    return nn.Sequential(
+        nn.LayerNorm(vit_out), nn.Linear(vit_out, hidden), nn.GELU(), nn.Linear(hidden, hidden)
+    )
+
+
+def project_vision(
+    vit: torch.Tensor, mlp1: nn.Module, scale: float, ps_version: str
+) -> torch.Tensor:
+    """ViT output (tiles, 1 + patches, C) -> (tiles, image tokens per tile, hidden): the class
+    token dropped, the patches pixel-shuffled and projected by `mlp1` (vllm's model too)."""
+    vit = vit[:, 1:, :]
+    side = int(vit.shape[1] ** 0.5)
+    vit = pixel_shuffle(vit.reshape(vit.shape[0], side, side, -1), scale, ps_version)
+    return mlp1(vit.reshape(vit.shape[0], -1, vit.shape[-1]))
+
+
 class HpdModel(nn.Module):
     """InternVLChatModel with an HPD decoder: vision_model, mlp1, language_model (+ .mtp)."""
 
@@ -166,12 +179,8 @@ class HpdModel(nn.Module):
 
         self.config = config
         self.vision_model = InternVisionModel(config.vision, config.vision_layers_used)
-        vit_out = config.vision.hidden_size * int(1 / config.downsample_ratio) ** 2
-        self.mlp1 = nn.Sequential(
-            nn.LayerNorm(vit_out),
-            nn.Linear(vit_out, config.hidden_size),
-            nn.GELU(),
-            nn.Linear(config.hidden_size, config.hidden_size),
+        self.mlp1 = vision_projector(
+            config.vision.hidden_size, config.downsample_ratio, config.hidden_size
         )
         qcfg = config.qwen3_config()
         self.language_model = Qwen3ForCausalLM(qcfg)
@@ -195,12 +204,8 @@ class HpdModel(nn.Module):
 
     def image_features(self, pixel_values: torch.Tensor) -> torch.Tensor:
         """(tiles, 3, S, S) normalised pixels -> (tiles, image tokens per tile, hidden)."""
-        vit = self.vision_model(pixel_values)[:, 1:, :]
-        side = int(vit.shape[1] ** 0.5)
-        vit = vit.reshape(vit.shape[0], side, side, -1)
-        vit = pixel_shuffle(vit, self.config.downsample_ratio, self.config.ps_version)
-        vit = vit.reshape(vit.shape[0], -1, vit.shape[-1])
-        return self.mlp1(vit)
+        vit = self.vision_model(pixel_values)
+        return project_vision(vit, self.mlp1, self.config.downsample_ratio, self.config.ps_version)
 
     def embed_tokens(self, input_ids: torch.Tensor) -> torch.Tensor:
         return self.decoder.embed_tokens(input_ids)

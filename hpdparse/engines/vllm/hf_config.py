@@ -29,6 +29,18 @@ _VISION_DEFAULTS: dict[str, int | float | bool | str] = {
     "drop_path_rate": 0.0,
     "use_flash_attn": False,
 }
+# The top-level settings (projector, tiling) and their defaults.
+_CHAT_DEFAULTS: dict[str, int | float | bool | str | None] = {
+    "downsample_ratio": 0.5,
+    "force_image_size": None,
+    "select_layer": -1,
+    "ps_version": "v2",
+    "template": None,
+    "dynamic_image_size": True,
+    "use_thumbnail": True,
+    "min_dynamic_patch": 1,
+    "max_dynamic_patch": 24,
+}
 
 
 class HpdVisionConfig(PretrainedConfig):
@@ -44,7 +56,8 @@ class HpdVisionConfig(PretrainedConfig):
 
 
 class HpdChatConfig(PretrainedConfig):
-    """The top-level ``internvl_chat`` config: vision tower, projector settings, Qwen3 decoder."""
+    """The top-level ``internvl_chat`` config: vision tower, projector settings, Qwen3 decoder
+    (`_CHAT_DEFAULTS` for the settings not given)."""
 
     model_type = "internvl_chat"
     sub_configs = {"vision_config": HpdVisionConfig, "llm_config": PretrainedConfig}
@@ -53,15 +66,6 @@ class HpdChatConfig(PretrainedConfig):
         self,
         vision_config: dict[str, Any] | PretrainedConfig | None = None,
         llm_config: dict[str, Any] | PretrainedConfig | None = None,
-        downsample_ratio: float = 0.5,
-        force_image_size: int | None = None,
-        select_layer: int = -1,
-        ps_version: str = "v2",
-        template: str | None = None,
-        dynamic_image_size: bool = True,
-        use_thumbnail: bool = True,
-        min_dynamic_patch: int = 1,
-        max_dynamic_patch: int = 24,
         **kwargs: Any,
     ) -> None:
         # Sub-configs first: PretrainedConfig.__init__ validates token ids against the text config.
@@ -71,15 +75,8 @@ class HpdChatConfig(PretrainedConfig):
         if isinstance(llm_config, dict):
             llm_config = _text_config(llm_config)
         self.llm_config = llm_config or CONFIG_MAPPING["qwen3"]()
-        self.downsample_ratio = downsample_ratio
-        self.force_image_size = force_image_size
-        self.select_layer = select_layer
-        self.ps_version = ps_version
-        self.template = template
-        self.dynamic_image_size = dynamic_image_size
-        self.use_thumbnail = use_thumbnail
-        self.min_dynamic_patch = min_dynamic_patch
-        self.max_dynamic_patch = max_dynamic_patch
+        for name, default in _CHAT_DEFAULTS.items():
+            setattr(self, name, kwargs.pop(name, default))
         super().__init__(**kwargs)
 
     @property

@@ -55,6 +55,7 @@ from vllm.multimodal.processing import (
 )
 from vllm.sequence import IntermediateTensors
 
+from hpdparse.engines.torch.modeling import project_vision, vision_projector
 from hpdparse.engines.vllm import compat
 from hpdparse.hpd.protocol import IMG_CONTEXT, IMG_END, IMG_START
 from hpdparse.hpd.tiling import (
@@ -67,21 +68,6 @@ from hpdparse.hpd.tiling import (
 
 # Weights of the P-MTP draft head live in the main checkpoint; the target model does not use them.
 MTP_PREFIX = "language_model.mtp."
-
-
-def tiling_config_of(hf_config: Any) -> TilingConfig:
-    """The HPD tiling a loaded ``internvl_chat`` config asks for."""
-    vision = hf_config.vision_config
-    return TilingConfig.from_model_config(
-        {
-            "force_image_size": hf_config.force_image_size,
-            "vision_config": {"image_size": vision.image_size, "patch_size": vision.patch_size},
-            "min_dynamic_patch": hf_config.min_dynamic_patch,
-            "max_dynamic_patch": hf_config.max_dynamic_patch,
-            "use_thumbnail": hf_config.use_thumbnail,
-            "downsample_ratio": hf_config.downsample_ratio,
-        }
-    )
 
 
 class HpdDataParser(MultiModalDataParser):
@@ -98,7 +84,7 @@ class HpdDataParser(MultiModalDataParser):
 class HpdProcessingInfo(BaseProcessingInfo):
     @cached_property
     def tiling(self) -> TilingConfig:
-        return tiling_config_of(self.get_hf_config())
+        return TilingConfig.from_model_config(self.get_hf_config().to_dict())
 
     @cached_property
     def image_context_id(self) -> int:
@@ -232,19 +218,15 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
         super().__init__()
         config = vllm_config.model_config.hf_config
         self.config = config
-        self.tiling = tiling_config_of(config)
+        self.tiling = TilingConfig.from_model_config(config.to_dict())
         vision = config.vision_config
         self.downsample_ratio = config.downsample_ratio
         self.ps_version = config.ps_version
-        layers = (
-            vision.num_hidden_layers + config.select_layer + 1
-            if config.select_layer < 0
-            else config.select_layer + 1
-        )
-        # Pages and tiles through the vision encoder since start-up: tests read it to show that
-        # a child request reuses its parent's encoder output instead of encoding the page again.
+        # InternVL takes the features of layer `select_layer` (negative: from the end).
+        last = config.select_layer + (vision.num_hidden_layers if config.select_layer < 0 else 0)
+        # Pages through the vision encoder since start-up: tests read it to show that a child
+        # request reuses its parent's encoder output instead of encoding the page again.
         self.encoded_images = 0
-        self.encoded_tiles = 0
         # The channel counts of the pages of each encoder call (the latest few), for tests.
         self.encoder_calls: list[tuple[int, ...]] = []
 
@@ -252,16 +234,11 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
             self.vision_model = InternVisionModel(
                 vision,
                 quant_config=vllm_config.quant_config,
-                num_hidden_layers_override=layers,
+                num_hidden_layers_override=last + 1,
                 prefix=maybe_prefix(prefix, "vision_model"),
             )
-            vit_hidden = vision.hidden_size * int(1 / self.downsample_ratio) ** 2
-            llm_hidden = config.text_config.hidden_size
-            self.mlp1 = nn.Sequential(
-                nn.LayerNorm(vit_hidden),
-                nn.Linear(vit_hidden, llm_hidden),
-                nn.GELU(),
-                nn.Linear(llm_hidden, llm_hidden),
+            self.mlp1 = vision_projector(
+                vision.hidden_size, self.downsample_ratio, config.text_config.hidden_size
             )
         with self._mark_language_model(vllm_config):
             self.language_model = init_vllm_registered_model(
@@ -270,16 +247,6 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
                 prefix=maybe_prefix(prefix, "language_model"),
             )
         self.make_empty_intermediate_tensors = self.language_model.make_empty_intermediate_tensors
-
-    def _pixel_shuffle(self, x: torch.Tensor) -> torch.Tensor:
-        scale = self.downsample_ratio
-        n, w, h, c = x.size()
-        x = x.view(n, w, int(h * scale), int(c / scale))
-        x = x.permute(0, 2, 1, 3).contiguous()
-        x = x.view(n, int(h * scale), int(w * scale), int(c / (scale * scale)))
-        if self.ps_version != "v1":
-            x = x.permute(0, 2, 1, 3).contiguous()
-        return x
 
     def _encode_tiles(self, pages: Sequence[torch.Tensor]) -> torch.Tensor:
         """Pages of uint8 tiles (N, t, t, 1 or 3) -> (all tiles, tokens per tile, hidden), the
@@ -291,10 +258,8 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
                 for p in pages
             ]
         )
-        embeds = self.vision_model(pixel_values=pixels)[:, 1:, :]
-        side = int(embeds.shape[1] ** 0.5)
-        embeds = self._pixel_shuffle(embeds.reshape(embeds.shape[0], side, side, -1))
-        return self.mlp1(embeds.reshape(embeds.shape[0], -1, embeds.shape[-1]))
+        vit = self.vision_model(pixel_values=pixels)
+        return project_vision(vit, self.mlp1, self.downsample_ratio, self.ps_version)
 
     def embed_multimodal(self, **kwargs: object) -> MultiModalEmbeddings:
         tiles = kwargs.get("pixel_values")
@@ -307,7 +272,6 @@ class HpdParsingForConditionalGeneration(nn.Module, SupportsMultiModal):
         counts = [int(p.shape[0]) for p in pages]
         embeds = self._encode_tiles(pages)
         self.encoded_images += len(pages)
-        self.encoded_tiles += sum(counts)
         self.encoder_calls = [*self.encoder_calls[-63:], tuple(int(p.shape[-1]) for p in pages)]
         hidden = self.config.text_config.hidden_size
         per_tile = embeds.shape[1]

@@ -40,8 +40,10 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TypedDict
 
+from hpdparse.engines.vllm import compat
+
 DRAFT_ARCHITECTURE = "EaglePMtpHpdForCausalLM"
-_DRAFT_CLASS = f"hpdparse.engines.vllm.draft_model:{DRAFT_ARCHITECTURE}"
+DRAFT_CLASS = f"hpdparse.engines.vllm.draft_model:{DRAFT_ARCHITECTURE}"
 MTP_PREFIX = "language_model.mtp."
 PMTP_FOLDER = "P-MTP"
 # The head's tensors, named as under language_model.mtp.* (the reference's module names).
@@ -61,14 +63,6 @@ _warned_no_head: set[str] = set()  # checkpoints already warned about
 
 
 # ------------------------------------------------------------------------------ engine wiring
-def register_draft_model() -> None:
-    """Add the draft architecture to vLLM's registry (call from the plugin's ``register()``)."""
-    from vllm import ModelRegistry
-
-    if DRAFT_ARCHITECTURE not in ModelRegistry.get_supported_archs():
-        ModelRegistry.register_model(DRAFT_ARCHITECTURE, _DRAFT_CLASS)
-
-
 class SpeculativeConfig(TypedDict, total=False):
     method: str
     model: str
@@ -89,8 +83,8 @@ def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> PMtpEngineArg
     no head (then a warning is logged once per checkpoint). The ``hf_overrides`` entry must be
     merged into the target's own ``hf_overrides``, not replace them.
     """
-    n = int(getattr(engine_config, "speculative_tokens", 0))
-    if not getattr(engine_config, "mtp", False) or n < 1:
+    n = engine_config.speculative_tokens
+    if not engine_config.mtp or n < 1:
         return {}
     folder = prepare_draft_folder(model_dir)
     if folder is None:
@@ -104,26 +98,18 @@ def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> PMtpEngineArg
                 PMTP_FOLDER,
             )
         return {}
-    from hpdparse.engines.vllm import compat
-
-    return {
-        "speculative_config": speculative_config(folder, n),
-        **compat.per_request_spec_decode_metrics(),
-        "hf_overrides": {"image_token_index": _image_context_id(Path(model_dir))},
-    }
-
-
-def speculative_config(draft_folder: str | Path, num_tokens: int) -> SpeculativeConfig:
-    """vLLM's ``speculative_config`` for the P-MTP draft in ``draft_folder``."""
-    from hpdparse.engines.vllm import compat
-
-    return {
+    speculative: SpeculativeConfig = {
         "method": "eagle",
-        "model": str(draft_folder),
-        "num_speculative_tokens": int(num_tokens),
+        "model": str(folder),
+        "num_speculative_tokens": n,
         # The head has no attention: it needs no KV of the prefix, so a child keeps its last
         # shared prefix block (EAGLE's block drop would recompute it; vLLM 0.30+ can skip it).
         **compat.no_eagle_block_drop(),
+    }
+    return {
+        "speculative_config": speculative,
+        **compat.per_request_spec_decode_metrics(),
+        "hf_overrides": {"image_token_index": _image_context_id(Path(model_dir))},
     }
 
 

@@ -26,27 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 from hpdparse.engines.base import PageResult
 from hpdparse.engines.vllm.mtp import spec_decode_counts
-from hpdparse.hpd.fork_tree import Branch, ForkTokenIds, ForkTree
+from hpdparse.hpd.fork_tree import Branch, ForkTree
 from hpdparse.hpd.logprobs import PageLogprobs
 
 if TYPE_CHECKING:
     from vllm.inputs.engine import MultiModalInput
-
-
-@dataclass(frozen=True)
-class PagePrompt:
-    """What every page of a run starts from: the prompt's token ids (one ``<IMG_CONTEXT>``,
-    widened by vLLM to the page's image tokens), the protocol's token ids and the stop ids; how
-    many forks a page may make (`EngineConfig.fork`) and its default token limit per branch;
-    `tokenizer` (the checkpoint's) tokenizes the children answered from a page's text layer."""
-
-    prompt_ids: list[int]
-    token_ids: ForkTokenIds
-    stop_ids: list[int]
-    forks: bool
-    max_tokens: int
-    logprobs: bool = True  # ask vLLM for the chosen tokens' log-probabilities
-    tokenizer: Any = None
 
 
 @dataclass(frozen=True)
@@ -121,10 +105,6 @@ class PageInFlight:
     on_logprobs: Callable[[list[float]], None] | None = None
     requests: list[BranchRequest] = field(default_factory=list)  # parent's, then children's
 
-    def stream(self) -> None:
-        """Hand the page's newly settled tokens to its `on_tokens`, if any."""
-        self.tree.stream_settled(self.on_tokens, self.on_logprobs)
-
     def decoding_steps(self) -> int:
         """The engine steps in which one of the page's branches decoded."""
         spans = sorted((r.first_step, r.last_step) for r in self.requests if r.token_steps)
@@ -170,10 +150,5 @@ def child_input(page: PageInFlight, prompt: list[int]) -> MultiModalInput:
     """A child's engine input: its prompt with the page's rendered image (no re-encoding)."""
     from vllm.inputs import mm_input
 
-    rendered = page.rendered
-    return mm_input(
-        prompt_token_ids=prompt,
-        mm_kwargs=rendered["mm_kwargs"],
-        mm_hashes=rendered["mm_hashes"],
-        mm_placeholders=rendered["mm_placeholders"],
-    )
+    image = {name: page.rendered[name] for name in ("mm_kwargs", "mm_hashes", "mm_placeholders")}
+    return mm_input(prompt_token_ids=prompt, **image)

@@ -14,15 +14,17 @@ parent and keeps the image data on the worker (``core_process``,
 from __future__ import annotations
 
 import logging
+import os
+
+from hpdparse.engines.vllm import compat, core_process, host_memory
+from hpdparse.engines.vllm.mtp import DRAFT_ARCHITECTURE, DRAFT_CLASS
+from hpdparse.errors import EngineError
 
 ARCHITECTURE = "HpdParsingForConditionalGeneration"
 _MODEL_CLASS = f"hpdparse.engines.vllm.model:{ARCHITECTURE}"
 
 
 def register() -> None:
-    from hpdparse.engines.vllm import compat, host_memory
-    from hpdparse.errors import EngineError
-
     try:
         compat.check_supported()
     except EngineError as exc:
@@ -33,25 +35,17 @@ def register() -> None:
     from vllm import ModelRegistry
 
     from hpdparse.engines.vllm.hf_config import HpdChatConfig
-    from hpdparse.engines.vllm.mtp import register_draft_model
 
     if "internvl_chat" not in CONFIG_MAPPING:
         AutoConfig.register("internvl_chat", HpdChatConfig)
-    if ARCHITECTURE not in ModelRegistry.get_supported_archs():
-        # A "module:Class" string keeps vLLM from importing the model until it is used.
-        ModelRegistry.register_model(ARCHITECTURE, _MODEL_CLASS)
-    register_draft_model()  # the P-MTP draft head, used when speculative decoding is on
+    # The model, and the P-MTP draft head used when speculative decoding is on; a "module:Class"
+    # string keeps vLLM from importing either until it is used.
+    for architecture, model in ((ARCHITECTURE, _MODEL_CLASS), (DRAFT_ARCHITECTURE, DRAFT_CLASS)):
+        if architecture not in ModelRegistry.get_supported_archs():
+            ModelRegistry.register_model(architecture, model)
     if host_memory.wanted():
         host_memory.keep_freed_memory()
-    _in_engine_core_process()
-
-
-def _in_engine_core_process() -> None:
-    """In the engine-core process of a process-mode hpdparse engine started with spawn (a fork
-    inherits both from the engine's process): the image-data fix and the parent watch."""
-    import os
-
-    from hpdparse.engines.vllm import compat, core_process
-
+    # In the engine-core process of a process-mode hpdparse engine started with spawn (a fork
+    # inherits both from the engine's process): the image-data fix and the parent watch.
     if os.environ.get(core_process.PARENT_ENV) and core_process.watch_parent():
         compat.keep_image_data_on_the_worker()

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from itertools import count
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from hpdparse.engines.base import (
     FINISH_ERROR,
@@ -34,19 +33,9 @@ from hpdparse.engines.base import (
     cancelled_result,
     page_token_limit,
 )
-from hpdparse.engines.text_layer import file_answers
-from hpdparse.engines.vllm.pages import (
-    BranchRequest,
-    PageInFlight,
-    PagePrompt,
-    WaitingLimits,
-    child_input,
-)
+from hpdparse.engines.vllm.pages import BranchRequest, PageInFlight, child_input
 from hpdparse.errors import EngineError
 from hpdparse.hpd.fork_tree import Branch, ForkTree
-
-if TYPE_CHECKING:
-    from vllm.inputs.engine import MultiModalInput
 
 
 class PageScheduler:
@@ -54,29 +43,22 @@ class PageScheduler:
     children waiting to be added, and admission control. `results()` is the run. Page numbers
     (request ids ``pageN``, ``pageN.cK``) come from the engine, unique across its runs."""
 
-    def __init__(
-        self,
-        llm: Any,
-        prompt: PagePrompt,
-        *,
-        detokenize: Callable[[list[int]], str],
-        engine_started: Callable[[], bool],
-        max_model_len: int,
-        max_in_flight: int,
-        admission: WaitingLimits,
-        page_numbers: count,
-    ) -> None:
-        self._llm = llm  # a started vLLM LLMEngine
-        self._detokenize = detokenize
-        self._engine_started = engine_started  # False once the engine was closed
-        self._prompt = prompt
-        self._max_model_len = max_model_len
+    def __init__(self, engine: Any, max_in_flight: int) -> None:
+        # The started VllmEngine (engine.py, which imports this module): the run reads its
+        # settings, token ids and tokenizer.
+        self._engine = engine
+        self._llm = engine.llm_engine  # a started vLLM LLMEngine
+        self._forks = engine.config.fork
+        self._ids = engine._ids
+        self._stop_ids = sorted(self._ids.stop)
+        # One <IMG_CONTEXT>: the model's processor widens it to the page's N*256 image tokens.
+        self._prompt_ids = engine._prompts.build(1, self._forks)
+        self._max_model_len = engine._max_model_len()
         self._max_in_flight = max(1, int(max_in_flight))
         self._child_limit = max(64, 8 * self._max_in_flight)
-        self._admission = admission
-        self._page_numbers = page_numbers
+        self._admission = engine._admission()
         self._requests: dict[str, BranchRequest] = {}  # by id, until their branch finishes
-        self._queued_children: deque[tuple[BranchRequest, MultiModalInput, int]] = deque()
+        self._queued_children: deque[BranchRequest] = deque()
         # Pages in flight whose request can be cancelled.
         self._cancellable: dict[int, PageInFlight] = {}
         self._pages_in_flight = 0
@@ -95,19 +77,23 @@ class PageScheduler:
                 if self._cancellable:
                     yield from self._drop_cancelled()
                 if not self._llm.has_unfinished_requests():
-                    if self._queued_children:
-                        continue
-                    if self._pages_in_flight == 0:
-                        if self._exhausted:
-                            return
-                        # Nothing in flight and the source said "no request now" (or a page
-                        # failed to prepare): ask it again; a live source blocks until it has one.
-                        continue
                     # Pages in flight but none of their requests in vLLM: a bug, not a wait.
-                    raise EngineError(f"vllm engine: {self._pages_in_flight} pages lost in flight")
+                    if self._pages_in_flight and not self._queued_children:
+                        raise EngineError(
+                            f"vllm engine: {self._pages_in_flight} pages lost in flight"
+                        )
+                    if self._exhausted and not self._pages_in_flight:
+                        return
+                    # Children to add, or nothing in flight and the source said "no request
+                    # now" (or a page failed to prepare): ask it again; a live source blocks
+                    # until it has one.
+                    continue
                 yield from self._step()
         finally:
-            self._abort_unfinished()
+            # A run closed early (or failed): abort its requests left in vLLM, unless the
+            # engine was closed first (its requests went with it).
+            if self._requests and self._engine.started:
+                self._llm.abort_request(list(self._requests))
 
     # ------------------------------------------------------------------------------- pages in
     def _admit_pages(self, source: Iterator[PageRequest | None]) -> Iterator[PageResult]:
@@ -135,17 +121,12 @@ class PageScheduler:
         """Add the page's parent request to vLLM; a page that cannot be is a failed result."""
         from vllm.inputs import TokensPrompt
 
-        number = next(self._page_numbers)
+        number = next(self._engine._page_numbers)
+        prompt = TokensPrompt(
+            prompt_token_ids=list(self._prompt_ids), multi_modal_data={"image": request.payload}
+        )
         try:
-            rendered = self._llm.renderer.render_cmpl(
-                [
-                    TokensPrompt(
-                        prompt_token_ids=list(self._prompt.prompt_ids),
-                        multi_modal_data={"image": request.payload},
-                    )
-                ],
-                skip_mm_cache=True,
-            )[0]
+            rendered = self._llm.renderer.render_cmpl([prompt], skip_mm_cache=True)[0]
         except Exception as exc:  # a bad payload fails its page, not the run
             error = f"cannot prepare page input: {type(exc).__name__}: {exc}"[:300]
             return PageResult(key=request.key, text="", finish_reason=FINISH_ERROR, error=error)
@@ -161,26 +142,25 @@ class PageScheduler:
                 prompt_tokens=len(prompt_ids),
             )
         tree = ForkTree(
-            self._prompt.token_ids,
-            forks=self._prompt.forks,
+            self._ids,
+            forks=self._forks,
             prompt_len=len(prompt_ids),
             max_model_len=self._max_model_len,
-            answer=self._answers(request),
+            answer=self._engine._answers(request),
         )
-        started = time.perf_counter()
         page = PageInFlight(
             request.key,
             number,
-            started,
+            time.perf_counter(),
             prompt_ids,
             rendered,
             tree,
             request.on_tokens,
-            page_token_limit(request, self._prompt.max_tokens),
+            page_token_limit(request, self._engine.config.max_tokens),
             request.cancel,
             request.on_logprobs,
         )
-        every_step = self._prompt.forks or page.on_tokens is not None  # to see its <FORK>s
+        every_step = self._forks or page.on_tokens is not None  # to see its <FORK>s
         parent = BranchRequest(page, tree.parent, f"page{number}", every_step)
         page.requests.append(parent)
         self._requests[parent.request_id] = parent
@@ -191,11 +171,6 @@ class PageScheduler:
             self._cancellable[number] = page
         return None
 
-    def _answers(self, request: PageRequest) -> Any:
-        """The page's children answered from its text layer (--text-layer prefer), or None."""
-        prompt = self._prompt
-        return file_answers(request.text_layer, prompt.tokenizer, prompt.token_ids, prompt.forks)
-
     def _params(self, max_tokens: int, budget: int, every_step: bool) -> Any:
         """Greedy sampling of at most `max_tokens`, and no more than `budget` (the room left in
         the context); token ids only, as deltas every step or all at once at the end."""
@@ -205,12 +180,12 @@ class PageScheduler:
         return SamplingParams(
             temperature=0.0,
             max_tokens=max(1, min(max_tokens, budget)),
-            stop_token_ids=self._prompt.stop_ids,
+            stop_token_ids=self._stop_ids,
             output_kind=RequestOutputKind.DELTA if every_step else RequestOutputKind.FINAL_ONLY,
             detokenize=False,
             skip_special_tokens=False,
             # the chosen token's log-probability only (for the confidence scores)
-            logprobs=0 if self._prompt.logprobs else None,
+            logprobs=0 if self._engine.options.logprobs else None,
             # kept as flat lists, not a dict and a Logprob object per token (host time per step)
             flat_logprobs=True,
         )
@@ -227,16 +202,17 @@ class PageScheduler:
             # would refuse the request); it stays empty, as in the PyTorch reference.
             return
         self._requests[child.request_id] = child
-        prompt = page.prompt_ids + page.tree.child_prompt(branch)
-        self._queued_children.append((child, child_input(page, prompt), len(prompt)))
+        self._queued_children.append(child)
 
     def _add_children(self) -> None:
         """Add queued children to vLLM while fewer than the child limit run."""
         while self._queued_children and self._running_children < self._child_limit:
-            child, engine_input, prompt_len = self._queued_children.popleft()
-            budget = self._max_model_len - prompt_len
-            params = self._params(child.page.max_tokens, budget, child.every_step)
-            self._llm.add_request(child.request_id, engine_input, params)
+            child = self._queued_children.popleft()
+            page = child.page
+            prompt = page.prompt_ids + page.tree.child_prompt(child.branch)
+            budget = self._max_model_len - len(prompt)
+            params = self._params(page.max_tokens, budget, child.every_step)
+            self._llm.add_request(child.request_id, child_input(page, prompt), params)
             self._running_children += 1
 
     # ------------------------------------------------------------------------------ cancelling
@@ -244,11 +220,8 @@ class PageScheduler:
         """Abort the vLLM requests of pages whose request was cancelled; yield their results."""
         for page in [p for p in self._cancellable.values() if p.cancel and p.cancel.is_set()]:
             del self._cancellable[page.number]
-            queued = {c.request_id for c, _, _ in self._queued_children if c.page is page}
-            if queued:
-                kept = [entry for entry in self._queued_children if entry[0].page is not page]
-                self._queued_children.clear()
-                self._queued_children.extend(kept)
+            queued = {c.request_id for c in self._queued_children if c.page is page}
+            self._queued_children = deque(c for c in self._queued_children if c.page is not page)
             own = [r for r in page.requests if r.request_id in self._requests]
             running = [r for r in own if r.request_id not in queued]
             self._running_children -= sum(1 for r in running if r.branch.is_child)
@@ -272,9 +245,8 @@ class PageScheduler:
         self._steps += 1
         finished: list[PageInFlight] = []
         streamed: dict[int, PageInFlight] = {}
-        requests = self._requests
         for output in outputs:
-            request = requests.get(output.request_id)
+            request = self._requests.get(output.request_id)
             if request is None:
                 continue
             page = request.page
@@ -282,11 +254,11 @@ class PageScheduler:
                 streamed[page.number] = page
             if self._absorb(request, output):
                 finished.append(page)
-        for page in streamed.values():
-            page.stream()
+        for page in streamed.values():  # their newly settled tokens
+            page.tree.stream_settled(page.on_tokens, page.on_logprobs)
         for page in finished:
             self._pages_in_flight -= 1
-            yield page.result(self._detokenize, self._prompt.token_ids)
+            yield page.result(self._engine.detokenize, self._ids)
 
     def _absorb(self, request: BranchRequest, output: Any) -> bool:
         """One request's output of a step; True when it finished its page."""
@@ -309,12 +281,6 @@ class PageScheduler:
         if page.tree.done:
             self._cancellable.pop(page.number, None)
         return page.tree.done
-
-    def _abort_unfinished(self) -> None:
-        """A run closed early (or failed): abort its requests left in vLLM, unless the engine
-        was closed first (its requests went with it)."""
-        if self._requests and self._engine_started():
-            self._llm.abort_request(list(self._requests))
 
 
 def chosen_logprobs(tokens: Any, logprobs: Any) -> list[float] | None:
@@ -341,12 +307,8 @@ def _chosen_flat(tokens: Any, flat: Any) -> list[float] | None:
         return [float(value) for value in values]
     chosen = []
     for i, token in enumerate(tokens):
-        at = starts[i]
-        if at >= ends[i]:
+        at = next((j for j in range(starts[i], ends[i]) if ids[j] == token), -1)
+        if at < 0:
             return None
-        if ids[at] != token:
-            at = next((j for j in range(at + 1, ends[i]) if ids[j] == token), -1)
-            if at < 0:
-                return None
         chosen.append(float(values[at]))
     return chosen
