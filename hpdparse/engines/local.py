@@ -64,16 +64,16 @@ class LocalEngine(Engine):
 
         ckpt = self.checkpoint
         self._tokenizer = load_tokenizer(ckpt.path, ckpt.model_id)
-        self._ids = token_ids(self._tokenizer, ckpt.config, ckpt.model_id)
+        self.ids = token_ids(self._tokenizer, ckpt.config, ckpt.model_id)
         chat_template = ckpt.chat_template()
         if isinstance(chat_template, list):  # a list of named templates: take "default"
             named = {t.get("name"): t.get("template") for t in chat_template}
             chat_template = named.get("default")
-        self._prompts = PromptBuilder(self._tokenizer, self._ids, chat_template)
+        self.prompts = PromptBuilder(self._tokenizer, self.ids, chat_template)
 
-    def _answers(self, request: PageRequest) -> Any:
+    def answers(self, request: PageRequest) -> Any:
         """The page's children answered from its text layer (--text-layer prefer), or None."""
-        return file_answers(request.text_layer, self._tokenizer, self._ids, self.config.fork)
+        return file_answers(request.text_layer, self._tokenizer, self.ids, self.config.fork)
 
     def detokenize(self, token_ids: list[int]) -> str:
         if self._tokenizer is None:

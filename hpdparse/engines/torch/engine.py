@@ -91,7 +91,7 @@ class TorchEngine(LocalEngine):
             )
         except ValueError as exc:
             raise EngineError(f"torch engine: {exc}") from None
-        self._decoder = HpdDecoder(self._model, self._ids, options)
+        self._decoder = HpdDecoder(self._model, self.ids, options)
 
     def close(self) -> None:
         self._model = self._decoder = None
@@ -113,9 +113,9 @@ class TorchEngine(LocalEngine):
             pixels = normalize_torch(tiles, tiling, dtype=self._decoder.dtype, device=self.device)
             features = self._model.image_features(pixels)
             features = features.reshape(-1, features.shape[-1])
-        prompt = self._prompts.build(features.shape[0], self.config.fork)
+        prompt = self.prompts.build(features.shape[0], self.config.fork)
         max_tokens = page_token_limit(request, self.config.max_tokens)
-        job = PageJob(request.key, prompt, features, max_tokens, self._answers(request))
+        job = PageJob(request.key, prompt, features, max_tokens, self.answers(request))
         job.on_tokens, job.on_logprobs = request.on_tokens, request.on_logprobs
         job.cancel = request.cancel
         return self._decoder.new_page(job)
@@ -174,7 +174,7 @@ class TorchEngine(LocalEngine):
             output_tokens=stats["parent_tokens"] + stats["child_tokens"],
             seconds=time.monotonic() - page.job.started,
             stats=stats,
-            logprobs=PageLogprobs.of_ids(decoded.token_ids, decoded.logprobs, self._ids),
+            logprobs=PageLogprobs.of_ids(decoded.token_ids, decoded.logprobs, self.ids),
         )
 
 

@@ -64,7 +64,7 @@ class VllmEngine(LocalEngine):
     ) -> None:
         super().__init__(config, options)
         self._llm: Any = None
-        self._page_numbers = itertools.count(1)  # request ids pageN: unique across runs
+        self.page_numbers = itertools.count(1)  # request ids pageN: unique across runs
         self._admission_fallback_logged = False
         self._core_process = self.options.engine_core == "process"
         self.startup_seconds = 0.0
@@ -156,7 +156,7 @@ class VllmEngine(LocalEngine):
             # The torch engine's defaults (bfloat16 on a GPU, float32 elsewhere), so both engines
             # give the same text unless told otherwise.
             dtype=cfg.dtype if cfg.dtype and cfg.dtype != "auto" else default_dtype,
-            max_model_len=self._max_model_len(),
+            max_model_len=self.max_model_len(),
             enable_prefix_caching=True,
             limit_mm_per_prompt={"image": 1},
             # No processed-image LRU (4 GiB by default): a page is rendered once and its children
@@ -201,7 +201,7 @@ class VllmEngine(LocalEngine):
         kwargs.update(extra)
         return engine_args_cls(**kwargs)
 
-    def _max_model_len(self) -> int:
+    def max_model_len(self) -> int:
         """The configured length, capped at what the decoder's positions allow (tiny models)."""
         limit = self._checkpoint.config.max_position_embeddings
         return min(self.config.max_model_len, limit) if limit else self.config.max_model_len
@@ -219,7 +219,7 @@ class VllmEngine(LocalEngine):
     def run(self, requests: Iterable[PageRequest], max_in_flight: int) -> Iterator[PageResult]:
         yield from PageScheduler(self, max_in_flight).results(requests)
 
-    def _admission(self) -> WaitingLimits:
+    def admission(self) -> WaitingLimits:
         """Admission control (`VllmOptions.max_waiting`, `max_waiting_tokens`), reading what waits
         in the in-process engine core's scheduler, or, with the engine core in its own process,
         what has not yet returned a first token (`core_process.frontend_waiting`).

@@ -44,19 +44,20 @@ class PageScheduler:
     (request ids ``pageN``, ``pageN.cK``) come from the engine, unique across its runs."""
 
     def __init__(self, engine: Any, max_in_flight: int) -> None:
-        # The started VllmEngine (engine.py, which imports this module): the run reads its
-        # settings, token ids and tokenizer.
+        # The started VllmEngine (engine.py, which imports this module, so it is not named
+        # here): the run reads its vLLM engine, settings, token ids, prompt, answers from the
+        # file, length limit, admission limits and page numbers.
         self._engine = engine
         self._llm = engine.llm_engine  # a started vLLM LLMEngine
         self._forks = engine.config.fork
-        self._ids = engine._ids
+        self._ids = engine.ids
         self._stop_ids = sorted(self._ids.stop)
         # One <IMG_CONTEXT>: the model's processor widens it to the page's N*256 image tokens.
-        self._prompt_ids = engine._prompts.build(1, self._forks)
-        self._max_model_len = engine._max_model_len()
+        self._prompt_ids = engine.prompts.build(1, self._forks)
+        self._max_model_len = engine.max_model_len()
         self._max_in_flight = max(1, int(max_in_flight))
         self._child_limit = max(64, 8 * self._max_in_flight)
-        self._admission = engine._admission()
+        self._admission = engine.admission()
         self._requests: dict[str, BranchRequest] = {}  # by id, until their branch finishes
         self._queued_children: deque[BranchRequest] = deque()
         # Pages in flight whose request can be cancelled.
@@ -121,7 +122,7 @@ class PageScheduler:
         """Add the page's parent request to vLLM; a page that cannot be is a failed result."""
         from vllm.inputs import TokensPrompt
 
-        number = next(self._engine._page_numbers)
+        number = next(self._engine.page_numbers)
         prompt = TokensPrompt(
             prompt_token_ids=list(self._prompt_ids), multi_modal_data={"image": request.payload}
         )
@@ -146,7 +147,7 @@ class PageScheduler:
             forks=self._forks,
             prompt_len=len(prompt_ids),
             max_model_len=self._max_model_len,
-            answer=self._engine._answers(request),
+            answer=self._engine.answers(request),
         )
         page = PageInFlight(
             request.key,

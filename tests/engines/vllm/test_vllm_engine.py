@@ -394,7 +394,7 @@ def test_pages_are_pulled_only_while_few_tokens_wait(vllm_tight, torch_forking, 
     # By default two steps' prompt tokens may wait; the tiny pages are so small that all of
     # them would, so this run lets none wait: a page is pulled only when vLLM has none waiting.
     budget = WAITING_STEPS * _scheduler(vllm_tight).scheduler_config.max_num_batched_tokens
-    assert vllm_tight._admission().max_waiting_tokens == budget
+    assert vllm_tight.admission().max_waiting_tokens == budget
     vllm_tight.options.max_waiting_tokens = 1
     try:
         log = _PullLog(vllm_tight, pages, TIGHT_PAGES)
