@@ -28,8 +28,8 @@ class LocalEngine(Engine):
     answers_from_text_layer = True
     _checkpoint: Any = None  # hpd.checkpoint.Checkpoint, set by open()
     _tokenizer: Any = None  # the checkpoint's, set by _load_tokenizer()
-    _ids: Any = None  # the protocol's token ids (hpd.prompt.TokenIds)
-    _prompts: Any = None  # hpd.prompt.PromptBuilder
+    ids: Any = None  # the protocol's token ids (hpd.prompt.TokenIds)
+    prompts: Any = None  # hpd.prompt.PromptBuilder
 
     def open(self) -> None:
         if self._checkpoint is not None:

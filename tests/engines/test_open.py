@@ -92,3 +92,44 @@ def test_pages_decoded_by_torch_are_reused_by_vllm(hub_env: dict[str, str], tmp_
     second = convert("vllm")
     assert second["revision"] == COMMIT
     assert second["documents"][0]["status"] == "skipped", second["documents"][0]
+
+
+_PROMPT_OF_EVERY_LOCAL_ENGINE = """
+import json, sys
+from hpdparse.engines.base import EngineConfig
+from hpdparse.engines.local import LocalEngine
+from hpdparse.engines.registry import ENGINES, create_engine
+prompts = {}
+for name in ENGINES:
+    engine = create_engine(name, EngineConfig(model=sys.argv[1]))
+    if isinstance(engine, LocalEngine):
+        engine._load_tokenizer()
+        prompts[name] = engine.prompts.build(1, True)
+print(json.dumps(prompts))
+"""
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vllm installed")
+def test_every_local_engine_takes_the_default_of_named_chat_templates(tmp_path: Path) -> None:
+    """A tokenizer_config.json may list named chat templates: each engine builds its prompt
+    from the one named "default" (vllm once fell back to InternVL's built-in prompt)."""
+    named = tmp_path / "named-templates"
+    shutil.copytree(TINY, named)
+    config_path = named / "tokenizer_config.json"
+    config = json.loads(config_path.read_text("utf-8"))
+    default = config["chat_template"].replace("\\n' }}{% endif %}", "\\nDEFAULT' }}{% endif %}")
+    assert default != config["chat_template"]
+    config["chat_template"] = [
+        {"name": "tool_use", "template": "{{ messages[0]['content'] }}"},
+        {"name": "default", "template": default},
+    ]
+    config_path.write_text(json.dumps(config), "utf-8")
+
+    def prompts(model: Path) -> dict[str, list[int]]:
+        args = [sys.executable, "-c", _PROMPT_OF_EVERY_LOCAL_ENGINE, str(model)]
+        proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True)
+        return json.loads(proc.stdout.splitlines()[-1])
+
+    got, plain = prompts(named), prompts(TINY)
+    assert set(got) == {"vllm", "torch"}
+    assert got["vllm"] == got["torch"] != plain["torch"]
