@@ -7,6 +7,7 @@ file name never becomes a path.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +18,7 @@ pytest.importorskip("starlette")
 
 from tests.helpers.convert_outputs import convert_errors, run_convert
 from tests.helpers.documents_client import DocumentsClient
-from tests.helpers.paths import SAMPLES
+from tests.helpers.paths import REPO, SAMPLES
 from tests.helpers.pdfs import make_pdf
 from tests.helpers.serving import Served, serve_process
 
@@ -31,7 +32,9 @@ SERVER += ["--running-documents", "1", "--batch-size", "1"]
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     stderr = tmp_path_factory.mktemp("serve-documents-limits") / "stderr.txt"
-    with serve_process(SERVER, stderr) as served:
+    # named relative to the server's working folder, as `--store store` is
+    store = os.path.relpath(stderr.parent / "store", REPO)
+    with serve_process([*SERVER, "--store", store], stderr) as served:
         yield served
 
 

@@ -109,7 +109,8 @@ class DocumentStore:
     """The documents under `root` (see the module doc); thread-safe."""
 
     def __init__(self, root: Path) -> None:
-        self.root = Path(root).expanduser()
+        # absolute: a failed document's error names its upload, found by its path in it
+        self.root = Path(root).expanduser().resolve()
         self.documents = self.root / "documents"
         self.converted = self.root / "converted"
         try:
