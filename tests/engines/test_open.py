@@ -37,32 +37,46 @@ def hub_env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-_OPEN_EVERY_LOCAL_ENGINE = """
+_EVERY_LOCAL_ENGINE = """
 import json, sys
 from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.local import LocalEngine
 from hpdparse.engines.registry import ENGINES, create_engine
-keys = {}
+
+def reuse_key(engine):
+    engine.open()
+    return engine.info.reuse_key().to_json()
+
+def prompt(engine):
+    engine._load_tokenizer()
+    return engine.prompts.build(1, True)
+
+found = {}
 for name in ENGINES:
     engine = create_engine(name, EngineConfig(model=sys.argv[1]))
     if isinstance(engine, LocalEngine):
-        engine.open()
-        keys[name] = engine.info.reuse_key().to_json()
+        found[name] = globals()[sys.argv[2]](engine)
 heavy = sorted(m for m in ("torch", "vllm", "transformers") if m in sys.modules)
-print(json.dumps({"keys": keys, "imported": heavy}))
+print(json.dumps({"found": found, "imported": heavy}))
 """
+
+
+def every_local_engine(model: str | Path, step: str, env: dict[str, str] | None = None) -> dict:
+    """`step` (reuse_key or prompt) of every local engine on `model`, in a fresh process:
+    {"found": {engine name: its answer}, "imported": the model libraries it imported}."""
+    out = subprocess.run(
+        [sys.executable, "-c", _EVERY_LOCAL_ENGINE, str(model), step],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.splitlines()[-1])  # the last line: what the script printed
 
 
 def test_every_local_engine_gives_the_same_reuse_key_for_a_hub_model(
     hub_env: dict[str, str],
 ) -> None:
-    out = subprocess.run(
-        [sys.executable, "-c", _OPEN_EVERY_LOCAL_ENGINE, HUB_ID],
-        env=hub_env, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    assert out.returncode == 0, out.stderr
-    found = json.loads(out.stdout)
-    keys = found["keys"]
+    found = every_local_engine(HUB_ID, "reuse_key", hub_env)
+    keys = found["found"]
     assert set(keys) == {"vllm", "torch"}
     assert keys["vllm"] == keys["torch"]
     assert keys["torch"]["revision"] == COMMIT and keys["torch"]["model"] == HUB_ID
@@ -94,21 +108,6 @@ def test_pages_decoded_by_torch_are_reused_by_vllm(hub_env: dict[str, str], tmp_
     assert second["documents"][0]["status"] == "skipped", second["documents"][0]
 
 
-_PROMPT_OF_EVERY_LOCAL_ENGINE = """
-import json, sys
-from hpdparse.engines.base import EngineConfig
-from hpdparse.engines.local import LocalEngine
-from hpdparse.engines.registry import ENGINES, create_engine
-prompts = {}
-for name in ENGINES:
-    engine = create_engine(name, EngineConfig(model=sys.argv[1]))
-    if isinstance(engine, LocalEngine):
-        engine._load_tokenizer()
-        prompts[name] = engine.prompts.build(1, True)
-print(json.dumps(prompts))
-"""
-
-
 @pytest.mark.skipif(importlib.util.find_spec("vllm") is None, reason="needs vllm installed")
 def test_every_local_engine_takes_the_default_of_named_chat_templates(tmp_path: Path) -> None:
     """A tokenizer_config.json may list named chat templates: each engine builds its prompt
@@ -125,11 +124,7 @@ def test_every_local_engine_takes_the_default_of_named_chat_templates(tmp_path: 
     ]
     config_path.write_text(json.dumps(config), "utf-8")
 
-    def prompts(model: Path) -> dict[str, list[int]]:
-        args = [sys.executable, "-c", _PROMPT_OF_EVERY_LOCAL_ENGINE, str(model)]
-        proc = subprocess.run(args, capture_output=True, text=True, timeout=300, check=True)
-        return json.loads(proc.stdout.splitlines()[-1])
-
-    got, plain = prompts(named), prompts(TINY)
+    got = every_local_engine(named, "prompt")["found"]
+    plain = every_local_engine(TINY, "prompt")["found"]
     assert set(got) == {"vllm", "torch"}
     assert got["vllm"] == got["torch"] != plain["torch"]
