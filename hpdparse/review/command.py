@@ -58,10 +58,9 @@ def write_document_page(
     index = Path("..") / INDEX_NAME if out != doc.doc_dir else None
     html = render(
         "document.html",
-        doc=shown,
-        state=doc.state,
+        doc=shown.doc,
         pages=pages,
-        from_raw=shown.from_raw,
+        from_raw=doc.from_raw,
         index=index.as_posix() if index else None,
     )
     target = doc.doc_dir / review_html_name(doc.stem)

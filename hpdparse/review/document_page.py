@@ -17,7 +17,8 @@ from hpdparse.hpd.labels import PAGE_FURNITURE
 from hpdparse.hpd.stream import Block, BlockRef, ParsedPage
 from hpdparse.markdown.assemble import assemble_record
 from hpdparse.markdown.json_export import page_from_json
-from hpdparse.markdown.render import RenderOptions, render_document
+from hpdparse.markdown.records import DocumentRecord
+from hpdparse.markdown.render import RenderedDocument, RenderOptions, render_document
 from hpdparse.overlay.layout_pdf import page_status
 from hpdparse.overlay.roles import css_class, is_container, role_name
 from hpdparse.review.blocks import block_html, make_markdown
@@ -65,29 +66,17 @@ class PageView:
 
 
 @dataclass
-class ShownDocument:
-    """What a review page shows of a document: its <stem>.json read back or, for an unfinished
-    document, its raw pages rendered in memory."""
-
-    stem: str
-    source: str
-    engine: str
-    model: str
-    page_count: int
-    keep_headers: bool
-    pages: list[ParsedPage]
-    from_raw: bool  # rendered from raw/: the document is not finished
-
-
-@dataclass
 class DocumentOutput:
-    """One document folder: its resume state and what its review page shows."""
+    """One document folder: its resume state and what its review page shows: its <stem>.json
+    read back (records only: no Markdown) or, for an unfinished document, its raw pages rendered
+    in memory (`from_raw`)."""
 
     doc_dir: Path
     folder: DocumentFolder
     state: DocumentState
-    shown: ShownDocument | None  # None when its <stem>.json cannot be read: `problem` says why
+    shown: RenderedDocument | None  # None when its <stem>.json cannot be read: `problem` says why
     problem: str | None = None
+    from_raw: bool = False
 
     @property
     def stem(self) -> str:
@@ -112,7 +101,7 @@ def load_document(doc_dir: Path) -> DocumentOutput:
     try:
         data = folder.read_json(state.stem)
     except FileNotFoundError:
-        return DocumentOutput(doc_dir, folder, state, _from_raw(folder, state))
+        return DocumentOutput(doc_dir, folder, state, _from_raw(folder, state), from_raw=True)
     except (OSError, ValueError) as exc:
         return DocumentOutput(doc_dir, folder, state, None, f"{path}: cannot be read ({exc})")
     if not isinstance(data, dict) or not isinstance(data.get("pages"), list):
@@ -121,35 +110,24 @@ def load_document(doc_dir: Path) -> DocumentOutput:
     return DocumentOutput(doc_dir, folder, state, _from_json(data))
 
 
-def _from_json(data: Mapping[str, Any]) -> ShownDocument:
-    names = (str(data.get(key) or "") for key in ("stem", "source", "engine", "model"))
-    return ShownDocument(
-        *names,
-        int(data.get("page_count") or 0),
-        bool((data.get("render_options") or {}).get("keep_headers")),
-        [page_from_json(page) for page in data["pages"]],
-        from_raw=False,
+def _from_json(data: Mapping[str, Any]) -> RenderedDocument:
+    source, stem, engine, model = (
+        str(data.get(k) or "") for k in ("source", "stem", "engine", "model")
     )
+    record = DocumentRecord(source, stem, int(data.get("page_count") or 0), [], engine, model)
+    keep_headers = bool((data.get("render_options") or {}).get("keep_headers"))
+    pages = [page_from_json(page) for page in data["pages"]]
+    return RenderedDocument("", record, RenderOptions(keep_headers=keep_headers), pages)
 
 
-def _from_raw(folder: DocumentFolder, state: DocumentState) -> ShownDocument:
+def _from_raw(folder: DocumentFolder, state: DocumentState) -> RenderedDocument:
     known = {f.name for f in dataclasses.fields(RenderOptions)}
     options = RenderOptions(**{k: v for k, v in state.render_options.items() if k in known})
     rendered = render_document(assemble_record(folder, state), options)
     for page in rendered.pages:
         if page.status == "failed" and page.number not in state.failed_pages:
             page.error = "not decoded yet"
-    record = rendered.doc
-    return ShownDocument(
-        record.stem,
-        record.source,
-        record.engine,
-        record.model,
-        record.page_count,
-        options.keep_headers,
-        rendered.pages,
-        from_raw=True,
-    )
+    return rendered
 
 
 def _link_note(text: str, link: BlockRef) -> Markup:
@@ -231,7 +209,7 @@ def _raw_text(folder: DocumentFolder, number: int) -> str | None:
 
 def page_views(
     doc: DocumentOutput,
-    shown: ShownDocument,
+    shown: RenderedDocument,
     password: str | None,
     max_side: int = DEFAULT_MAX_SIDE,
 ) -> tuple[list[PageView], list[str]]:
@@ -244,25 +222,24 @@ def page_views(
         problems.append(f"{exc}; pages shown without images")
     views = []
     for page in shown.pages:
-        number = page.number
-        image = None
+        image, width, height = None, *PLACEHOLDER_SIZE
         if source is not None:
             try:
-                image = page_image(source, number, doc.state.dpi, password, max_side)
+                image, width, height = page_image(
+                    source, page.number, doc.state.dpi, password, max_side
+                )
             except HpdparseError as exc:
                 problems.append(f"{exc}; page shown without its image")
-        width = int(page.width_px or (image.width if image else PLACEHOLDER_SIZE[0]))
-        height = int(page.height_px or (image.height if image else PLACEHOLDER_SIZE[1]))
         views.append(
             PageView(
                 page,
                 page_status(page),
                 _facts(page),
-                width,
-                height,
-                image.data_url if image else None,
-                _block_views(doc.doc_dir, page, shown.keep_headers),
-                _raw_text(doc.folder, number),
+                int(page.width_px or width),
+                int(page.height_px or height),
+                image,
+                _block_views(doc.doc_dir, page, shown.options.keep_headers),
+                _raw_text(doc.folder, page.number),
             )
         )
     return views, problems

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import io
-from dataclasses import dataclass
 
 from PIL import Image
 
@@ -15,17 +14,11 @@ DEFAULT_MAX_SIDE = 1400  # pixels on the longest side of an embedded page image
 JPEG_QUALITY = 80
 
 
-@dataclass
-class PageImage:
-    data_url: str
-    width: int  # of the page as the model saw it (the boxes' pixel grid)
-    height: int
-
-
 def page_image(
     source: str, number: int, dpi: int, password: str | None, max_side: int = DEFAULT_MAX_SIDE
-) -> PageImage:
-    """Page `number` of `source` rasterized at `dpi` (as convert did); raises InputError."""
+) -> tuple[str, int, int]:
+    """Page `number` of `source` rasterized at `dpi` (as convert did), as a data URL, and its
+    width and height as the model saw it (the boxes' pixel grid); raises InputError."""
     image = rasterize_page(source, number, dpi, password)[0]
     width, height = image.size
     if max(width, height) > max_side:
@@ -35,4 +28,4 @@ def page_image(
     buffer = io.BytesIO()
     image.save(buffer, format="JPEG", quality=JPEG_QUALITY, optimize=True)
     encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
-    return PageImage(f"data:image/jpeg;base64,{encoded}", width, height)
+    return f"data:image/jpeg;base64,{encoded}", width, height
