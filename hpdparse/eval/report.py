@@ -31,20 +31,10 @@ _BREAKDOWN = [
 ]
 
 
-def _plain(value: Any) -> Any:
-    """NaN -> None, so that report.json is strict JSON."""
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value
-
-
 def write_json(report: Report, path: Path) -> None:
     public = {f.name: getattr(report, f.name) for f in fields(report) if f.name != "scored"}
-    path.write_text(json.dumps(_plain(public), indent=2, ensure_ascii=False) + "\n", "utf-8")
+    strict = json.loads(json.dumps(public), parse_constant=lambda _: None)  # NaN -> null
+    path.write_text(json.dumps(strict, indent=2, ensure_ascii=False) + "\n", "utf-8")
 
 
 def _figure(value: Any) -> str:

@@ -31,18 +31,15 @@ def _add_math(md: MarkdownIt) -> MarkdownIt:
         md, allow_labels=False, allow_space=True, allow_digits=True, double_inline=True
     )
 
-    def inline_math(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
-        return latex_to_mathml(tokens[idx].content, display=False)
+    def rule(markup: str, display: bool) -> Any:
+        def render(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
+            return markup.format(latex_to_mathml(tokens[idx].content, display))
 
-    def display_math(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
-        return f'<div class="display">{latex_to_mathml(tokens[idx].content, display=True)}</div>'
+        return render
 
-    def display_in_line(self: Any, tokens: list, idx: int, options: Any, env: Any) -> str:
-        return f'<span class="display">{latex_to_mathml(tokens[idx].content, True)}</span>'
-
-    md.add_render_rule("math_inline", inline_math)
-    md.add_render_rule("math_inline_double", display_in_line)
-    md.add_render_rule("math_block", display_math)
+    md.add_render_rule("math_inline", rule("{}", False))
+    md.add_render_rule("math_inline_double", rule('<span class="display">{}</span>', True))
+    md.add_render_rule("math_block", rule('<div class="display">{}</div>', True))
     return md
 
 

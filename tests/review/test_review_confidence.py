@@ -3,8 +3,8 @@ to their lowest pages coloured by band; blocks get their band's class."""
 
 from __future__ import annotations
 
+from hpdparse.review.command import MAX_PAGE_ROWS, IndexRow, by_confidence, page_rows
 from hpdparse.review.document_page import confidence_class, confidence_text
-from hpdparse.review.index import MAX_PAGE_ROWS, IndexRow, by_confidence, page_rows
 from hpdparse.review.templates import render
 
 
