@@ -20,10 +20,6 @@ class TruthError(ValueError):
     """The truth cannot be read at all (one line: what and why)."""
 
 
-def _page_name(entry: Any) -> str:
-    return Path(str(entry["page_info"]["image_path"])).name.rsplit(".", 1)[0]
-
-
 def _valid(entry: Any) -> str | None:
     """Why an OmniDocBench page entry cannot be scored, or None."""
     if not isinstance(entry, dict):
@@ -54,7 +50,7 @@ def _truth_page(entry: dict) -> TruthPage:
     relations = entry.get("extra", {}).get("relation", [])
     attributes = entry["page_info"].get("page_attribute") or {}
     return TruthPage(
-        _page_name(entry),
+        Path(str(entry["page_info"]["image_path"])).name.rsplit(".", 1)[0],  # no extension
         [_block(item) for item in entry["layout_dets"]],
         [
             (r.get("source_anno_id"), r.get("target_anno_id"))

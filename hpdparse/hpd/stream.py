@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -335,8 +336,9 @@ def cut_repetition(text: str, strict: bool = True) -> str | None:
     return None
 
 
-def _loop_start(text: str, period: int) -> int:
-    """Earliest index from which `text` is periodic with `period` up to its end."""
+def _loop_start(text: Sequence[Hashable], period: int) -> int:
+    """Earliest index from which `text` (a string, or a list of blocks' keys) is periodic with
+    `period` up to its end."""
     start = len(text) - period
     # Galloping over whole units (slice compares run in C), then character by character.
     k = 1
@@ -370,9 +372,7 @@ def _cut_repeated_blocks(blocks: list[Block], strict: bool) -> bool:
     for period in range(1, _MAX_BLOCK_PERIOD + 1):
         if n < min_repeats * period:
             break
-        start = n - period
-        while start > 0 and keys[start - 1] == keys[start - 1 + period]:
-            start -= 1
+        start = _loop_start(keys, period)
         if (n - start) // period >= min_repeats:
             del blocks[start + period :]
             blocks[-1].flags.append(FLAG_REPETITION)

@@ -242,14 +242,6 @@ def _check_tiles(tiles: np.ndarray) -> None:
         raise ValueError(f"expected tiles of shape (N, t, t, 1) or (N, t, t, 3), got {tiles.shape}")
 
 
-def _scale_bias(config: TilingConfig) -> tuple[np.ndarray, np.ndarray]:
-    # (x/255 - mean)/std == x*scale + bias, one multiply-add per value.
-    std = np.asarray(config.std, dtype=np.float64)
-    scale = 1.0 / (255.0 * std)
-    bias = -np.asarray(config.mean, dtype=np.float64) / std
-    return scale, bias
-
-
 def normalize_torch(
     tiles: np.ndarray | torch.Tensor,
     config: TilingConfig = DEFAULT_CONFIG,
@@ -266,7 +258,9 @@ def normalize_torch(
 
     _check_tiles(tiles)
     dtype = dtype or torch.float32
-    scale, bias = _scale_bias(config)
+    # (x/255 - mean)/std == x*scale + bias, one multiply-add per value.
+    std = np.asarray(config.std, dtype=np.float64)
+    scale, bias = 1.0 / (255.0 * std), -np.asarray(config.mean, dtype=np.float64) / std
     if isinstance(tiles, np.ndarray):
         if not tiles.flags.writeable:  # torch.from_numpy warns on read-only arrays
             tiles = tiles.copy()

@@ -57,11 +57,10 @@ def _link(out: Path, path: Path) -> str:
     return quote(path.relative_to(out).as_posix())
 
 
-def index_row(
-    out: Path, doc: DocumentOutput, pages: list[ParsedPage], review: Path | None
-) -> IndexRow:
-    """The row of one document; `pages`: the pages its review page shows (none: no page)."""
+def index_row(out: Path, doc: DocumentOutput, review: Path | None) -> IndexRow:
+    """The row of one document: `review` is its review page (None: none written)."""
     state = doc.state
+    pages = doc.shown.pages if doc.shown is not None and review is not None else []
     statuses = [page_status(p) for p in pages]
     files = [
         (path.name, _link(out, path))
@@ -146,26 +145,24 @@ class ReviewResult:
 
 def write_document_page(
     out: Path, doc: DocumentOutput, password: str | None, max_side: int
-) -> tuple[Path | None, list[ParsedPage], list[str]]:
-    """Write one document's review page; (its path, the pages shown, problems)."""
+) -> tuple[Path | None, list[str]]:
+    """Write one document's review page; (its path, problems)."""
     if doc.problem is not None:
-        return None, [], [doc.problem]
+        return None, [doc.problem]
     shown = doc.shown
     assert shown is not None  # read without a problem
     if not shown.pages:
-        return None, [], []
+        return None, []
     pages, problems = page_views(doc, shown, password, max_side)
-    index = Path("..") / INDEX_NAME if out != doc.doc_dir else None
     html = render(
         "document.html",
         doc=shown.doc,
         pages=pages,
         from_raw=doc.from_raw,
-        index=index.as_posix() if index else None,
+        index=f"../{INDEX_NAME}" if out != doc.doc_dir else None,
     )
-    target = doc.doc_dir / review_html_name(doc.stem)
     doc.folder.write_review_html(doc.stem, html)
-    return target, shown.pages, problems
+    return doc.doc_dir / review_html_name(doc.stem), problems
 
 
 def review(
@@ -187,7 +184,7 @@ def review(
         for folder in folders:
             try:
                 doc = load_document(folder)
-                page, shown, problems = write_document_page(out, doc, password, max_side)
+                page, problems = write_document_page(out, doc, password, max_side)
             except HpdparseError as exc:
                 result.problems.append(str(exc))
                 continue
@@ -200,7 +197,7 @@ def review(
                 if on_written:
                     on_written(page)
             if not single:
-                rows.append(index_row(out, doc, shown, page))
+                rows.append(index_row(out, doc, page))
     finally:
         close_cached_documents()
     if result.index is not None:
