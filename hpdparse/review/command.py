@@ -70,7 +70,9 @@ def index_row(out: Path, doc: DocumentOutput, review: Path | None) -> IndexRow:
     failures = [f"page {n}: {reason}" for n, reason in sorted(state.failed_pages.items())]
     return IndexRow(
         name=doc.stem,
-        status=state.status if doc.finished else f"{state.status} (unfinished)",
+        status=state.status
+        if doc.folder.has_markdown(doc.stem)
+        else f"{state.status} (unfinished)",
         source=state.source.path,
         engine=f"{state.engine} · {state.model}",
         pages=len(state.selected),

@@ -82,10 +82,6 @@ class DocumentOutput:
     def stem(self) -> str:
         return self.state.stem
 
-    @property
-    def finished(self) -> bool:
-        return self.folder.has_markdown(self.stem)
-
 
 def load_document(doc_dir: Path) -> DocumentOutput:
     """Read a document folder; OutputError when it is not one (or its state is damaged). Its
