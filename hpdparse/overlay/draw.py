@@ -33,6 +33,21 @@ class Metrics:
         self.band_height = self.font_size * 2.2
 
 
+def _length(text: str, size: float) -> float:
+    """The width of `text` in Helvetica at `size`, in points."""
+    return pymupdf.get_text_length(text, fontname=FONT, fontsize=size)
+
+
+def _write(
+    target: pymupdf.Page | pymupdf.Shape,
+    point: tuple[float, float],
+    text: str,
+    size: float,
+    colour: tuple[float, float, float],
+) -> None:
+    target.insert_text(point, text, fontname=FONT, fontsize=size, color=colour)
+
+
 def latin1(text: str) -> str:
     """Helvetica draws Latin-1 only: anything else becomes '?'."""
     return text.encode("latin-1", "replace").decode("latin-1")
@@ -76,15 +91,13 @@ def _tag(
     if FLAG_TRUNCATED in block.flags:
         text += " (cut)"
     size = m.tag_size
-    width = pymupdf.get_text_length(text, fontname=FONT, fontsize=size) + size * 0.6
+    width = _length(text, size) + size * 0.6
     height = size * 1.3
     top = rect.y0 - height if rect.y0 - height >= 0 else rect.y0
     tag = pymupdf.Rect(rect.x0, top, rect.x0 + width, top + height)
     shape.draw_rect(tag)
     shape.finish(color=None, fill=colour, fill_opacity=0.85, width=0)
-    shape.insert_text(
-        (tag.x0 + size * 0.3, tag.y1 - size * 0.32), text, fontname=FONT, fontsize=size, color=WHITE
-    )
+    _write(shape, (tag.x0 + size * 0.3, tag.y1 - size * 0.32), text, size, WHITE)
 
 
 def mark_page(page: pymupdf.Page, content: pymupdf.Rect, status: str) -> None:
@@ -108,20 +121,14 @@ def draw_band(page: pymupdf.Page, top: float, text: str, status: str) -> None:
     size = m.font_size
     line = fitted(latin1(text), page.rect.width - 2 * size, size)
     colour = BLACK if background == BAND_GREY else WHITE
-    page.insert_text(
-        (size, top + m.band_height * 0.5 + size * 0.35),
-        line,
-        fontname=FONT,
-        fontsize=size,
-        color=colour,
-    )
+    _write(page, (size, top + m.band_height * 0.5 + size * 0.35), line, size, colour)
 
 
 def fitted(text: str, width: float, size: float) -> str:
     """`text` cut (with an ellipsis) to fit `width` points at `size`."""
-    if pymupdf.get_text_length(text, fontname=FONT, fontsize=size) <= width:
+    if _length(text, size) <= width:
         return text
-    while text and pymupdf.get_text_length(text + "...", fontname=FONT, fontsize=size) > width:
+    while text and _length(text + "...", size) > width:
         text = text[: max(len(text) - 8, 0)]
     return text + "..."
 
@@ -134,12 +141,12 @@ def legend_layout(
     size = m.font_size
     x, row, placed = size, 0, []
     for role in roles:
-        item = size * 1.6 + pymupdf.get_text_length(role_name(role), fontname=FONT, fontsize=size)
+        item = size * 1.6 + _length(role_name(role), size)
         if x + item > width - size and x > size:
             x, row = size, row + 1
         placed.append((x, row, role))
         x += item + size
-    note_rows = 2 if pymupdf.get_text_length(LEGEND_NOTE, FONT, size) > width - 2 * size else 1
+    note_rows = 2 if _length(LEGEND_NOTE, size) > width - 2 * size else 1
     return placed, (row + 1 + note_rows) * size * 1.7 + size
 
 
@@ -155,13 +162,7 @@ def draw_legend(page: pymupdf.Page, top: float, roles: list[str]) -> None:
         swatch = pymupdf.Rect(x, y, x + size * 1.2, y + size)
         shape.draw_rect(swatch)
         shape.finish(color=rgb(role), fill=rgb(role), fill_opacity=0.35, width=m.line_width)
-        shape.insert_text(
-            (x + size * 1.6, y + size * 0.85),
-            role_name(role),
-            fontname=FONT,
-            fontsize=size,
-            color=BLACK,
-        )
+        _write(shape, (x + size * 1.6, y + size * 0.85), role_name(role), size, BLACK)
     shape.commit()
     rows = placed[-1][1] + 1 if placed else 0  # rows are placed in order
     note = pymupdf.Rect(
