@@ -23,7 +23,7 @@ def _error(message: str) -> None:
 
 def _load_eval() -> Any:
     try:
-        from hpdparse.eval import report, report_html, run
+        from hpdparse.eval import report, run
     except ImportError as exc:
         missing = exc.name or str(exc)
         if missing.split(".")[0] not in EXTRA_MODULES:
@@ -32,7 +32,7 @@ def _load_eval() -> Any:
             f"hpdparse eval needs the eval extra (missing module: {missing}); install it with: "
             "pip install 'hpdparse[eval]'"
         )
-    return run, report, report_html
+    return run, report
 
 
 @click.command(epilog=EVAL_EXIT_CODES)
@@ -78,7 +78,7 @@ def eval_command(**kw: Any) -> None:
     """
     if not kw["pred"].is_dir():
         _error(f"{kw['pred']}: no such folder")
-    run, report, report_html = _load_eval()
+    run, report = _load_eval()
     try:
         result = run.evaluate(kw["pred"], kw["truth"], workers=kw["workers"])
     except ValueError as exc:
@@ -86,7 +86,7 @@ def eval_command(**kw: Any) -> None:
     if kw["report_dir"] is not None:
         kw["report_dir"].mkdir(parents=True, exist_ok=True)
         report.write_json(result, kw["report_dir"] / "report.json")
-        report_html.write_html(result, kw["report_dir"] / "report.html", worst=kw["worst"])
+        report.write_html(result, kw["report_dir"] / "report.html", worst=kw["worst"])
     if not kw["quiet"]:
         from rich.console import Console
 
