@@ -53,13 +53,9 @@ def _read_json(path: Path, model_id: str) -> dict[str, Any]:
     return data
 
 
-def _looks_like_path(model: str) -> bool:
-    return model.startswith((".", "/", "~")) or Path(model).expanduser().exists()
-
-
 def resolve(model: str, revision: str | None = None) -> tuple[Path, str | None]:
     """A local folder, or a hub id fetched into (or found in) the Hugging Face cache."""
-    if _looks_like_path(model):
+    if model.startswith((".", "/", "~")) or Path(model).expanduser().exists():  # a path
         path = Path(model).expanduser()
         if not path.is_dir():
             raise EngineError(f"model {model}: no such folder")
