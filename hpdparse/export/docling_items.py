@@ -71,15 +71,3 @@ def append_item(
     items.append(item)
     parent.children.append(_REF.validate_python({"cref": cref}))
     return item
-
-
-def append_text(
-    doc: DoclingDocument,
-    cls: type[_Item],
-    text: str,
-    prov: list[Provenance] | None = None,
-    **fields: Any,
-) -> _Item:
-    """A text-like item (TextItem, TitleItem, SectionHeaderItem, ListItem, CodeItem,
-    FormulaItem): `orig` is its text, as `add_*` sets it."""
-    return append_item(doc, "texts", cls, prov=prov, text=text, orig=text, **fields)
