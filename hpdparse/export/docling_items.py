@@ -16,13 +16,7 @@ from __future__ import annotations
 import functools
 from typing import Any, TypedDict, TypeVar
 
-from docling_core.types.doc import (
-    ContentLayer,
-    CoordOrigin,
-    DoclingDocument,
-    NodeItem,
-    RefItem,
-)
+from docling_core.types.doc import ContentLayer, CoordOrigin, DoclingDocument, NodeItem, RefItem
 
 _Item = TypeVar("_Item", bound=NodeItem)
 

@@ -52,16 +52,10 @@ def _is_body(unit: Unit) -> bool:
     return not unit.removed and unit.kind in BODY_KINDS and unit.role != ROLE_FOOTNOTE
 
 
-def merge_across_pages(
-    units: list[Unit],
-    paragraphs: bool,
-    tables: bool,
-) -> list[Merge]:
+def merge_across_pages(units: list[Unit], paragraphs: bool, tables: bool) -> list[Merge]:
     """Merge in place (the later unit gets `removed`); returns the merges, in order, so that the
     blocks can be linked."""
     merges: list[Merge] = []
-    if not (paragraphs or tables):
-        return merges
     boundaries = [i for i in range(1, len(units)) if units[i].page != units[i - 1].page]
     for boundary in boundaries:
         first = _last_body(units, boundary)

@@ -126,8 +126,13 @@ class RenderedDocument:
     options: RenderOptions
     pages: list[ParsedPage] = field(default_factory=list)
     merges: list[Merge] = field(default_factory=list)
-    images: list[ImageCrop] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)  # what the Markdown was built from (export/)
+
+    @property
+    def images(self) -> list[ImageCrop]:
+        """The figure crops its blocks name (none without `options.images`)."""
+        blocks = ((page, block) for page in self.pages for block in page.blocks)
+        return [ImageCrop(b.image, p.number, b.bbox_px) for p, b in blocks if b.image and b.bbox_px]
 
     @property
     def json(self) -> dict[str, Any]:
@@ -167,7 +172,6 @@ def _render(
 ) -> RenderedDocument:
     dollar = options.math != "latex"
     units: list[Unit] = []
-    crops: list[ImageCrop] = []
     pages: list[ParsedPage] = []
 
     for page in doc.pages:
@@ -197,11 +201,6 @@ def _render(
             parsed.flags.append(FLAG_RENDER_ERROR)
         for note in builder.notes():
             units.append(Unit(Kind.COMMENT, page.number, None, text=note))
-        crops.extend(
-            ImageCrop(b.image, page.number, b.bbox_px)
-            for b in parsed.blocks
-            if b.image and b.bbox_px
-        )
         if options.text_layer != TextLayerMode.OFF and page.number in text_layers:
             parsed.text_layer = verify_page(parsed.blocks, text_layers[page.number], scores)
             confidence = page_confidence(scores)
@@ -220,8 +219,7 @@ def _render(
     parts = [_unit_markdown(unit, options, dollar) for unit in units if not unit.removed]
     markdown = "\n\n".join(p for p in parts if p)
     markdown = markdown + "\n" if markdown else ""
-    images = crops if options.images else []
-    return RenderedDocument(markdown, doc, options, pages, merges, images, units)
+    return RenderedDocument(markdown, doc, options, pages, merges, units)
 
 
 def _as_parsed(block: Block) -> Block:
