@@ -4,10 +4,3 @@ and box provenance, `chunks.py`). Both need the `hpdparse[docling]` extra (`requ
 
 This layer reads the rendered document only (its units, its page and block records); the runners
 write what it returns."""
-
-from __future__ import annotations
-
-from hpdparse.export.extra import DoclingMissing, require_docling
-from hpdparse.export.files import Exports, build_exports, check_export_options
-
-__all__ = ["DoclingMissing", "Exports", "build_exports", "check_export_options", "require_docling"]

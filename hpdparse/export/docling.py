@@ -44,7 +44,6 @@ from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAG
 from hpdparse.hpd.stream import Block, BlockRef
 from hpdparse.markdown.formulas import with_tag
 from hpdparse.markdown.lists import item_parts
-from hpdparse.markdown.merge import Merge
 from hpdparse.markdown.render import RenderedDocument
 from hpdparse.markdown.tables import Table, occupancy
 from hpdparse.markdown.text import MODE_PLAIN, render_inline
@@ -99,7 +98,6 @@ class _Builder:
         self.units = rendered.units
         self.pages = page_frames(rendered.pages)
         self.blocks = blocks_by_ref(rendered.pages)
-        self.continuations = _continuations(rendered.merges, self.units)
         self.doc = DoclingDocument(name=rendered.doc.stem)
         self.export = DoclingExport(self.doc, pages=self.pages, blocks=self.blocks)
         self.table_captions = _table_captions(self.units)  # table unit index -> caption units
@@ -184,8 +182,7 @@ class _Builder:
     def _refs(self, unit: Unit) -> _Refs:
         """The blocks the unit was made from (several when merged across pages), each with its
         own text (that of the first is not needed)."""
-        first = BlockRef(unit.page, unit.block or 0)
-        return [(first, ""), *self.continuations.get((unit.kind, first), [])]
+        return [(BlockRef(unit.page, unit.block or 0), ""), *unit.continuations]
 
     def _provenance(self, refs: _Refs, text: str) -> list[Provenance]:
         """One entry per block; the character spans split `text` where each continuation's own
@@ -264,17 +261,6 @@ def _captions_of(units: list[Unit], i: int, taken: set[int]) -> list[int]:
     if end < len(units) and units[end].kind == Kind.TABLE:
         after = list(takewhile(lambda j: units[j].block == table.block, after))
     return [*reversed(list(before)), *after]
-
-
-def _continuations(merges: list[Merge], units: list[Unit]) -> dict[tuple[str, BlockRef], _Refs]:
-    """(kind, first block) -> the blocks merged into it, with their own text, in order."""
-    removed = {(u.kind, BlockRef(u.page, u.block or 0)): u for u in units if u.removed}
-    found: dict[tuple[str, BlockRef], _Refs] = {}
-    for merge in merges:
-        unit = removed.get((merge.kind, merge.second))
-        text = unit.text if unit else ""
-        found.setdefault((merge.kind, merge.first), []).append((merge.second, text))
-    return found
 
 
 def _table_data(table: Table) -> TableData:

@@ -69,7 +69,6 @@ def merge_across_pages(units: list[Unit], paragraphs: bool, tables: bool) -> lis
             and continues_paragraph(first.text, second.text)
         ):
             first.text = join_paragraphs(first.text, second.text)
-            second.removed = True
             merges.append(_merge(first, second))
         elif (
             tables
@@ -81,15 +80,16 @@ def merge_across_pages(units: list[Unit], paragraphs: bool, tables: bool) -> lis
             and not second.table.before
         ):
             merge_tables(first.table, second.table)
-            second.removed = True
             merges.append(_merge(first, second))
     return merges
 
 
 def _merge(first: Unit, second: Unit) -> Merge:
-    return Merge(
-        first.kind, BlockRef(first.page, first.block or 0), BlockRef(second.page, second.block or 0)
-    )
+    """`second` merged into `first`: removed, and recorded on `first` with its own text."""
+    second.removed = True
+    ref = BlockRef(second.page, second.block or 0)
+    first.continuations.append((ref, second.text))
+    return Merge(first.kind, BlockRef(first.page, first.block or 0), ref)
 
 
 def _last_body(units: list[Unit], boundary: int) -> Unit | None:
