@@ -39,12 +39,12 @@ from docling_core.types.doc import (
 from pydantic import TypeAdapter
 
 from hpdparse.export.docling_items import Provenance, append_item
-from hpdparse.export.pages import Frame, blocks_by_ref, page_frames
+from hpdparse.export.pages import Frame, page_frames
 from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
 from hpdparse.hpd.stream import Block, BlockRef
 from hpdparse.markdown.formulas import with_tag
 from hpdparse.markdown.lists import item_parts
-from hpdparse.markdown.render import RenderedDocument
+from hpdparse.markdown.render import RenderedDocument, blocks_by_ref
 from hpdparse.markdown.tables import Table, occupancy
 from hpdparse.markdown.text import MODE_PLAIN, render_inline
 from hpdparse.markdown.units import Kind, Unit

@@ -210,7 +210,7 @@ def _render(
         pages.append(_with_facts(parsed, page))
 
     merges = merge_across_pages(units, options.merge_paragraphs, options.merge_tables)
-    blocks = {BlockRef(p.number, b.index): b for p in pages for b in p.blocks}
+    blocks = blocks_by_ref(pages)
     for merge in merges:
         blocks[merge.first].continued_by.append(merge.second)
         blocks[merge.second].continues = merge.first
@@ -220,6 +220,10 @@ def _render(
     markdown = "\n\n".join(p for p in parts if p)
     markdown = markdown + "\n" if markdown else ""
     return RenderedDocument(markdown, doc, options, pages, merges, units)
+
+
+def blocks_by_ref(pages: list[ParsedPage]) -> dict[BlockRef, Block]:
+    return {BlockRef(page.number, block.index): block for page in pages for block in page.blocks}
 
 
 def _as_parsed(block: Block) -> Block:
