@@ -1,5 +1,5 @@
-"""docling_items appends the items docling-core's own `add_*` methods append: the same document,
-field for field and byte for byte, for every kind the export writes."""
+"""export/docling's append_item appends the items docling-core's own `add_*` methods append: the
+same document, field for field and byte for byte, for every kind the export writes."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-from hpdparse.export.docling_items import append_item
+from hpdparse.export.docling import append_item
 
 
 def append_text(doc, cls, text, prov=None, **fields):
