@@ -30,6 +30,7 @@ from hpdparse.sources.text_layer import PageText
 from hpdparse.store.raw_pages import PAGE_FAILED, RawPage
 
 FLAG_RENDER_ERROR = "render_error"  # a bug in the renderer: the page is only in the JSON
+_EXPORTS = ("docling", "chunks", "chunk_tokens", "chunk_tokenizer")  # RenderOptions' exports
 
 
 @dataclass
@@ -137,7 +138,10 @@ class RenderedDocument:
     @property
     def json(self) -> dict[str, Any]:
         """<stem>.json's content, made anew at each call (markdown/json_export.py)."""
-        return document_json(self.doc, options_dict(self.options), self.pages, self.merges)
+        options = dataclasses.asdict(self.options)
+        # the options the document JSON records (its "render_options"): the exports' are not there
+        recorded = {k: v for k, v in options.items() if k not in _EXPORTS}
+        return document_json(self.doc, recorded, self.pages, self.merges)
 
 
 def render_document(
@@ -199,8 +203,7 @@ def _render(
             note = f"page {page.number}: not rendered ({error!r})"
             units.append(Unit(Kind.COMMENT, page.number, None, text=note))
             parsed.flags.append(FLAG_RENDER_ERROR)
-        for note in builder.notes():
-            units.append(Unit(Kind.COMMENT, page.number, None, text=note))
+        units.extend(Unit(Kind.COMMENT, page.number, None, text=note) for note in builder.notes())
         if options.text_layer != TextLayerMode.OFF and page.number in text_layers:
             parsed.text_layer = verify_page(parsed.blocks, text_layers[page.number], scores)
             confidence = page_confidence(scores)
@@ -244,14 +247,6 @@ def _with_facts(parsed: ParsedPage, page: RawPage) -> ParsedPage:
     parsed.prompt_tokens, parsed.output_tokens = decode.prompt_tokens, decode.output_tokens
     parsed.stats = decode.stats
     return parsed
-
-
-# The options the document JSON records (its "render_options"): the exports' are not there.
-_EXPORTS = ("docling", "chunks", "chunk_tokens", "chunk_tokenizer")
-
-
-def options_dict(options: RenderOptions) -> dict[str, Any]:
-    return {k: v for k, v in dataclasses.asdict(options).items() if k not in _EXPORTS}
 
 
 def _assign_heading_levels(units: list[Unit], blocks: dict[BlockRef, Block]) -> None:
