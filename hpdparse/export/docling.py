@@ -4,15 +4,17 @@ Every Markdown unit becomes the matching item, in reading order, with provenance
 page coordinates with docling's bottom-left origin, character span); a paragraph or table merged
 across pages is one item with one provenance entry per page. Page headers and footers go to the
 furniture layer. `refs` maps every item to the blocks it was made from. `docling_json` writes
-the document."""
+the document. Items are appended by `append_item`, as docling-core's `add_*` methods append them
+but faster."""
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from itertools import takewhile
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from docling_core.types.doc import (
     CodeItem,
@@ -38,14 +40,12 @@ from docling_core.types.doc import (
 )
 from pydantic import TypeAdapter
 
-from hpdparse.export.docling_items import Provenance, append_item, append_text
-from hpdparse.export.pages import Frame, blocks_by_ref, page_frames
+from hpdparse.export.pages import Frame, page_frames
 from hpdparse.hpd.labels import ROLE_CAPTION, ROLE_FOOTER, ROLE_HEADER, ROLE_PAGE_NUMBER
 from hpdparse.hpd.stream import Block, BlockRef
 from hpdparse.markdown.formulas import with_tag
 from hpdparse.markdown.lists import item_parts
-from hpdparse.markdown.merge import Merge
-from hpdparse.markdown.render import RenderedDocument
+from hpdparse.markdown.render import RenderedDocument, blocks_by_ref
 from hpdparse.markdown.tables import Table, occupancy
 from hpdparse.markdown.text import MODE_PLAIN, render_inline
 from hpdparse.markdown.units import Kind, Unit
@@ -64,6 +64,67 @@ _CELLS = TypeAdapter(list[TableCell])
 _TEXT, _BOTTOM_LEFT = DocItemLabel.TEXT, CoordOrigin.BOTTOMLEFT
 _Item = TypeVar("_Item", bound=NodeItem)
 _Refs = list[tuple[BlockRef, str]]  # an item's blocks, each with its own text
+
+
+# --- items appended as docling-core's add_* methods append them ---------------------------
+
+_REF = RefItem.__pydantic_validator__
+
+
+class Provenance(TypedDict):
+    """A ProvenanceItem's fields, validated with the item (`bbox`: a BoundingBox's fields)."""
+
+    page_no: int
+    bbox: dict[str, float | CoordOrigin]
+    charspan: tuple[int, int]
+
+
+@functools.cache
+def _list_fields(cls: type[NodeItem]) -> tuple[str, ...]:
+    """The fields of `cls` whose default is a list (each needs a list of its own)."""
+    return tuple(name for name, f in cls.model_fields.items() if isinstance(f.default, list))
+
+
+def append_item(
+    doc: DoclingDocument,
+    collection: str,
+    cls: type[_Item],
+    *,
+    parent: NodeItem | None = None,
+    prov: list[Provenance] | None = None,
+    content_layer: ContentLayer | None = None,
+    **fields: Any,
+) -> _Item:
+    """A new `cls` item at the end of `doc.<collection>`, a child of `parent` (the body by
+    default), with `prov` (none: no provenance) and the other fields given: as docling-core's
+    `add_*` methods append it, about three times faster.
+
+    `add_text` and its peers build an item from a few arguments and leave its list fields
+    (`children`, `prov`, `captions`, ...) to their defaults, which pydantic deep-copies at every
+    item (`copy.deepcopy` of an empty list, several per item: more than half of each item's
+    construction). Here every list field is given, so nothing is copied; each item is still
+    built, and validated, by its own docling-core class, and gets the same `self_ref`, `parent`,
+    place in its parent's `children` and field values as the `add_*` method would give it. Its
+    parent reference and provenance may be given as the plain data of their models
+    (`Provenance`), which the item's validation builds in the same call (a model built alone
+    costs a Python call of its own). tests/export/test_docling_items.py checks both give the
+    same document."""
+    items: list[Any] = getattr(doc, collection)
+    parent = parent or doc.body
+    cref = f"#/{collection}/{len(items)}"
+    values: dict[str, object] = {name: [] for name in _list_fields(cls)}
+    if prov:
+        values["prov"] = prov
+    if content_layer:
+        values["content_layer"] = content_layer
+    values.update(fields)
+    values["self_ref"] = cref
+    values["parent"] = {"cref": parent.self_ref}  # the RefItem `add_*` gives, built with the item
+    # (the validators themselves: model_validate and __init__ add a Python call each)
+    item = cls.__pydantic_validator__.validate_python(values)
+    items.append(item)
+    parent.children.append(_REF.validate_python({"cref": cref}))
+    return item
 
 
 @dataclass
@@ -99,7 +160,6 @@ class _Builder:
         self.units = rendered.units
         self.pages = page_frames(rendered.pages)
         self.blocks = blocks_by_ref(rendered.pages)
-        self.continuations = _continuations(rendered.merges, self.units)
         self.doc = DoclingDocument(name=rendered.doc.stem)
         self.export = DoclingExport(self.doc, pages=self.pages, blocks=self.blocks)
         self.table_captions = _table_captions(self.units)  # table unit index -> caption units
@@ -116,48 +176,58 @@ class _Builder:
     def _add(self, unit: Unit, index: int) -> None:
         kind = unit.kind
         if kind == Kind.HEADING and unit.level == 0:
-            self._text(unit, TitleItem, plain(unit.text))
+            self._item(unit, TitleItem, plain(unit.text))
         elif kind == Kind.HEADING:
-            self._text(unit, SectionHeaderItem, plain(unit.text), level=min(unit.level, 100))
+            self._item(unit, SectionHeaderItem, plain(unit.text), level=min(unit.level, 100))
         elif kind in (Kind.PARAGRAPH, Kind.FURNITURE):
             label = _TEXT_LABELS.get(unit.role, _TEXT)
             layer = ContentLayer.FURNITURE if kind == Kind.FURNITURE else None
-            self._text(unit, TextItem, plain(unit.text), label=label, content_layer=layer)
+            self._item(unit, TextItem, plain(unit.text), label=label, content_layer=layer)
         elif kind == Kind.LIST:
             self._list(unit)
-        elif kind == Kind.TABLE:
-            self._table(unit, index)
+        elif kind == Kind.TABLE and unit.table is not None:
+            data = _table_data(unit.table)
+            table = self._item(unit, TableItem, collection="tables", data=data)
+            for caption in self.table_captions.get(index, []):
+                self._caption(self.units[caption], table)
         elif kind == Kind.FORMULA:
             last = len(unit.formulas) - 1
             for i, latex in enumerate(unit.formulas):
-                self._text(unit, FormulaItem, with_tag(latex, unit.tag if i == last else None))
+                self._item(unit, FormulaItem, with_tag(latex, unit.tag if i == last else None))
         elif kind == Kind.FIGURE:
-            self._figure(unit)
+            image = self._image(unit)
+            picture = self._item(unit, PictureItem, collection="pictures", image=image)
+            if unit.text:
+                self._caption(unit, picture)
         elif kind == Kind.CODE:
             language = _LANGUAGES.get(unit.language.lower())
             fields = {"code_language": language} if language else {}
-            self._text(unit, CodeItem, unit.text, **fields)
+            self._item(unit, CodeItem, unit.text, **fields)
 
     # --- items ---------------------------------------------------------------------------------
 
-    def _text(
-        self, unit: Unit, cls: type[_Item], text: str, refs: _Refs | None = None, **fields: Any
+    def _item(
+        self,
+        unit: Unit,
+        cls: type[_Item],
+        text: str | None = None,
+        refs: _Refs | None = None,
+        collection: str = "texts",
+        **fields: Any,
     ) -> _Item:
-        """A text-like item of `unit` with its provenance, linked to its blocks (`refs`, by
-        default the unit's)."""
+        """An item of `unit` with its provenance, linked to its blocks (`refs`, by default the
+        unit's); a text-like one when `text` is given (`orig` is its text, as `add_*` sets it)."""
         refs = refs or self._refs(unit)
-        prov = self._provenance(refs, text)
-        return self._link(append_text(self.doc, cls, text, prov, **fields), refs)
-
-    def _floating(self, unit: Unit, collection: str, cls: type[_Item], **fields: Any) -> _Item:
-        """A table or picture item of `unit`, with its provenance, linked to its blocks."""
-        refs = self._refs(unit)
-        prov = self._provenance(refs, "")
-        return self._link(append_item(self.doc, collection, cls, prov=prov, **fields), refs)
+        if text is not None:
+            fields.update(text=text, orig=text)
+        prov = self._provenance(refs, text or "")
+        item = append_item(self.doc, collection, cls, prov=prov, **fields)
+        self.export.refs[item.self_ref] = [ref for ref, _ in refs]
+        return item
 
     def _caption(self, unit: Unit, owner: TableItem | PictureItem) -> None:
         label = DocItemLabel.CAPTION
-        caption = self._text(unit, TextItem, plain(unit.text), label=label, parent=owner)
+        caption = self._item(unit, TextItem, plain(unit.text), label=label, parent=owner)
         owner.captions.append(RefItem(cref=caption.self_ref))
 
     def _list(self, unit: Unit) -> None:
@@ -167,33 +237,14 @@ class _Builder:
             marker, body = item_parts(text, unit.ordered)
             refs = [(BlockRef(unit.page, block), "")]
             fields = {"enumerated": unit.ordered, "marker": marker, "parent": group}
-            self._text(unit, ListItem, plain(body), refs, **fields)
-
-    def _table(self, unit: Unit, index: int) -> None:
-        if unit.table is None:
-            return
-        item = self._floating(unit, "tables", TableItem, data=_table_data(unit.table))
-        for caption in self.table_captions.get(index, []):
-            self._caption(self.units[caption], item)
-
-    def _figure(self, unit: Unit) -> None:
-        # a figure's block alone: figures are never merged
-        image = self._image(unit, BlockRef(unit.page, unit.block or 0))
-        picture = self._floating(unit, "pictures", PictureItem, image=image)
-        if unit.text:
-            self._caption(unit, picture)
+            self._item(unit, ListItem, plain(body), refs, **fields)
 
     # --- provenance ----------------------------------------------------------------------------
 
     def _refs(self, unit: Unit) -> _Refs:
         """The blocks the unit was made from (several when merged across pages), each with its
         own text (that of the first is not needed)."""
-        first = BlockRef(unit.page, unit.block or 0)
-        return [(first, ""), *self.continuations.get((unit.kind, first), [])]
-
-    def _link(self, item: _Item, refs: _Refs) -> _Item:
-        self.export.refs[item.self_ref] = [ref for ref, _ in refs]
-        return item
+        return [(BlockRef(unit.page, unit.block or 0), ""), *unit.continuations]
 
     def _provenance(self, refs: _Refs, text: str) -> list[Provenance]:
         """One entry per block; the character spans split `text` where each continuation's own
@@ -207,15 +258,20 @@ class _Builder:
         return [e for e in entries if e is not None] if entries[0] is not None else []
 
     def _block_provenance(self, ref: BlockRef, span: tuple[int, int]) -> Provenance | None:
-        """A ProvenanceItem's fields (the item's validation builds it)."""
+        """A ProvenanceItem's fields (the item's validation builds it), its BoundingBox's with
+        docling's convention for PDF pages: y grows upwards."""
         page = self.pages.get(ref.page)
         block = self.blocks.get(ref)
-        grid = block.bbox if block is not None else None
-        if page is None or not grid:
+        if page is None or block is None or not block.bbox:
             return None
-        return {"page_no": ref.page, "bbox": _docling_box(page, grid), "charspan": span}
+        left, top, right, bottom = page.box(block.bbox)
+        box = {"l": left, "t": page.height - top, "r": right, "b": page.height - bottom}
+        box["coord_origin"] = _BOTTOM_LEFT
+        return {"page_no": ref.page, "bbox": box, "charspan": span}
 
-    def _image(self, unit: Unit, ref: BlockRef) -> ImageRef | None:
+    def _image(self, unit: Unit) -> ImageRef | None:
+        # a figure's block alone: figures are never merged
+        ref = BlockRef(unit.page, unit.block or 0)
         block = self.blocks.get(ref)
         box = block.bbox_px if block is not None else None
         if not unit.image or not box:
@@ -224,19 +280,6 @@ class _Builder:
         dpi = page.dpi if page is not None else 72
         size = Size(width=max(box[2] - box[0], 1), height=max(box[3] - box[1], 1))
         return ImageRef(mimetype="image/png", dpi=dpi, size=size, uri=Path(unit.image))
-
-
-def _docling_box(page: Frame, grid: tuple[int, int, int, int]) -> dict[str, float | CoordOrigin]:
-    """A BoundingBox's fields."""
-    left, top, right, bottom = page.box(grid)
-    height = page.height  # docling's convention for PDF pages: y grows upwards
-    return {
-        "l": left,
-        "t": height - top,
-        "r": right,
-        "b": height - bottom,
-        "coord_origin": _BOTTOM_LEFT,
-    }
 
 
 def _spans(text: str, later_lengths: list[int]) -> list[tuple[int, int]]:
@@ -270,7 +313,9 @@ def _captions_of(units: list[Unit], i: int, taken: set[int]) -> list[int]:
     table = units[i]
 
     def is_caption(j: int) -> bool:
-        return _is_caption(units[j], table.page)
+        unit = units[j]
+        caption = unit.kind == Kind.PARAGRAPH and unit.role == ROLE_CAPTION
+        return caption and not unit.removed and unit.page == table.page
 
     before = takewhile(lambda j: j not in taken and is_caption(j), range(i - 1, -1, -1))
     after = list(takewhile(is_caption, range(i + 1, len(units))))
@@ -278,26 +323,6 @@ def _captions_of(units: list[Unit], i: int, taken: set[int]) -> list[int]:
     if end < len(units) and units[end].kind == Kind.TABLE:
         after = list(takewhile(lambda j: units[j].block == table.block, after))
     return [*reversed(list(before)), *after]
-
-
-def _is_caption(unit: Unit, page: int) -> bool:
-    return (
-        unit.kind == Kind.PARAGRAPH
-        and unit.role == ROLE_CAPTION
-        and not unit.removed
-        and (unit.page == page)
-    )
-
-
-def _continuations(merges: list[Merge], units: list[Unit]) -> dict[tuple[str, BlockRef], _Refs]:
-    """(kind, first block) -> the blocks merged into it, with their own text, in order."""
-    removed = {(u.kind, BlockRef(u.page, u.block or 0)): u for u in units if u.removed}
-    found: dict[tuple[str, BlockRef], _Refs] = {}
-    for merge in merges:
-        unit = removed.get((merge.kind, merge.second))
-        text = unit.text if unit else ""
-        found.setdefault((merge.kind, merge.first), []).append((merge.second, text))
-    return found
 
 
 def _table_data(table: Table) -> TableData:

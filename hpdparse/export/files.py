@@ -3,10 +3,19 @@ and `<stem>.chunks.jsonl`, built from a rendered document (the runners write the
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 
-from hpdparse.export.extra import require_docling
+from hpdparse.errors import HpdparseError
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, gc_paused
+
+# module -> the package that provides it: what --docling needs, and what --chunks needs too
+_DOCLING_MODULES = {"docling_core": "docling-core"}
+_CHUNK_MODULES = {"semchunk": "semchunk", "mistral_common": "mistral-common"}
+
+
+class DoclingMissing(HpdparseError):
+    """--docling or --chunks without the `hpdparse[docling]` extra installed."""
 
 
 @dataclass
@@ -16,11 +25,18 @@ class Exports:
 
 
 def check_export_options(options: RenderOptions) -> None:
-    """Before any work: the extra is installed and the chunk tokenizer loads (one-line
-    DoclingMissing / TokenizerError), the token limit is positive (ValueError)."""
+    """Before any work: the `hpdparse[docling]` extra is installed and the chunk tokenizer loads
+    (one-line DoclingMissing / TokenizerError), the token limit is positive (ValueError)."""
     if not (options.docling or options.chunks):
         return
-    require_docling(chunks=options.chunks)
+    modules = {**_DOCLING_MODULES, **(_CHUNK_MODULES if options.chunks else {})}
+    missing = [package for module, package in modules.items() if not _installed(module)]
+    if missing:
+        what = "--chunks" if options.chunks else "--docling"
+        raise DoclingMissing(
+            f"{what} needs the docling extra ({', '.join(missing)} not installed): "
+            "pip install 'hpdparse[docling]'"
+        )
     if options.chunks:
         if options.chunk_tokens < 1:
             raise ValueError(f"--chunk-tokens must be at least 1, not {options.chunk_tokens}")
@@ -47,3 +63,10 @@ def build_exports(rendered: RenderedDocument, options: RenderOptions) -> Exports
             records = chunk_records(export, limit, tokenizer)
             exports.chunks = chunks_jsonl(records).encode("utf-8")
     return exports
+
+
+def _installed(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False

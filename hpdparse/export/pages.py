@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpdparse.hpd.stream import Block, BlockRef, ParsedPage
+from hpdparse.hpd.stream import ParsedPage
 
 GRID = 1000.0  # the model's box grid
 
@@ -14,7 +14,6 @@ GRID = 1000.0  # the model's box grid
 class Frame:
     """A page's frame: its size in the exports' coordinates."""
 
-    number: int
     width: float  # in PDF points, or pixels when the input has no PDF page size
     height: float
     in_points: bool
@@ -38,9 +37,5 @@ def page_frames(pages: list[ParsedPage]) -> dict[int, Frame]:
         width = page.width_pt if in_points else page.width_px
         height = page.height_pt if in_points else page.height_px
         if width and height:
-            frames[page.number] = Frame(page.number, width, height, in_points, page.dpi or 72)
+            frames[page.number] = Frame(width, height, in_points, page.dpi or 72)
     return frames
-
-
-def blocks_by_ref(pages: list[ParsedPage]) -> dict[BlockRef, Block]:
-    return {BlockRef(page.number, block.index): block for page in pages for block in page.blocks}

@@ -99,8 +99,9 @@ def page_from_json(data: Mapping[str, Any]) -> ParsedPage:
 
 
 def _block_from_json(data: Mapping[str, Any]) -> Block:
-    bbox, bbox_px = data.get("bbox"), data.get("bbox_px")
-    block = Block(
+    bbox, bbox_px, check = data.get("bbox"), data.get("bbox_px"), data.get("text_layer")
+    figures, continues = data.get("confidence_figures"), data.get("continues")
+    return Block(
         index=data["index"],
         label=data.get("label") or "",
         role=data.get("role") or "text",
@@ -108,15 +109,10 @@ def _block_from_json(data: Mapping[str, Any]) -> Block:
         content=data.get("text"),  # a table's is in `html`
         flags=data.get("flags") or [],
         bbox_px=tuple(bbox_px) if bbox_px else None,  # type: ignore[arg-type]
+        **{name: data.get(_KEYS.get(name, name)) for name in _TIES},
+        text_check=TextCheck(**check) if check else None,
+        score=BlockScore(confidence=data["confidence"], **figures) if figures else None,
+        continues=BlockRef(**continues) if continues else None,
+        continued_by=[BlockRef(**ref) for ref in data.get("continued_by") or []],
         level=data.get("level"),
     )
-    for name in _TIES:
-        setattr(block, name, data.get(_KEYS.get(name, name)))
-    if data.get("text_layer"):
-        block.text_check = TextCheck(**data["text_layer"])
-    if data.get("confidence_figures"):
-        block.score = BlockScore(confidence=data["confidence"], **data["confidence_figures"])
-    if data.get("continues"):
-        block.continues = BlockRef(**data["continues"])
-    block.continued_by = [BlockRef(**ref) for ref in data.get("continued_by") or []]
-    return block

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from hpdparse.hpd.labels import ROLE_FOOTNOTE, ROLE_TEXT
@@ -48,24 +49,14 @@ def join_paragraphs(first: str, second: str) -> str:
     return a + " " + b
 
 
-def _is_body(unit: Unit) -> bool:
-    return not unit.removed and unit.kind in BODY_KINDS and unit.role != ROLE_FOOTNOTE
-
-
-def merge_across_pages(
-    units: list[Unit],
-    paragraphs: bool,
-    tables: bool,
-) -> list[Merge]:
+def merge_across_pages(units: list[Unit], paragraphs: bool, tables: bool) -> list[Merge]:
     """Merge in place (the later unit gets `removed`); returns the merges, in order, so that the
     blocks can be linked."""
     merges: list[Merge] = []
-    if not (paragraphs or tables):
-        return merges
-    boundaries = [i for i in range(1, len(units)) if units[i].page != units[i - 1].page]
-    for boundary in boundaries:
-        first = _last_body(units, boundary)
-        second = _first_body(units, boundary)
+    starts = [i for i in range(1, len(units)) if units[i].page != units[i - 1].page]
+    for boundary, end in zip(starts, [*starts[1:], len(units)], strict=False):
+        first = _body(units[i] for i in range(boundary - 1, -1, -1))
+        second = _body(units[boundary:end])  # the first unit of the page that starts here
         if first is None or second is None or first.page >= second.page:
             continue
         if (
@@ -75,7 +66,6 @@ def merge_across_pages(
             and continues_paragraph(first.text, second.text)
         ):
             first.text = join_paragraphs(first.text, second.text)
-            second.removed = True
             merges.append(_merge(first, second))
         elif (
             tables
@@ -87,33 +77,23 @@ def merge_across_pages(
             and not second.table.before
         ):
             merge_tables(first.table, second.table)
-            second.removed = True
             merges.append(_merge(first, second))
     return merges
 
 
 def _merge(first: Unit, second: Unit) -> Merge:
-    return Merge(
-        first.kind, BlockRef(first.page, first.block or 0), BlockRef(second.page, second.block or 0)
-    )
+    """`second` merged into `first`: removed, and recorded on `first` with its own text."""
+    second.removed = True
+    ref = BlockRef(second.page, second.block or 0)
+    first.continuations.append((ref, second.text))
+    return Merge(first.kind, BlockRef(first.page, first.block or 0), ref)
 
 
-def _last_body(units: list[Unit], boundary: int) -> Unit | None:
-    for i in range(boundary - 1, -1, -1):
-        unit = units[i]
+def _body(units: Iterable[Unit]) -> Unit | None:
+    """The first of `units` that is body text, unless a barrier (a failed page) comes first."""
+    for unit in units:
         if unit.kind == Kind.BARRIER:
             return None
-        if _is_body(unit):
-            return unit
-    return None
-
-
-def _first_body(units: list[Unit], boundary: int) -> Unit | None:
-    page = units[boundary].page
-    for i in range(boundary, len(units)):
-        unit = units[i]
-        if unit.page != page or unit.kind == Kind.BARRIER:
-            return None
-        if _is_body(unit):
+        if not unit.removed and unit.kind in BODY_KINDS and unit.role != ROLE_FOOTNOTE:
             return unit
     return None

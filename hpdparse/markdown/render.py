@@ -30,6 +30,7 @@ from hpdparse.sources.text_layer import PageText
 from hpdparse.store.raw_pages import PAGE_FAILED, RawPage
 
 FLAG_RENDER_ERROR = "render_error"  # a bug in the renderer: the page is only in the JSON
+_EXPORTS = ("docling", "chunks", "chunk_tokens", "chunk_tokenizer")  # RenderOptions' exports
 
 
 @dataclass
@@ -126,13 +127,21 @@ class RenderedDocument:
     options: RenderOptions
     pages: list[ParsedPage] = field(default_factory=list)
     merges: list[Merge] = field(default_factory=list)
-    images: list[ImageCrop] = field(default_factory=list)
     units: list[Unit] = field(default_factory=list)  # what the Markdown was built from (export/)
+
+    @property
+    def images(self) -> list[ImageCrop]:
+        """The figure crops its blocks name (none without `options.images`)."""
+        blocks = ((page, block) for page in self.pages for block in page.blocks)
+        return [ImageCrop(b.image, p.number, b.bbox_px) for p, b in blocks if b.image and b.bbox_px]
 
     @property
     def json(self) -> dict[str, Any]:
         """<stem>.json's content, made anew at each call (markdown/json_export.py)."""
-        return document_json(self.doc, options_dict(self.options), self.pages, self.merges)
+        options = dataclasses.asdict(self.options)
+        # the options the document JSON records (its "render_options"): the exports' are not there
+        recorded = {k: v for k, v in options.items() if k not in _EXPORTS}
+        return document_json(self.doc, recorded, self.pages, self.merges)
 
 
 def render_document(
@@ -167,7 +176,6 @@ def _render(
 ) -> RenderedDocument:
     dollar = options.math != "latex"
     units: list[Unit] = []
-    crops: list[ImageCrop] = []
     pages: list[ParsedPage] = []
 
     for page in doc.pages:
@@ -195,13 +203,7 @@ def _render(
             note = f"page {page.number}: not rendered ({error!r})"
             units.append(Unit(Kind.COMMENT, page.number, None, text=note))
             parsed.flags.append(FLAG_RENDER_ERROR)
-        for note in builder.notes():
-            units.append(Unit(Kind.COMMENT, page.number, None, text=note))
-        crops.extend(
-            ImageCrop(b.image, page.number, b.bbox_px)
-            for b in parsed.blocks
-            if b.image and b.bbox_px
-        )
+        units.extend(Unit(Kind.COMMENT, page.number, None, text=note) for note in builder.notes())
         if options.text_layer != TextLayerMode.OFF and page.number in text_layers:
             parsed.text_layer = verify_page(parsed.blocks, text_layers[page.number], scores)
             confidence = page_confidence(scores)
@@ -211,7 +213,7 @@ def _render(
         pages.append(_with_facts(parsed, page))
 
     merges = merge_across_pages(units, options.merge_paragraphs, options.merge_tables)
-    blocks = {BlockRef(p.number, b.index): b for p in pages for b in p.blocks}
+    blocks = blocks_by_ref(pages)
     for merge in merges:
         blocks[merge.first].continued_by.append(merge.second)
         blocks[merge.second].continues = merge.first
@@ -220,8 +222,11 @@ def _render(
     parts = [_unit_markdown(unit, options, dollar) for unit in units if not unit.removed]
     markdown = "\n\n".join(p for p in parts if p)
     markdown = markdown + "\n" if markdown else ""
-    images = crops if options.images else []
-    return RenderedDocument(markdown, doc, options, pages, merges, images, units)
+    return RenderedDocument(markdown, doc, options, pages, merges, units)
+
+
+def blocks_by_ref(pages: list[ParsedPage]) -> dict[BlockRef, Block]:
+    return {BlockRef(page.number, block.index): block for page in pages for block in page.blocks}
 
 
 def _as_parsed(block: Block) -> Block:
@@ -242,14 +247,6 @@ def _with_facts(parsed: ParsedPage, page: RawPage) -> ParsedPage:
     parsed.prompt_tokens, parsed.output_tokens = decode.prompt_tokens, decode.output_tokens
     parsed.stats = decode.stats
     return parsed
-
-
-# The options the document JSON records (its "render_options"): the exports' are not there.
-_EXPORTS = ("docling", "chunks", "chunk_tokens", "chunk_tokenizer")
-
-
-def options_dict(options: RenderOptions) -> dict[str, Any]:
-    return {k: v for k, v in dataclasses.asdict(options).items() if k not in _EXPORTS}
 
 
 def _assign_heading_levels(units: list[Unit], blocks: dict[BlockRef, Block]) -> None:

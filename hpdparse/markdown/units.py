@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from hpdparse.hpd.stream import BlockRef
 from hpdparse.markdown.tables import Table
 
 
@@ -37,6 +38,8 @@ class Unit:
     tag: str | None = None  # equation number
     image: str | None = None  # images/page-0003-figure-01.png
     removed: bool = False  # merged into an earlier unit
+    # the blocks of later pages merged into it (merge.py), each with its own text
+    continuations: list[tuple[BlockRef, str]] = field(default_factory=list)
     item_blocks: list[int] = field(default_factory=list)  # lists: the block of each item
     language: str = ""  # code
 

@@ -168,7 +168,7 @@ def test_boxes_are_in_points_and_on_the_grid() -> None:
 
 def test_a_grid_box_is_clamped_to_the_page() -> None:
     """Each coordinate is min(max(v, 0), 1000) before scaling, edge values included."""
-    page = Frame(1, 595.0, 842.0, True, 72)
+    page = Frame(595.0, 842.0, True, 72)
     values = [-5, -0.0, 0, 0.0, 0.5, 999, 1000, 1000.0, 1000.5, 1e9, -1e9, float("inf")]
     for x1, y1, x2, y2 in itertools.product(values, repeat=4):
         clamped = [min(max(v, 0.0), 1000.0) for v in (x1, y1, x2, y2)]

@@ -1,5 +1,5 @@
-"""docling_items appends the items docling-core's own `add_*` methods append: the same document,
-field for field and byte for byte, for every kind the export writes."""
+"""export/docling's append_item appends the items docling-core's own `add_*` methods append: the
+same document, field for field and byte for byte, for every kind the export writes."""
 
 from __future__ import annotations
 
@@ -30,10 +30,12 @@ from docling_core.types.doc import (
     TitleItem,
 )
 
-from hpdparse.export.docling_items import (
-    append_item,
-    append_text,
-)
+from hpdparse.export.docling import append_item
+
+
+def append_text(doc, cls, text, prov=None, **fields):
+    """A text-like item as the export appends it: `orig` is its text, as `add_*` sets it."""
+    return append_item(doc, "texts", cls, prov=prov, text=text, orig=text, **fields)
 
 
 def _prov(page: int, left: float) -> ProvenanceItem:

@@ -17,7 +17,7 @@ pytest.importorskip("docling_core")
 
 from docling_core.types.doc import DoclingDocument
 
-from hpdparse.export.pages import BlockRef
+from hpdparse.hpd.stream import BlockRef
 from tests.export.test_chunker import assert_same_chunks, oracle_triples
 from tests.helpers.fakeserver import FakeHPDServer
 from tests.helpers.paths import REPO
