@@ -1,5 +1,5 @@
-"""The object-store backend (s3://, gs://, az://... through fsspec): a document folder is a key
-prefix, a file is an object.
+"""A document folder on an object store (s3://, gs://, az://... through fsspec): the folder is a
+key prefix, a file is an object.
 
 Atomic: every file is written with one `pipe_file` (one PUT; s3fs switches to a multipart upload,
 completed or invisible, only past its block size), so a reader sees the old object or the whole
@@ -13,8 +13,8 @@ Requests: `list_files` and `exists` are one LIST each, `is_file` one HEAD, `read
 found objects, one batched DELETE.
 
 Every storage failure comes out as an OSError whose `strerror` is a one-line reason without
-secrets (FileNotFoundError when an object is missing), as the runner expects of a backend. The
-backend pickles as its URL; each process opens its own file system with the run's storage
+secrets (FileNotFoundError when an object is missing), as the runner expects of a folder. The
+folder pickles as its URL; each process opens its own file system with the run's storage
 options (`hpdparse.remote`).
 """
 
@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from hpdparse.remote import filesystem, join, missing_bucket_reason, redact, storage_reason
 from hpdparse.store.atomic import atomic_write_bytes
-from hpdparse.store.backend import FolderBackend
+from hpdparse.store.document_folder import DocumentFolder
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -55,16 +55,18 @@ def storage_call(url: str, call: Callable[[], T], write: bool = False) -> T:
         raise StorageError(errno.EIO, redact(storage_reason(exc)), redact(url)) from None
 
 
-class FsspecFolder(FolderBackend):
+class FsspecFolder(DocumentFolder):
     """A document folder at a URL (s3://bucket/out/<stem>)."""
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
+        self.location = redact(self.url)
+        self.name = self.url.rsplit("/", 1)[-1]
         self._fs: AbstractFileSystem | None = None
         self._root = ""
 
     def __repr__(self) -> str:
-        return f"FsspecFolder({redact(self.url)!r})"
+        return f"FsspecFolder({self.location!r})"
 
     def __reduce__(self) -> tuple[type[FsspecFolder], tuple[str]]:
         return FsspecFolder, (self.url,)  # the URL alone: each process opens its file system
@@ -87,25 +89,17 @@ class FsspecFolder(FolderBackend):
         path = self._path(name)
         return storage_call(join(self.url, name), lambda: method(path, *args, **kw), write)
 
-    @property
-    def location(self) -> str:
-        return redact(self.url)
-
-    @property
-    def name(self) -> str:
-        return self.url.rsplit("/", 1)[-1]
-
     def exists(self) -> bool:
         try:
             return bool(self._call("", self.fs.ls, detail=False))
         except FileNotFoundError:
             return False
 
-    def create(self, workdir: str) -> None:
+    def create(self) -> None:
         # A prefix needs no creating; the first write reports a store that cannot be written.
         return None
 
-    def remove_if_empty(self, workdir: str) -> None:
+    def remove_if_empty(self) -> None:
         return None
 
     def read_bytes(self, name: str) -> bytes:

@@ -1,4 +1,4 @@
-"""The local file system backend: a document folder is a directory, files are written with
+"""The local file system: a document folder is a directory, files are written with
 `hpdparse.store.atomic` (temporary file, fsync, rename)."""
 
 from __future__ import annotations
@@ -10,33 +10,28 @@ from pathlib import Path
 
 from hpdparse.errors import OutputError
 from hpdparse.store.atomic import TMP_SUFFIX, atomic_write_bytes
-from hpdparse.store.backend import FolderBackend
+from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.layout import RAW_DIR
 
 
-class LocalFolder(FolderBackend):
+class LocalFolder(DocumentFolder):
     """A document folder on the local file system."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self.location = str(self.path)
+        self.name = self.path.name
 
     def __repr__(self) -> str:
-        return f"LocalFolder({str(self.path)!r})"
-
-    @property
-    def location(self) -> str:
-        return str(self.path)
-
-    @property
-    def name(self) -> str:
-        return self.path.name
+        return f"LocalFolder({self.location!r})"
 
     def exists(self) -> bool:
         return self.path.exists()
 
-    def create(self, workdir: str) -> None:
+    def create(self) -> None:
         try:
-            (self.path / workdir).mkdir(parents=True, exist_ok=True)
-            probe = self.path / workdir / f".probe.{os.getpid()}{TMP_SUFFIX}"
+            (self.path / RAW_DIR).mkdir(parents=True, exist_ok=True)
+            probe = self.path / RAW_DIR / f".probe.{os.getpid()}{TMP_SUFFIX}"
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as exc:
@@ -55,9 +50,9 @@ class LocalFolder(FolderBackend):
                 with contextlib.suppress(OSError):
                     tmp.unlink()
 
-    def remove_if_empty(self, workdir: str) -> None:
+    def remove_if_empty(self) -> None:
         with contextlib.suppress(OSError):
-            (self.path / workdir).rmdir()
+            (self.path / RAW_DIR).rmdir()
         with contextlib.suppress(OSError):
             self.path.rmdir()
 

@@ -9,7 +9,6 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from hpdparse.remote import join, output_location
-from hpdparse.store.backend import FolderBackend
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.local import LocalFolder
 from hpdparse.store.naming import assign_folder_names, stem_of
@@ -18,20 +17,15 @@ OWNER_READS = 8
 """Folders whose owner (raw/document.json) is read at once when a run assigns folders."""
 
 
-def folder_backend(location: str | os.PathLike[str]) -> FolderBackend:
-    """The files of the folder at `location`: a local folder, or a URL."""
+def open_document_folder(location: str | os.PathLike[str]) -> DocumentFolder:
+    """The document folder at `location` (a local folder or a URL), e.g. for `hpdparse
+    render`."""
     where = output_location(location)
     if isinstance(where, Path):
         return LocalFolder(where)
     from hpdparse.store.fsspec_folder import FsspecFolder
 
     return FsspecFolder(where)
-
-
-def open_document_folder(location: str | os.PathLike[str]) -> DocumentFolder:
-    """The document folder at `location` (a local folder or a URL), e.g. for `hpdparse
-    render`."""
-    return DocumentFolder(folder_backend(location))
 
 
 class OutputStore:

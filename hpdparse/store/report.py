@@ -191,13 +191,13 @@ class RunReport:
 
     def write(self, path: Path | str) -> None:
         """Write the report as JSON, atomically (a URL: one PUT)."""
-        from hpdparse.store.output_store import folder_backend
+        from hpdparse.store.output_store import open_document_folder
 
         if isinstance(path, str) and is_url(path):
             folder, name = path.rsplit("/", 1)
         else:
             folder, name = Path(path).parent, Path(path).name
-        folder_backend(folder).write_bytes(name, json_bytes(self.to_json()))
+        open_document_folder(folder).write_bytes(name, json_bytes(self.to_json()))
 
 
 def text_layer_json(documents: list[DocumentReport]) -> dict[str, int | float | None] | None:

@@ -12,7 +12,6 @@ import pytest
 
 from hpdparse.engines.base import DecodeKey
 from hpdparse.errors import OutputError
-from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.local import LocalFolder
 from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.state import DocumentState, SourceIdentity
@@ -109,7 +108,7 @@ def test_finished_files_clear_and_remove_if_empty(tmp_path: Path) -> None:
 
 
 def test_a_folder_travels_to_worker_processes(tmp_path: Path) -> None:
-    folder = DocumentFolder(LocalFolder(tmp_path / "doc"))
+    folder = LocalFolder(tmp_path / "doc")
     copy = pickle.loads(pickle.dumps(folder))
     assert copy.location == folder.location == str(tmp_path / "doc") and copy.name == "doc"
 
