@@ -4,9 +4,8 @@ output_store (`OutputStore`: the root OUT, which folder each source gets;
 `open_document_folder`), outputs (a finished document's files, for review),
 document_folder (`DocumentFolder`: everything in one document folder, on any storage),
 local (`LocalFolder`: one on the file system), fsspec_folder (`FsspecFolder`: one on an object
-store such as s3://), layout (file names), naming (folder names), raw_pages (a
-page's record, `RawPage`), state (resume state), statuses, report (the run report), atomic
-(durable writes).
+store such as s3://), layout (file names), raw_pages (a page's record, `RawPage`), state (resume
+state), statuses, report (the run report), atomic (durable writes).
 
 Layout of one document folder (``OUT/<stem>/``)::
 
