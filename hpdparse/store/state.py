@@ -7,10 +7,11 @@ import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from hpdparse.engines.base import DecodeKey
 from hpdparse.errors import HpdparseError, OutputError
+from hpdparse.sources.location import UrlSource
 from hpdparse.store.atomic import sha256_file
 from hpdparse.store.statuses import STATUS_IN_PROGRESS
 
@@ -27,14 +28,14 @@ class SourceIdentity:
     sha256: str
 
     @classmethod
-    def of(cls, path: Path | RemoteObject) -> SourceIdentity:
+    def of(cls, path: Path | UrlSource) -> SourceIdentity:
         """The identity of the file at `path` (OSError), or of an object at a URL (InputError)."""
-        if not isinstance(path, RemoteObject):
+        if not isinstance(path, UrlSource):
             path = Path(path).absolute()
         size, mtime_ns, digest = _facts(path)
         return cls(str(path), size, mtime_ns, digest())
 
-    def matches_file(self, path: Path | RemoteObject) -> bool:
+    def matches_file(self, path: Path | UrlSource) -> bool:
         """True when `path` still has the content this identity was taken from (size and mtime
         first, the sha256 only when they differ)."""
         try:
@@ -46,29 +47,13 @@ class SourceIdentity:
             return False
 
 
-def _facts(path: Path | RemoteObject) -> tuple[int, int, Callable[[], str]]:
+def _facts(path: Path | UrlSource) -> tuple[int, int, Callable[[], str]]:
     """The size and modification time (ns) of a file or object, and how to take its sha256."""
-    if isinstance(path, RemoteObject):
+    if isinstance(path, UrlSource):
         size, mtime_ns = path.stat()
-        return size, mtime_ns, lambda: sha256_bytes(path.read_bytes())
+        return size, mtime_ns, lambda: hashlib.sha256(path.read_bytes()).hexdigest()
     st = Path(path).stat()
     return st.st_size, st.st_mtime_ns, lambda: sha256_file(Path(path))
-
-
-@runtime_checkable
-class RemoteObject(Protocol):
-    """A source at a URL (`hpdparse.sources.location.UrlSource`): what an identity needs."""
-
-    def stat(self) -> tuple[int, int]: ...
-
-    def read_bytes(self) -> bytes: ...
-
-    @property
-    def url(self) -> str: ...
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
 
 
 def valid_state_json(data: Any) -> dict[str, Any] | None:
