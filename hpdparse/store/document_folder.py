@@ -31,7 +31,7 @@ from hpdparse.store.layout import (
     raw_text_name,
     review_html_name,
 )
-from hpdparse.store.raw_pages import RawPage, decode_raw_page, encode_raw_page
+from hpdparse.store.raw_pages import RawPage, decode_raw_page, raw_page_files
 from hpdparse.store.state import DocumentState, valid_state_json
 
 
@@ -275,10 +275,3 @@ class DocumentFolder(ABC):
     def write_image(self, name: str, png: bytes) -> None:
         """Write an image crop; `name` is relative to the folder ("images/page-0001-...png")."""
         self.write_bytes(name, png)
-
-
-def raw_page_files(page: RawPage) -> dict[str, bytes]:
-    """A decoded page's raw files (name -> bytes), its text first, as `write_raw_page` writes
-    them."""
-    text, meta = encode_raw_page(page)
-    return {raw_text_name(page.number): text, raw_meta_name(page.number): meta}
