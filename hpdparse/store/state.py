@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +16,8 @@ from hpdparse.store.atomic import sha256_file
 from hpdparse.store.statuses import STATUS_IN_PROGRESS
 
 STATE_FORMAT = 1
+SOURCE_KEYS = ("source", "source_size", "source_mtime_ns", "source_sha256")
+JSON_NAMES = {"selected": "selected_pages"}  # a field's JSON key where it is not its name
 
 
 @dataclass(frozen=True)
@@ -82,25 +84,13 @@ class DocumentState:
     failed_pages: dict[int, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": STATE_FORMAT,
-            "source": self.source.path,
-            "source_size": self.source.size,
-            "source_mtime_ns": self.source.mtime_ns,
-            "source_sha256": self.source.sha256,
-            "stem": self.stem,
-            "page_count": self.page_count,
-            "pages_spec": self.pages_spec,
-            "selected_pages": self.selected,
-            "dpi": self.dpi,
-            "engine": self.engine,
-            "model": self.model,
-            "revision": self.revision,
-            "reuse_key": self.reuse_key.to_json() if self.reuse_key else {},
-            "render_options": self.render_options,
-            "status": self.status,
-            "failed_pages": {str(k): v for k, v in sorted(self.failed_pages.items())},
-        }
+        """The fields in their order (the source's flattened, `selected` as "selected_pages")."""
+        data = {"format": STATE_FORMAT, **dict(zip(SOURCE_KEYS, astuple(self.source), strict=True))}
+        for item in fields(self)[1:]:
+            data[JSON_NAMES.get(item.name, item.name)] = getattr(self, item.name)
+        data["reuse_key"] = self.reuse_key.to_json() if self.reuse_key else {}
+        data["failed_pages"] = {str(k): v for k, v in sorted(self.failed_pages.items())}
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DocumentState:
