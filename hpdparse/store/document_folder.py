@@ -153,13 +153,10 @@ class DocumentFolder(ABC):
 
     # --- raw pages (raw/page-NNNN.txt and .json) ---
 
-    def write_raw_page(self, page: RawPage) -> dict[str, bytes]:
+    def write_raw_page(self, page: RawPage) -> None:
         """Save one decoded page: the text first, then its metadata with the text's sha256 (the
-        metadata file is the commit point of the page). Returns the files written (name ->
-        bytes), which `read_raw_pages` takes as `written` instead of reading them back."""
-        files = raw_page_files(page)
-        self.write_raw_files(files)
-        return files
+        metadata file is the commit point of the page)."""
+        self.write_raw_files(raw_page_files(page))
 
     def write_raw_files(self, files: Mapping[str, bytes]) -> None:
         """Write a page's `raw_page_files`, in their order (the metadata, its commit point,
@@ -176,8 +173,8 @@ class DocumentFolder(ABC):
         self, numbers: list[int], written: Mapping[str, bytes] | None = None
     ) -> dict[int, RawPage | None]:
         """`read_raw_page` of each of `numbers`, their files read together (concurrently on an
-        object store), except those in `written` (what `write_raw_page` returned for pages this
-        process wrote: they are taken as they are, not read back)."""
+        object store), except those in `written` (the `raw_page_files` of pages this process
+        wrote: they are taken as they are, not read back)."""
         known = written or {}
         names = [name for n in numbers for name in (raw_meta_name(n), raw_text_name(n))]
         contents: dict[str, bytes | None] = {name: known[name] for name in names if name in known}
@@ -255,9 +252,6 @@ class DocumentFolder(ABC):
         self.write_many(files)
         self.write_markdown(state.stem, markdown)
 
-    def remove_images(self) -> None:
-        self.delete_tree(IMAGES_DIR)
-
     def remove_stale_outputs(self, stem: str, images: Collection[str]) -> None:
         """Drop the exports and every image but `images` (names in the folder: the crops about to
         be written, which may be written meanwhile, their temporary files too); with no image to
@@ -265,7 +259,7 @@ class DocumentFolder(ABC):
         delete."""
         if not images:
             self.delete_many([docling_name(stem), chunks_name(stem)])
-            self.remove_images()
+            self.delete_tree(IMAGES_DIR)
             return
         listed = self.list_files(IMAGES_DIR)
         stale = [f"{IMAGES_DIR}/{name}" for name in listed if not is_own_temporary(name)]

@@ -35,13 +35,10 @@ class LocalFolder(DocumentFolder):
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as exc:
-            raise OutputError(
-                f"{self.path}: cannot write the output folder: {os_reason(exc)}", path=self.path
-            ) from exc
-        self.remove_stray_temporaries()
-
-    def remove_stray_temporaries(self) -> None:
-        """Delete the temporary files of writes a killed run left unfinished."""
+            reason = exc.strerror or exc.__class__.__name__
+            message = f"{self.path}: cannot write the output folder: {reason}"
+            raise OutputError(message, path=self.path) from exc
+        # Delete the temporary files of writes a killed run left unfinished.
         folders = [self.path]
         with contextlib.suppress(OSError):
             folders += [entry for entry in self.path.iterdir() if entry.is_dir()]
@@ -80,7 +77,3 @@ class LocalFolder(DocumentFolder):
         if not directory.is_dir():
             return []
         return [entry.name for entry in os.scandir(directory) if not entry.is_dir()]
-
-
-def os_reason(exc: OSError) -> str:
-    return exc.strerror or exc.__class__.__name__

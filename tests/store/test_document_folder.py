@@ -96,7 +96,7 @@ def test_finished_files_clear_and_remove_if_empty(tmp_path: Path) -> None:
     folder.write_review_html("doc", "<html></html>")
     assert folder.has_markdown("doc")
     assert (tmp_path / "doc" / "images" / "page-0001-figure-01.png").read_bytes() == b"png"
-    folder.remove_images()
+    folder.delete_tree("images")
     assert not (tmp_path / "doc" / "images").exists()
     folder.remove_if_empty()  # not empty: stays
     assert folder.exists()
