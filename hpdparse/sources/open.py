@@ -17,10 +17,11 @@ from hpdparse.sources.document import (
     PDF_SUFFIXES,
     Content,
     SourceDocument,
+    image_format,
     looks_like_pdf,
     read_head,
 )
-from hpdparse.sources.images import ImageDocument, is_image_content
+from hpdparse.sources.images import ImageDocument
 from hpdparse.sources.location import LARGE_OBJECT_BYTES, UrlSource
 from hpdparse.sources.office import converted_pdf
 from hpdparse.sources.pdf import PdfDocument
@@ -53,7 +54,7 @@ def _open(path: Path | UrlSource, password: str | None, content: Content) -> Sou
     if suffix in MUPDF_FILETYPES:
         return PdfDocument(path, password, content, MUPDF_FILETYPES[suffix])  # type: ignore[arg-type]
     if not looks_like_pdf(head) and (
-        suffix in IMAGE_SUFFIXES or (suffix not in PDF_SUFFIXES and is_image_content(path, content))  # type: ignore[arg-type]
+        suffix in IMAGE_SUFFIXES or (suffix not in PDF_SUFFIXES and image_format(path, content))  # type: ignore[arg-type]
     ):
         return ImageDocument(path, content)  # type: ignore[arg-type]
     return PdfDocument(path, password, content)  # type: ignore[arg-type]

@@ -6,23 +6,21 @@ from __future__ import annotations
 import logging
 import unicodedata
 from pathlib import Path
-from typing import BinaryIO
 
 from PIL import Image
 
 from hpdparse.errors import InputError
 from hpdparse.sources.document import (
-    IMAGE_FORMATS,
     Content,
     PageGeometry,
     SourceDocument,
     capped_scale,
     effective_dpi,
+    image_format,
     looks_like_pdf,
     one_line_error,
     plural,
     read_head,
-    readable,
 )
 from hpdparse.sources.labels import label_rules, page_label
 from hpdparse.sources.mupdf import pymupdf
@@ -116,7 +114,7 @@ class PdfDocument(SourceDocument):
             raise self._error(failure)
         try:
             if filetype == "pdf" and not doc.is_pdf:
-                raise self._error(_not_pdf_reason(readable(path, self._content), doc))
+                raise self._error(self._not_pdf_reason(doc))
             self._encrypted = bool(doc.needs_pass)
             if doc.needs_pass:
                 if password is None:
@@ -181,26 +179,20 @@ class PdfDocument(SourceDocument):
         finally:
             self._note_warnings(f"rasterizing page {number}")
 
-    def close(self) -> None:
-        for doc in (getattr(self, "_doc", None), getattr(self, "_as_pdf", None)):
-            if doc is not None and not doc.is_closed:
-                doc.close()
-
-
-def _not_pdf_reason(path: Path | BinaryIO, doc: pymupdf.Document) -> str:
-    kind = (doc.metadata or {}).get("format") or "another format"
-    if kind == "Image":
-        try:
-            with Image.open(path) as image:
-                fmt = image.format
-        except Exception:
-            fmt = None
-        if fmt in IMAGE_FORMATS:
+    def _not_pdf_reason(self, doc: pymupdf.Document) -> str:
+        kind = (doc.metadata or {}).get("format") or "another format"
+        fmt = image_format(self.path, self._content) if kind == "Image" else None
+        if fmt is not None:
             return (
                 f"not a PDF (the content is a {fmt} image; give the file an image suffix"
                 " such as .png, .jpg or .tif to convert it)"
             )
-    return f"not a PDF or supported image (opened as {kind})"
+        return f"not a PDF or supported image (opened as {kind})"
+
+    def close(self) -> None:
+        for doc in (getattr(self, "_doc", None), getattr(self, "_as_pdf", None)):
+            if doc is not None and not doc.is_closed:
+                doc.close()
 
 
 def _authenticate(doc: pymupdf.Document, password: str) -> bool:
