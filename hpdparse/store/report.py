@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hpdparse.remote import is_url
+from hpdparse.sources.document import plural
 from hpdparse.store.atomic import json_bytes
 from hpdparse.store.confidence_report import flagged_pages, lowest_pages, summary_line
 from hpdparse.store.statuses import (
@@ -216,14 +217,12 @@ def text_layer_json(documents: list[DocumentReport]) -> dict[str, int | float | 
 
 
 def _totals_line(report: RunReport) -> str:
-    parts = [f"{len(report.documents)} document{'s' if len(report.documents) != 1 else ''}:"]
     shown = [s for s in REPORT_STATUSES if s != STATUS_INTERRUPTED or report.count(s)]
-    parts.append(", ".join(f"{report.count(s)} {s}" for s in shown))
-    line = " ".join(parts)
+    counts = ", ".join(f"{report.count(s)} {s}" for s in shown)
+    line = f"{plural(len(report.documents), 'document')}: {counts}"
     if report.pages_decoded:
         line += (
-            f"; {report.pages_decoded} page{'s' if report.pages_decoded != 1 else ''} decoded "
-            f"in {report.engine_seconds:.1f} s "
+            f"; {plural(report.pages_decoded, 'page')} decoded in {report.engine_seconds:.1f} s "
             f"({report.pages_per_second:.2f} pages/s, "
             f"{report.output_tokens_per_second:.0f} output tokens/s)"
         )
