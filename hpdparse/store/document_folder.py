@@ -228,12 +228,6 @@ class DocumentFolder(ABC):
         """Mark the document unfinished: its .md is written last, so it goes first."""
         self.delete(markdown_name(stem))
 
-    def write_markdown(self, stem: str, markdown: str) -> None:
-        self.write_bytes(markdown_name(stem), markdown.encode("utf-8"))
-
-    def write_json(self, stem: str, data: Any) -> None:
-        self.write_bytes(json_name(stem), json_bytes(data))
-
     def write_finished(
         self,
         state: DocumentState,
@@ -250,7 +244,7 @@ class DocumentFolder(ABC):
         files[json_name(state.stem)] = json_bytes(data)
         files[STATE_NAME] = json_bytes(state.to_json())
         self.write_many(files)
-        self.write_markdown(state.stem, markdown)
+        self.write_bytes(markdown_name(state.stem), markdown.encode("utf-8"))
 
     def remove_stale_outputs(self, stem: str, images: Collection[str]) -> None:
         """Drop the exports and every image but `images` (names in the folder: the crops about to

@@ -89,9 +89,9 @@ def test_state_roundtrip_and_source_identity(tmp_path: Path) -> None:
 def test_finished_files_clear_and_remove_if_empty(tmp_path: Path) -> None:
     folder = open_document_folder(tmp_path / "doc")
     folder.create()
-    folder.write_json("doc", {"pages": []})
+    folder.write_bytes("doc.json", b'{"pages": []}')
     folder.write_image("images/page-0001-figure-01.png", b"png")
-    folder.write_markdown("doc", "# Title\n")
+    folder.write_bytes("doc.md", b"# Title\n")
     folder.write_layout_pdf("doc", b"%PDF-")  # --layout and `hpdparse review` outputs
     folder.write_review_html("doc", "<html></html>")
     assert folder.has_markdown("doc")
