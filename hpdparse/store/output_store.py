@@ -58,7 +58,8 @@ class OutputStore:
         ordered = sorted({source.absolute() for source in sources}, key=str)
         stems = sorted({stem_of(source) for source in ordered})
         with ThreadPoolExecutor(OWNER_READS, thread_name_prefix="hpdparse-owner") as pool:
-            owners = dict(zip(stems, pool.map(self._owner, stems), strict=True))
+            owned = pool.map(lambda name: self.folder(name).owner(), stems)
+            owners = dict(zip(stems, owned, strict=True))
         # Folders already owned by one of these sources go to their owners first.
         names = {src: stem_of(src) for src in ordered if owners[stem_of(src)] == str(src)}
         claimed = set(names.values())
@@ -71,9 +72,6 @@ class OutputStore:
             names[src] = stem if free else f"{stem}-{digest}"
             claimed.add(names[src])
         return {source: self.folder(names[source.absolute()]) for source in sources}
-
-    def _owner(self, name: str) -> str | None:
-        return self.folder(name).owner()
 
 
 def stem_of(path: Path | UrlSource) -> str:
