@@ -28,13 +28,6 @@ from hpdparse.sources.mupdf import pymupdf
 log = logging.getLogger(__name__)
 
 
-def _quiet_mupdf() -> None:
-    # MuPDF prints every warning and error; damaged files emit tens of thousands. Errors that
-    # matter still reach us as exceptions, warnings are counted (see _drain_mupdf_warnings).
-    pymupdf.TOOLS.mupdf_display_errors(False)
-    pymupdf.TOOLS.mupdf_display_warnings(False)
-
-
 def _drain_mupdf_warnings() -> tuple[int, str]:
     """Empty PyMuPDF's warning store (it grows without bound otherwise); return how many
     warnings there were and the first one."""
@@ -59,7 +52,10 @@ class PdfDocument(SourceDocument):
         self._what = "PDF" if filetype == "pdf" else filetype.upper()
         self._as_pdf: pymupdf.Document | None = None
         self.warning_count = 0
-        _quiet_mupdf()
+        # MuPDF prints every warning and error; damaged files emit tens of thousands. Errors that
+        # matter still reach us as exceptions, warnings are counted (see _drain_mupdf_warnings).
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        pymupdf.TOOLS.mupdf_display_warnings(False)
         _drain_mupdf_warnings()
         self._doc = self._open(password)
         try:
@@ -148,20 +144,14 @@ class PdfDocument(SourceDocument):
                 first,
             )
 
-    def _load_page(self, number: int) -> pymupdf.Page:
-        self._check_number(number)
-        try:
-            return self._doc.load_page(number - 1)
-        except Exception as error:
-            raise self._page_error(number, one_line_error(error)) from None
-
     def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:
         """Render page `number` (1-based) at `dpi`, within the size limits, honouring /Rotate and
         the CropBox; annotations and form fields are drawn."""
         if dpi <= 0:
             raise ValueError(f"dpi must be positive, not {dpi}")
+        self._check_number(number)
         try:
-            page = self._load_page(number)
+            page = self._doc.load_page(number - 1)
             width, height = page.rect.width, page.rect.height
             if width < 0.01 or height < 0.01:
                 raise self._page_error(number, "empty page box")
@@ -169,13 +159,14 @@ class PdfDocument(SourceDocument):
             zoom = used_dpi / 72
             if used_dpi == 1:  # a gigantic page: even 1 dpi is over the limits
                 zoom = capped_scale(width, height, zoom, upscale=False)
-            try:
-                pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
-                image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
-            except Exception as error:
-                raise self._page_error(number, one_line_error(error)) from None
+            pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+            image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
             label = page_label(self.label_rules, number - 1) if self.label_rules else None
             return image, PageGeometry(image.width, image.height, used_dpi, label, width, height)
+        except InputError:
+            raise
+        except Exception as error:
+            raise self._page_error(number, one_line_error(error)) from None
         finally:
             self._note_warnings(f"rasterizing page {number}")
 
