@@ -116,7 +116,8 @@ def _span_words(span: dict, line: int, matrix: pymupdf.Matrix) -> Iterable[Word]
         return
     x0, y0, x1, y1 = pymupdf.Rect(span["bbox"]) * matrix
     flags = INVISIBLE if span.get("alpha", 255) == 0 else 0
-    if _MATH_FONT.search(_base_font(span.get("font", ""))):
+    font = span.get("font", "").split("+", 1)[-1]  # without a subset prefix: ABCDEF+CMMI10
+    if _MATH_FONT.search(font):
         flags |= MATH
     wide = (x1 - x0) >= (y1 - y0) or len(text) == 1  # horizontal text (rotated pages: vertical)
     for match in re.finditer(r"\S+", text):
@@ -126,10 +127,6 @@ def _span_words(span: dict, line: int, matrix: pymupdf.Matrix) -> Iterable[Word]
         else:
             box = (x0, y0 + a * (y1 - y0), x1, y0 + b * (y1 - y0))
         yield Word(match.group(), box, line, flags | _char_flags(match.group()))
-
-
-def _base_font(name: str) -> str:
-    return name.split("+", 1)[-1]  # a subset prefix: ABCDEF+CMMI10
 
 
 def _char_flags(text: str) -> int:

@@ -32,7 +32,7 @@ from hpdparse.store.layout import (
     review_html_name,
 )
 from hpdparse.store.raw_pages import RawPage, decode_raw_page, raw_page_files
-from hpdparse.store.state import DocumentState, valid_state_json
+from hpdparse.store.state import STATE_FORMAT, DocumentState
 
 
 class DocumentFolder(ABC):
@@ -128,7 +128,7 @@ class DocumentFolder(ABC):
             data = json.loads(self.read_bytes(STATE_NAME).decode("utf-8"))
         except (OSError, ValueError):
             return None
-        return valid_state_json(data)
+        return data if isinstance(data, dict) and data.get("format") == STATE_FORMAT else None
 
     def owner(self) -> str | None:
         """The source path the resume state records, or None when there is no readable state."""

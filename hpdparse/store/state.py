@@ -58,13 +58,6 @@ def _facts(path: Path | UrlSource) -> tuple[int, int, Callable[[], str]]:
     return st.st_size, st.st_mtime_ns, lambda: sha256_file(Path(path))
 
 
-def valid_state_json(data: Any) -> dict[str, Any] | None:
-    """`data` when it is a resume state of this format, else None."""
-    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
-        return None
-    return data
-
-
 @dataclass
 class DocumentState:
     """What raw/document.json holds: who owns the folder and what the last run asked for."""
