@@ -5,8 +5,6 @@ deleted as soon as it is open)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import tempfile
 from pathlib import Path
 
@@ -64,13 +62,9 @@ def _open_url(source: UrlSource, password: str | None) -> SourceDocument:
     size, _ = source.stat()
     if size <= LARGE_OBJECT_BYTES:
         return _open(source, password, source.read_bytes())
-    fd, name = tempfile.mkstemp(prefix="hpdparse-", suffix=source.suffix or ".bin")
-    os.close(fd)
-    try:
-        source.download(Path(name))
-        # The open document keeps its file open: the name can go at once (POSIX), and must go
-        # in any case.
-        return _open(source, password, Path(name))
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
+    # The open document keeps its file open: the copy can go at once (POSIX), and must go in
+    # any case.
+    with tempfile.TemporaryDirectory(prefix="hpdparse-", ignore_cleanup_errors=True) as scratch:
+        copy = Path(scratch) / f"object{source.suffix or '.bin'}"
+        source.download(copy)
+        return _open(source, password, copy)
