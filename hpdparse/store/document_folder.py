@@ -50,15 +50,20 @@ class DocumentFolder(ABC):
     def exists(self) -> bool:
         """True when the folder exists (possibly empty)."""
 
-    @abstractmethod
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.location!r})"
+
     def create(self) -> None:
         """Create the folder and raw/ and check that files can be written there; raise
         OutputError (one line naming the folder) when not. Tidies what a killed run left half
-        written."""
+        written. Nothing here: a storage whose folders are name prefixes creates none, and its
+        first write reports a store that cannot be written."""
+        return None
 
-    @abstractmethod
     def remove_if_empty(self) -> None:
-        """Remove raw/, then the folder, each only when it is empty; never raises."""
+        """Remove raw/, then the folder, each only when it is empty; never raises. Nothing here
+        (folders that are name prefixes)."""
+        return None
 
     @abstractmethod
     def read_bytes(self, name: str) -> bytes:

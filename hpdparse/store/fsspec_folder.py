@@ -65,9 +65,6 @@ class FsspecFolder(DocumentFolder):
         self._fs: AbstractFileSystem | None = None
         self._root = ""
 
-    def __repr__(self) -> str:
-        return f"FsspecFolder({self.location!r})"
-
     def __reduce__(self) -> tuple[type[FsspecFolder], tuple[str]]:
         return FsspecFolder, (self.url,)  # the URL alone: each process opens its file system
 
@@ -94,13 +91,6 @@ class FsspecFolder(DocumentFolder):
             return bool(self._call("", self.fs.ls, detail=False))
         except FileNotFoundError:
             return False
-
-    def create(self) -> None:
-        # A prefix needs no creating; the first write reports a store that cannot be written.
-        return None
-
-    def remove_if_empty(self) -> None:
-        return None
 
     def read_bytes(self, name: str) -> bytes:
         return self._call(name, self.fs.cat_file)

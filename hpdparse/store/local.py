@@ -22,9 +22,6 @@ class LocalFolder(DocumentFolder):
         self.location = str(self.path)
         self.name = self.path.name
 
-    def __repr__(self) -> str:
-        return f"LocalFolder({self.location!r})"
-
     def exists(self) -> bool:
         return self.path.exists()
 
