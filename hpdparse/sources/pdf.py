@@ -136,13 +136,8 @@ class PdfDocument(SourceDocument):
         count, first = _drain_mupdf_warnings()
         if count:
             self.warning_count += count
-            log.debug(
-                "%s: %s while %s (first: %s)",
-                self.path,
-                plural(count, "MuPDF warning"),
-                what,
-                first,
-            )
+            warnings = plural(count, "MuPDF warning")
+            log.debug("%s: %s while %s (first: %s)", self.path, warnings, what, first)
 
     def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:
         """Render page `number` (1-based) at `dpi`, within the size limits, honouring /Rotate and

@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from hpdparse.remote import filesystem, join, missing_bucket_reason, redact, storage_reason
-from hpdparse.store.atomic import atomic_write_bytes
 from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.local import LocalFolder
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -159,14 +159,10 @@ class FsspecFolder(DocumentFolder):
 def copy_tree(url: str, target: Path) -> None:
     """Copy every object under `url` into the local folder `target` (created), keys as relative
     paths, each file written atomically. StorageError or FileNotFoundError (one line)."""
-    fs, root = filesystem(url)
-    root = root.rstrip("/")
-    names = storage_call(url, lambda: fs.find(root))
+    source, copy = FsspecFolder(url), LocalFolder(target)
+    names = source._call("", source.fs.find)
     if not names:
         raise FileNotFoundError(errno.ENOENT, "no such folder (no object under it)", redact(url))
     for name in names:
-        relative = name[len(root) :].lstrip("/")
-        data = storage_call(join(url, relative), lambda name=name: fs.cat_file(name))
-        destination = target / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(destination, data)
+        relative = name[len(source._root) :].lstrip("/")
+        copy.write_bytes(relative, source.read_bytes(relative))
