@@ -145,8 +145,7 @@ def object_info(fs: AbstractFileSystem, path: str) -> ObjectInfo | None:
         info = fs.info(path)
     except FileNotFoundError:
         return None
-    size = int(info.get("size") or 0)
-    return ObjectInfo(info.get("type", "file"), size, _mtime_ns(info))
+    return ObjectInfo(info.get("type", "file"), int(info.get("size") or 0), _mtime_ns(info))
 
 
 def _mtime_ns(info: Mapping[str, object]) -> int:

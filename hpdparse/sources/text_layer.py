@@ -171,8 +171,7 @@ def box_text(page: PageText, bbox: tuple[int, int, int, int]) -> BoxText:
     cut = any(page.line_lengths[line] > count for line, count in in_box.items()) or any(
         _overlap(w.bbox, grown) > 0.25 for w in near
     )
-    text = join_words(inside)
-    return BoxText(text, *_trust(inside, cut, box), len(inside))
+    return BoxText(join_words(inside), *_trust(inside, cut, box), len(inside))
 
 
 def _trust(words: list[Word], cut: bool, box: tuple[float, ...]) -> tuple[bool, str | None]:
@@ -208,9 +207,8 @@ def join_words(words: list[Word]) -> str:
     """Words in reading order joined by spaces; a word that ends its line with a hyphen joins
     the next line's first word when that one starts in lower case ("exam-" "ple": "example")."""
     parts: list[str] = []
-    for i, word in enumerate(words):
+    for word, after in zip(words, [*words[1:], None], strict=False):
         text = word.text
-        after = words[i + 1] if i + 1 < len(words) else None
         line_end = after is not None and after.line != word.line
         if line_end and text[-1:] in "-\u00ad" and len(text) > 1 and after.text[:1].islower():
             parts.append(text[:-1])
