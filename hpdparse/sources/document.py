@@ -139,15 +139,14 @@ def image_format(path: Path, content: Content = None) -> str | None:
 def read_head(path: Path, content: Content = None) -> bytes:
     """The first KiB of the document (of `content` when given); InputError naming `path`."""
     if isinstance(content, bytes):
-        if not content:
-            raise InputError(f"{path}: empty file (0 bytes)", path=path)
-        return content[:1024]
-    try:
-        with open(content or path, "rb") as f:
-            head = f.read(1024)
-    except OSError as error:
-        reason = _READ_ERRORS.get(type(error)) or f"cannot be read ({error.strerror or error})"
-        raise InputError(f"{path}: {reason}", path=path) from None
+        head = content[:1024]
+    else:
+        try:
+            with open(content or path, "rb") as f:
+                head = f.read(1024)
+        except OSError as error:
+            reason = _READ_ERRORS.get(type(error)) or f"cannot be read ({error.strerror or error})"
+            raise InputError(f"{path}: {reason}", path=path) from None
     if not head:
         raise InputError(f"{path}: empty file (0 bytes)", path=path)
     return head

@@ -151,16 +151,13 @@ def object_info(fs: AbstractFileSystem, path: str) -> ObjectInfo | None:
 def _mtime_ns(info: Mapping[str, object]) -> int:
     for key in ("LastModified", "last_modified", "updated", "mtime", "created"):
         value = info.get(key)
+        if isinstance(value, str) and value:
+            with contextlib.suppress(ValueError):
+                value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         if isinstance(value, datetime):
             return int(value.timestamp() * 1_000_000_000)
         if isinstance(value, (int, float)) and value > 0:
             return int(value * 1_000_000_000)
-        if isinstance(value, str) and value:
-            try:
-                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError:
-                continue
-            return int(parsed.timestamp() * 1_000_000_000)
     return 0
 
 
