@@ -55,8 +55,7 @@ class LocalFolder(DocumentFolder):
 
     def write_bytes(self, name: str, data: bytes) -> None:
         target = self.path / name
-        if not target.parent.is_dir():
-            target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, data)
 
     def is_file(self, name: str) -> bool:
