@@ -19,9 +19,9 @@ from __future__ import annotations
 import io
 import math
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
 
 from PIL import Image
 
@@ -123,25 +123,30 @@ class SourceDocument:
             raise self._error(f"page {number} does not exist (the document has {pages})")
 
 
-def readable(path: Path, content: Content = None) -> Path | BinaryIO:
-    """What to hand to Pillow for the document at `path` opened from `content`."""
-    if isinstance(content, bytes):
-        return io.BytesIO(content)
-    return content or path
+def image_format(path: Path, content: Content = None) -> str | None:
+    """The format of the document at `path` (opened from `content`) when Pillow opens it as an
+    image of `IMAGE_FORMATS`, else None."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            file = io.BytesIO(content) if isinstance(content, bytes) else content or path
+            with Image.open(file) as image:
+                return image.format if image.format in IMAGE_FORMATS else None
+    except Exception:
+        return None
 
 
 def read_head(path: Path, content: Content = None) -> bytes:
     """The first KiB of the document (of `content` when given); InputError naming `path`."""
     if isinstance(content, bytes):
-        if not content:
-            raise InputError(f"{path}: empty file (0 bytes)", path=path)
-        return content[:1024]
-    try:
-        with open(content or path, "rb") as f:
-            head = f.read(1024)
-    except OSError as error:
-        reason = _READ_ERRORS.get(type(error)) or f"cannot be read ({error.strerror or error})"
-        raise InputError(f"{path}: {reason}", path=path) from None
+        head = content[:1024]
+    else:
+        try:
+            with open(content or path, "rb") as f:
+                head = f.read(1024)
+        except OSError as error:
+            reason = _READ_ERRORS.get(type(error)) or f"cannot be read ({error.strerror or error})"
+            raise InputError(f"{path}: {reason}", path=path) from None
     if not head:
         raise InputError(f"{path}: empty file (0 bytes)", path=path)
     return head

@@ -17,18 +17,7 @@ from hpdparse.sources.document import (
     SourceDocument,
     capped_scale,
     one_line_error,
-    readable,
 )
-
-
-def is_image_content(path: Path, content: Content = None) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            with Image.open(readable(path, content)) as image:
-                return image.format in IMAGE_FORMATS
-    except Exception:
-        return False
 
 
 class ImageDocument(SourceDocument):

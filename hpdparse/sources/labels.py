@@ -47,13 +47,11 @@ def page_label(rules: list[tuple[int, str, str, int]], index: int) -> str | None
         numeral = str(number)
     elif style in ("r", "R"):
         numeral = _roman(number)
-        numeral = numeral.lower() if style == "r" else numeral
     elif style in ("a", "A") and number >= 1:
-        letter = chr(ord("A") + (number - 1) % 26) * ((number - 1) // 26 + 1)
-        numeral = letter.lower() if style == "a" else letter
+        numeral = chr(ord("A") + (number - 1) % 26) * ((number - 1) // 26 + 1)
     else:
         numeral = ""
-    return (prefix + numeral) or None
+    return (prefix + (numeral.lower() if style in ("r", "a") else numeral)) or None
 
 
 def _roman(number: int) -> str:

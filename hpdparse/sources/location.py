@@ -96,14 +96,15 @@ class UrlSource:
     def is_file(self) -> bool:
         """True when the object exists (one HEAD request). InputError (one line naming the URL)
         when the store cannot tell (no credentials, access denied, unreachable...)."""
-        info = self._object_info(missing_ok=True)
+        info = self._object_info()
         return info is not None and info.kind == "file"
 
     def stat(self) -> tuple[int, int]:
         """The object's size and last modification time in ns (0 when the store gives none); one
         HEAD request. InputError when it cannot be read."""
-        info = self._object_info(missing_ok=False)
-        assert info is not None
+        info = self._object_info()
+        if info is None:
+            raise InputError(storage_message(self.url, FileNotFoundError()), path=str(self))
         return info.size, info.mtime_ns
 
     def read_bytes(self) -> bytes:
@@ -116,14 +117,10 @@ class UrlSource:
             self._data = data
         return data
 
-    def _object_info(self, missing_ok: bool) -> ObjectInfo | None:
-        info = self._info
-        if info is None:
-            info = self._request(object_info)
-            if self._held:
-                self._info = info
-        if info is None and not missing_ok:
-            raise InputError(storage_message(self.url, FileNotFoundError()), path=str(self))
+    def _object_info(self) -> ObjectInfo | None:
+        info = self._info or self._request(object_info)
+        if self._held:
+            self._info = info
         return info
 
     def download(self, target: Path) -> None:
@@ -148,23 +145,19 @@ def object_info(fs: AbstractFileSystem, path: str) -> ObjectInfo | None:
         info = fs.info(path)
     except FileNotFoundError:
         return None
-    size = int(info.get("size") or 0)
-    return ObjectInfo(info.get("type", "file"), size, _mtime_ns(info))
+    return ObjectInfo(info.get("type", "file"), int(info.get("size") or 0), _mtime_ns(info))
 
 
 def _mtime_ns(info: Mapping[str, object]) -> int:
     for key in ("LastModified", "last_modified", "updated", "mtime", "created"):
         value = info.get(key)
+        if isinstance(value, str) and value:
+            with contextlib.suppress(ValueError):
+                value = datetime.fromisoformat(value.replace("Z", "+00:00"))
         if isinstance(value, datetime):
             return int(value.timestamp() * 1_000_000_000)
         if isinstance(value, (int, float)) and value > 0:
             return int(value * 1_000_000_000)
-        if isinstance(value, str) and value:
-            try:
-                parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-            except ValueError:
-                continue
-            return int(parsed.timestamp() * 1_000_000_000)
     return 0
 
 

@@ -5,8 +5,6 @@ deleted as soon as it is open)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
 import tempfile
 from pathlib import Path
 
@@ -17,10 +15,11 @@ from hpdparse.sources.document import (
     PDF_SUFFIXES,
     Content,
     SourceDocument,
+    image_format,
     looks_like_pdf,
     read_head,
 )
-from hpdparse.sources.images import ImageDocument, is_image_content
+from hpdparse.sources.images import ImageDocument
 from hpdparse.sources.location import LARGE_OBJECT_BYTES, UrlSource
 from hpdparse.sources.office import converted_pdf
 from hpdparse.sources.pdf import PdfDocument
@@ -53,7 +52,7 @@ def _open(path: Path | UrlSource, password: str | None, content: Content) -> Sou
     if suffix in MUPDF_FILETYPES:
         return PdfDocument(path, password, content, MUPDF_FILETYPES[suffix])  # type: ignore[arg-type]
     if not looks_like_pdf(head) and (
-        suffix in IMAGE_SUFFIXES or (suffix not in PDF_SUFFIXES and is_image_content(path, content))  # type: ignore[arg-type]
+        suffix in IMAGE_SUFFIXES or (suffix not in PDF_SUFFIXES and image_format(path, content))  # type: ignore[arg-type]
     ):
         return ImageDocument(path, content)  # type: ignore[arg-type]
     return PdfDocument(path, password, content)  # type: ignore[arg-type]
@@ -63,13 +62,9 @@ def _open_url(source: UrlSource, password: str | None) -> SourceDocument:
     size, _ = source.stat()
     if size <= LARGE_OBJECT_BYTES:
         return _open(source, password, source.read_bytes())
-    fd, name = tempfile.mkstemp(prefix="hpdparse-", suffix=source.suffix or ".bin")
-    os.close(fd)
-    try:
-        source.download(Path(name))
-        # The open document keeps its file open: the name can go at once (POSIX), and must go
-        # in any case.
-        return _open(source, password, Path(name))
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(name)
+    # The open document keeps its file open: the copy can go at once (POSIX), and must go in
+    # any case.
+    with tempfile.TemporaryDirectory(prefix="hpdparse-", ignore_cleanup_errors=True) as scratch:
+        copy = Path(scratch) / f"object{source.suffix or '.bin'}"
+        source.download(copy)
+        return _open(source, password, copy)

@@ -6,35 +6,26 @@ from __future__ import annotations
 import logging
 import unicodedata
 from pathlib import Path
-from typing import BinaryIO
 
 from PIL import Image
 
 from hpdparse.errors import InputError
 from hpdparse.sources.document import (
-    IMAGE_FORMATS,
     Content,
     PageGeometry,
     SourceDocument,
     capped_scale,
     effective_dpi,
+    image_format,
     looks_like_pdf,
     one_line_error,
     plural,
     read_head,
-    readable,
 )
 from hpdparse.sources.labels import label_rules, page_label
 from hpdparse.sources.mupdf import pymupdf
 
 log = logging.getLogger(__name__)
-
-
-def _quiet_mupdf() -> None:
-    # MuPDF prints every warning and error; damaged files emit tens of thousands. Errors that
-    # matter still reach us as exceptions, warnings are counted (see _drain_mupdf_warnings).
-    pymupdf.TOOLS.mupdf_display_errors(False)
-    pymupdf.TOOLS.mupdf_display_warnings(False)
 
 
 def _drain_mupdf_warnings() -> tuple[int, str]:
@@ -61,7 +52,10 @@ class PdfDocument(SourceDocument):
         self._what = "PDF" if filetype == "pdf" else filetype.upper()
         self._as_pdf: pymupdf.Document | None = None
         self.warning_count = 0
-        _quiet_mupdf()
+        # MuPDF prints every warning and error; damaged files emit tens of thousands. Errors that
+        # matter still reach us as exceptions, warnings are counted (see _drain_mupdf_warnings).
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        pymupdf.TOOLS.mupdf_display_warnings(False)
         _drain_mupdf_warnings()
         self._doc = self._open(password)
         try:
@@ -116,7 +110,7 @@ class PdfDocument(SourceDocument):
             raise self._error(failure)
         try:
             if filetype == "pdf" and not doc.is_pdf:
-                raise self._error(_not_pdf_reason(readable(path, self._content), doc))
+                raise self._error(self._not_pdf_reason(doc))
             self._encrypted = bool(doc.needs_pass)
             if doc.needs_pass:
                 if password is None:
@@ -142,28 +136,17 @@ class PdfDocument(SourceDocument):
         count, first = _drain_mupdf_warnings()
         if count:
             self.warning_count += count
-            log.debug(
-                "%s: %s while %s (first: %s)",
-                self.path,
-                plural(count, "MuPDF warning"),
-                what,
-                first,
-            )
-
-    def _load_page(self, number: int) -> pymupdf.Page:
-        self._check_number(number)
-        try:
-            return self._doc.load_page(number - 1)
-        except Exception as error:
-            raise self._page_error(number, one_line_error(error)) from None
+            warnings = plural(count, "MuPDF warning")
+            log.debug("%s: %s while %s (first: %s)", self.path, warnings, what, first)
 
     def rasterize(self, number: int, dpi: int) -> tuple[Image.Image, PageGeometry]:
         """Render page `number` (1-based) at `dpi`, within the size limits, honouring /Rotate and
         the CropBox; annotations and form fields are drawn."""
         if dpi <= 0:
             raise ValueError(f"dpi must be positive, not {dpi}")
+        self._check_number(number)
         try:
-            page = self._load_page(number)
+            page = self._doc.load_page(number - 1)
             width, height = page.rect.width, page.rect.height
             if width < 0.01 or height < 0.01:
                 raise self._page_error(number, "empty page box")
@@ -171,36 +154,31 @@ class PdfDocument(SourceDocument):
             zoom = used_dpi / 72
             if used_dpi == 1:  # a gigantic page: even 1 dpi is over the limits
                 zoom = capped_scale(width, height, zoom, upscale=False)
-            try:
-                pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
-                image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
-            except Exception as error:
-                raise self._page_error(number, one_line_error(error)) from None
+            pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
+            image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
             label = page_label(self.label_rules, number - 1) if self.label_rules else None
             return image, PageGeometry(image.width, image.height, used_dpi, label, width, height)
+        except InputError:
+            raise
+        except Exception as error:
+            raise self._page_error(number, one_line_error(error)) from None
         finally:
             self._note_warnings(f"rasterizing page {number}")
+
+    def _not_pdf_reason(self, doc: pymupdf.Document) -> str:
+        kind = (doc.metadata or {}).get("format") or "another format"
+        fmt = image_format(self.path, self._content) if kind == "Image" else None
+        if fmt is not None:
+            return (
+                f"not a PDF (the content is a {fmt} image; give the file an image suffix"
+                " such as .png, .jpg or .tif to convert it)"
+            )
+        return f"not a PDF or supported image (opened as {kind})"
 
     def close(self) -> None:
         for doc in (getattr(self, "_doc", None), getattr(self, "_as_pdf", None)):
             if doc is not None and not doc.is_closed:
                 doc.close()
-
-
-def _not_pdf_reason(path: Path | BinaryIO, doc: pymupdf.Document) -> str:
-    kind = (doc.metadata or {}).get("format") or "another format"
-    if kind == "Image":
-        try:
-            with Image.open(path) as image:
-                fmt = image.format
-        except Exception:
-            fmt = None
-        if fmt in IMAGE_FORMATS:
-            return (
-                f"not a PDF (the content is a {fmt} image; give the file an image suffix"
-                " such as .png, .jpg or .tif to convert it)"
-            )
-    return f"not a PDF or supported image (opened as {kind})"
 
 
 def _authenticate(doc: pymupdf.Document, password: str) -> bool:

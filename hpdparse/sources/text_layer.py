@@ -116,7 +116,8 @@ def _span_words(span: dict, line: int, matrix: pymupdf.Matrix) -> Iterable[Word]
         return
     x0, y0, x1, y1 = pymupdf.Rect(span["bbox"]) * matrix
     flags = INVISIBLE if span.get("alpha", 255) == 0 else 0
-    if _MATH_FONT.search(_base_font(span.get("font", ""))):
+    font = span.get("font", "").split("+", 1)[-1]  # without a subset prefix: ABCDEF+CMMI10
+    if _MATH_FONT.search(font):
         flags |= MATH
     wide = (x1 - x0) >= (y1 - y0) or len(text) == 1  # horizontal text (rotated pages: vertical)
     for match in re.finditer(r"\S+", text):
@@ -126,10 +127,6 @@ def _span_words(span: dict, line: int, matrix: pymupdf.Matrix) -> Iterable[Word]
         else:
             box = (x0, y0 + a * (y1 - y0), x1, y0 + b * (y1 - y0))
         yield Word(match.group(), box, line, flags | _char_flags(match.group()))
-
-
-def _base_font(name: str) -> str:
-    return name.split("+", 1)[-1]  # a subset prefix: ABCDEF+CMMI10
 
 
 def _char_flags(text: str) -> int:
@@ -174,8 +171,7 @@ def box_text(page: PageText, bbox: tuple[int, int, int, int]) -> BoxText:
     cut = any(page.line_lengths[line] > count for line, count in in_box.items()) or any(
         _overlap(w.bbox, grown) > 0.25 for w in near
     )
-    text = join_words(inside)
-    return BoxText(text, *_trust(inside, cut, box), len(inside))
+    return BoxText(join_words(inside), *_trust(inside, cut, box), len(inside))
 
 
 def _trust(words: list[Word], cut: bool, box: tuple[float, ...]) -> tuple[bool, str | None]:
@@ -211,9 +207,8 @@ def join_words(words: list[Word]) -> str:
     """Words in reading order joined by spaces; a word that ends its line with a hyphen joins
     the next line's first word when that one starts in lower case ("exam-" "ple": "example")."""
     parts: list[str] = []
-    for i, word in enumerate(words):
+    for word, after in zip(words, [*words[1:], None], strict=False):
         text = word.text
-        after = words[i + 1] if i + 1 < len(words) else None
         line_end = after is not None and after.line != word.line
         if line_end and text[-1:] in "-\u00ad" and len(text) > 1 and after.text[:1].islower():
             parts.append(text[:-1])

@@ -2,11 +2,10 @@
 
 output_store (`OutputStore`: the root OUT, which folder each source gets;
 `open_document_folder`), outputs (a finished document's files, for review),
-document_folder (`DocumentFolder`: everything in one document folder),
-backend (`FolderBackend`: the bytes of a folder, the seam for another storage such as s3://),
-local (the file-system backend), layout (file names), naming (folder names), raw_pages (a
-page's record, `RawPage`), state (resume state), statuses, report (the run report), atomic
-(durable writes).
+document_folder (`DocumentFolder`: everything in one document folder, on any storage),
+local (`LocalFolder`: one on the file system), fsspec_folder (`FsspecFolder`: one on an object
+store such as s3://), layout (file names), raw_pages (a page's record, `RawPage`), state (resume
+state), statuses, report (the run report), atomic (durable writes).
 
 Layout of one document folder (``OUT/<stem>/``)::
 
@@ -20,7 +19,7 @@ Layout of one document folder (``OUT/<stem>/``)::
     raw/document.json      resume state: the source (path, size, sha256), the settings of the run
                            that owns the folder, its status and the failed pages
 
-On the local backend every file goes through `atomic_write_bytes` (temporary file in the same
+On the local file system every file goes through `atomic_write_bytes` (temporary file in the same
 folder, fsync, rename), so a SIGKILL at any moment leaves either the old file, the new file, or a
 stray temporary file that the next run deletes (`DocumentFolder.create`).
 """

@@ -1,5 +1,5 @@
-"""The object-store backend (s3://, gs://, az://... through fsspec): a document folder is a key
-prefix, a file is an object.
+"""A document folder on an object store (s3://, gs://, az://... through fsspec): the folder is a
+key prefix, a file is an object.
 
 Atomic: every file is written with one `pipe_file` (one PUT; s3fs switches to a multipart upload,
 completed or invisible, only past its block size), so a reader sees the old object or the whole
@@ -13,8 +13,8 @@ Requests: `list_files` and `exists` are one LIST each, `is_file` one HEAD, `read
 found objects, one batched DELETE.
 
 Every storage failure comes out as an OSError whose `strerror` is a one-line reason without
-secrets (FileNotFoundError when an object is missing), as the runner expects of a backend. The
-backend pickles as its URL; each process opens its own file system with the run's storage
+secrets (FileNotFoundError when an object is missing), as the runner expects of a folder. The
+folder pickles as its URL; each process opens its own file system with the run's storage
 options (`hpdparse.remote`).
 """
 
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from hpdparse.remote import filesystem, join, missing_bucket_reason, redact, storage_reason
-from hpdparse.store.atomic import atomic_write_bytes
-from hpdparse.store.backend import FolderBackend
+from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.local import LocalFolder
 
 if TYPE_CHECKING:
     from fsspec import AbstractFileSystem
@@ -55,16 +55,15 @@ def storage_call(url: str, call: Callable[[], T], write: bool = False) -> T:
         raise StorageError(errno.EIO, redact(storage_reason(exc)), redact(url)) from None
 
 
-class FsspecFolder(FolderBackend):
+class FsspecFolder(DocumentFolder):
     """A document folder at a URL (s3://bucket/out/<stem>)."""
 
     def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
+        self.location = redact(self.url)
+        self.name = self.url.rsplit("/", 1)[-1]
         self._fs: AbstractFileSystem | None = None
         self._root = ""
-
-    def __repr__(self) -> str:
-        return f"FsspecFolder({redact(self.url)!r})"
 
     def __reduce__(self) -> tuple[type[FsspecFolder], tuple[str]]:
         return FsspecFolder, (self.url,)  # the URL alone: each process opens its file system
@@ -87,26 +86,11 @@ class FsspecFolder(FolderBackend):
         path = self._path(name)
         return storage_call(join(self.url, name), lambda: method(path, *args, **kw), write)
 
-    @property
-    def location(self) -> str:
-        return redact(self.url)
-
-    @property
-    def name(self) -> str:
-        return self.url.rsplit("/", 1)[-1]
-
     def exists(self) -> bool:
         try:
             return bool(self._call("", self.fs.ls, detail=False))
         except FileNotFoundError:
             return False
-
-    def create(self, workdir: str) -> None:
-        # A prefix needs no creating; the first write reports a store that cannot be written.
-        return None
-
-    def remove_if_empty(self, workdir: str) -> None:
-        return None
 
     def read_bytes(self, name: str) -> bytes:
         return self._call(name, self.fs.cat_file)
@@ -175,14 +159,10 @@ class FsspecFolder(FolderBackend):
 def copy_tree(url: str, target: Path) -> None:
     """Copy every object under `url` into the local folder `target` (created), keys as relative
     paths, each file written atomically. StorageError or FileNotFoundError (one line)."""
-    fs, root = filesystem(url)
-    root = root.rstrip("/")
-    names = storage_call(url, lambda: fs.find(root))
+    source, copy = FsspecFolder(url), LocalFolder(target)
+    names = source._call("", source.fs.find)
     if not names:
         raise FileNotFoundError(errno.ENOENT, "no such folder (no object under it)", redact(url))
     for name in names:
-        relative = name[len(root) :].lstrip("/")
-        data = storage_call(join(url, relative), lambda name=name: fs.cat_file(name))
-        destination = target / relative
-        destination.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_bytes(destination, data)
+        relative = name[len(source._root) :].lstrip("/")
+        copy.write_bytes(relative, source.read_bytes(relative))

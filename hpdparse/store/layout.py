@@ -1,5 +1,5 @@
 """Names of the files inside a document folder, relative to it ("raw/page-0003.txt"): the layout
-every backend stores (see `hpdparse.store`)."""
+every storage keeps (see `hpdparse.store`)."""
 
 from __future__ import annotations
 

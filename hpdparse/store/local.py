@@ -1,4 +1,4 @@
-"""The local file system backend: a document folder is a directory, files are written with
+"""The local file system: a document folder is a directory, files are written with
 `hpdparse.store.atomic` (temporary file, fsync, rename)."""
 
 from __future__ import annotations
@@ -10,43 +10,32 @@ from pathlib import Path
 
 from hpdparse.errors import OutputError
 from hpdparse.store.atomic import TMP_SUFFIX, atomic_write_bytes
-from hpdparse.store.backend import FolderBackend
+from hpdparse.store.document_folder import DocumentFolder
+from hpdparse.store.layout import RAW_DIR
 
 
-class LocalFolder(FolderBackend):
+class LocalFolder(DocumentFolder):
     """A document folder on the local file system."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-
-    def __repr__(self) -> str:
-        return f"LocalFolder({str(self.path)!r})"
-
-    @property
-    def location(self) -> str:
-        return str(self.path)
-
-    @property
-    def name(self) -> str:
-        return self.path.name
+        self.location = str(self.path)
+        self.name = self.path.name
 
     def exists(self) -> bool:
         return self.path.exists()
 
-    def create(self, workdir: str) -> None:
+    def create(self) -> None:
         try:
-            (self.path / workdir).mkdir(parents=True, exist_ok=True)
-            probe = self.path / workdir / f".probe.{os.getpid()}{TMP_SUFFIX}"
+            (self.path / RAW_DIR).mkdir(parents=True, exist_ok=True)
+            probe = self.path / RAW_DIR / f".probe.{os.getpid()}{TMP_SUFFIX}"
             probe.write_bytes(b"")
             probe.unlink()
         except OSError as exc:
-            raise OutputError(
-                f"{self.path}: cannot write the output folder: {os_reason(exc)}", path=self.path
-            ) from exc
-        self.remove_stray_temporaries()
-
-    def remove_stray_temporaries(self) -> None:
-        """Delete the temporary files of writes a killed run left unfinished."""
+            reason = exc.strerror or exc.__class__.__name__
+            message = f"{self.path}: cannot write the output folder: {reason}"
+            raise OutputError(message, path=self.path) from exc
+        # Delete the temporary files of writes a killed run left unfinished.
         folders = [self.path]
         with contextlib.suppress(OSError):
             folders += [entry for entry in self.path.iterdir() if entry.is_dir()]
@@ -55,9 +44,9 @@ class LocalFolder(FolderBackend):
                 with contextlib.suppress(OSError):
                     tmp.unlink()
 
-    def remove_if_empty(self, workdir: str) -> None:
+    def remove_if_empty(self) -> None:
         with contextlib.suppress(OSError):
-            (self.path / workdir).rmdir()
+            (self.path / RAW_DIR).rmdir()
         with contextlib.suppress(OSError):
             self.path.rmdir()
 
@@ -66,8 +55,7 @@ class LocalFolder(FolderBackend):
 
     def write_bytes(self, name: str, data: bytes) -> None:
         target = self.path / name
-        if not target.parent.is_dir():
-            target.parent.mkdir(parents=True, exist_ok=True)
+        target.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(target, data)
 
     def is_file(self, name: str) -> bool:
@@ -85,7 +73,3 @@ class LocalFolder(FolderBackend):
         if not directory.is_dir():
             return []
         return [entry.name for entry in os.scandir(directory) if not entry.is_dir()]
-
-
-def os_reason(exc: OSError) -> str:
-    return exc.strerror or exc.__class__.__name__

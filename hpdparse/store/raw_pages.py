@@ -18,6 +18,7 @@ from hpdparse.engines.base import FINISH_ERROR, DecodeKey, EngineInfo, PageResul
 from hpdparse.hpd.logprobs import PageLogprobs
 from hpdparse.sources.document import PageGeometry
 from hpdparse.store.atomic import json_bytes, sha256_text
+from hpdparse.store.layout import raw_meta_name, raw_text_name
 
 PAGE_OK = "ok"
 PAGE_FAILED = "failed"
@@ -122,11 +123,13 @@ class RawPage:
         return cls(number, result, geometry, info, reuse)
 
 
-def encode_raw_page(page: RawPage) -> tuple[bytes, bytes]:
-    """The bytes of the .txt and of the .json (the record, then the text's sha256)."""
+def raw_page_files(page: RawPage) -> dict[str, bytes]:
+    """A decoded page's raw files (name -> bytes): its text, then its metadata (the record, then
+    the text's sha256), in the order they are written."""
     meta = page.meta_json()
     meta["sha256"] = sha256_text(page.text)
-    return page.text.encode("utf-8"), json_bytes(meta)
+    text_name, meta_name = raw_text_name(page.number), raw_meta_name(page.number)
+    return {text_name: page.text.encode("utf-8"), meta_name: json_bytes(meta)}
 
 
 def decode_raw_page(number: int, text: bytes | None, meta: bytes | None) -> RawPage | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from hpdparse.remote import is_url
+from hpdparse.sources.document import plural
 from hpdparse.store.atomic import json_bytes
 from hpdparse.store.confidence_report import flagged_pages, lowest_pages, summary_line
 from hpdparse.store.statuses import (
@@ -191,13 +192,13 @@ class RunReport:
 
     def write(self, path: Path | str) -> None:
         """Write the report as JSON, atomically (a URL: one PUT)."""
-        from hpdparse.store.output_store import folder_backend
+        from hpdparse.store.output_store import open_document_folder
 
         if isinstance(path, str) and is_url(path):
             folder, name = path.rsplit("/", 1)
         else:
             folder, name = Path(path).parent, Path(path).name
-        folder_backend(folder).write_bytes(name, json_bytes(self.to_json()))
+        open_document_folder(folder).write_bytes(name, json_bytes(self.to_json()))
 
 
 def text_layer_json(documents: list[DocumentReport]) -> dict[str, int | float | None] | None:
@@ -216,44 +217,17 @@ def text_layer_json(documents: list[DocumentReport]) -> dict[str, int | float | 
 
 
 def _totals_line(report: RunReport) -> str:
-    parts = [f"{len(report.documents)} document{'s' if len(report.documents) != 1 else ''}:"]
     shown = [s for s in REPORT_STATUSES if s != STATUS_INTERRUPTED or report.count(s)]
-    parts.append(", ".join(f"{report.count(s)} {s}" for s in shown))
-    line = " ".join(parts)
+    counts = ", ".join(f"{report.count(s)} {s}" for s in shown)
+    line = f"{plural(len(report.documents), 'document')}: {counts}"
     if report.pages_decoded:
         line += (
-            f"; {report.pages_decoded} page{'s' if report.pages_decoded != 1 else ''} decoded "
-            f"in {report.engine_seconds:.1f} s "
+            f"; {plural(report.pages_decoded, 'page')} decoded in {report.engine_seconds:.1f} s "
             f"({report.pages_per_second:.2f} pages/s, "
             f"{report.output_tokens_per_second:.0f} output tokens/s)"
         )
     line += f"; {report.seconds:.1f} s in all"
     return line
-
-
-def _cluster_line(report: RunReport) -> str | None:
-    cluster = report.cluster
-    if cluster is None:
-        return None
-    actors = ", ".join(
-        f"{a.actor[:8] or '?'}@{a.node} {a.pages_decoded} pages in {a.units} units"
-        + (f" ({a.restarts} restarts)" if a.restarts else "")
-        for a in cluster.actors
-    )
-    given_up = f", {cluster.units_given_up} given up" if cluster.units_given_up else ""
-    return (
-        f"ray {cluster.address}: {cluster.units} work units{given_up}; "
-        f"{len(cluster.actors)} actors: {actors or 'none'}"
-    )
-
-
-def _stats_line(report: RunReport) -> str | None:
-    shown = [
-        f"{STAT_NAMES.get(k, k.replace('_', ' '))} {int(report.stats[k])}"
-        for k in STAT_KEYS
-        if k in report.stats
-    ]
-    return "engine: " + ", ".join(shown) if shown else None
 
 
 def _doc_line(doc: DocumentReport) -> str:
@@ -265,15 +239,35 @@ def _doc_line(doc: DocumentReport) -> str:
     return f"{doc.status:<11} {doc.source}{pages}{where}{error}"
 
 
-def _extra_lines(report: RunReport) -> list[str | None]:
+def _extra_lines(report: RunReport) -> list[str]:
+    """The engine's statistics, the Ray cluster's work and the text layer's agreement, those
+    the run has."""
+    lines = []
+    stats = [
+        f"{STAT_NAMES.get(k, k.replace('_', ' '))} {int(report.stats[k])}"
+        for k in STAT_KEYS
+        if k in report.stats
+    ]
+    if stats:
+        lines.append("engine: " + ", ".join(stats))
+    if (cluster := report.cluster) is not None:
+        actors = ", ".join(
+            f"{a.actor[:8] or '?'}@{a.node} {a.pages_decoded} pages in {a.units} units"
+            + (f" ({a.restarts} restarts)" if a.restarts else "")
+            for a in cluster.actors
+        )
+        given_up = f", {cluster.units_given_up} given up" if cluster.units_given_up else ""
+        lines.append(
+            f"ray {cluster.address}: {cluster.units} work units{given_up}; "
+            f"{len(cluster.actors)} actors: {actors or 'none'}"
+        )
     totals = text_layer_json(report.documents)
-    layer = None
     if totals and totals["trusted"]:
-        layer = (
+        lines.append(
             f"text layer: {totals['disagree']} of {totals['trusted']} text blocks with a "
             f"trusted PDF text disagree with it ({100 * totals['disagree_share']:.1f}%)"
         )
-    return [_stats_line(report), _cluster_line(report), layer]
+    return lines
 
 
 _COLOURS = {
@@ -308,24 +302,16 @@ def print_summary(report: RunReport, stream: TextIO | None = None, rich: bool = 
     attention = [d for d in docs if d.status not in (STATUS_CONVERTED, STATUS_SKIPPED)]
     shown = docs if len(docs) <= 15 else attention[:15]
     hidden = len(attention) - len(shown) if len(docs) > 15 else 0
+    more = f"... and {hidden} more that need attention (see --report)" if hidden else None
+    lines = [more, _totals_line(report), *_extra_lines(report), summary_line(report)]
     if rich:
         from rich.console import Console
 
         console = Console(file=stream)
         if shown:
             console.print(_doc_table(shown))
-
-        def say(line: str, highlight: bool = False) -> None:
-            console.print(line, highlight=highlight)
+        for line in filter(None, lines):
+            console.print(line, highlight=line is more)
     else:
-        for d in shown:
-            print(_doc_line(d), file=stream)
-
-        def say(line: str, highlight: bool = False) -> None:
+        for line in [*map(_doc_line, shown), *filter(None, lines)]:
             print(line, file=stream)
-
-    if hidden:
-        say(f"... and {hidden} more that need attention (see --report)", highlight=True)
-    for line in (_totals_line(report), *_extra_lines(report), summary_line(report)):
-        if line:
-            say(line)

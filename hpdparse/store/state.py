@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from hpdparse.engines.base import DecodeKey
 from hpdparse.errors import HpdparseError, OutputError
+from hpdparse.sources.location import UrlSource
 from hpdparse.store.atomic import sha256_file
 from hpdparse.store.statuses import STATUS_IN_PROGRESS
 
 STATE_FORMAT = 1
+SOURCE_KEYS = ("source", "source_size", "source_mtime_ns", "source_sha256")
+JSON_NAMES = {"selected": "selected_pages"}  # a field's JSON key where it is not its name
 
 
 @dataclass(frozen=True)
@@ -27,14 +30,14 @@ class SourceIdentity:
     sha256: str
 
     @classmethod
-    def of(cls, path: Path | RemoteObject) -> SourceIdentity:
+    def of(cls, path: Path | UrlSource) -> SourceIdentity:
         """The identity of the file at `path` (OSError), or of an object at a URL (InputError)."""
-        if not isinstance(path, RemoteObject):
+        if not isinstance(path, UrlSource):
             path = Path(path).absolute()
         size, mtime_ns, digest = _facts(path)
         return cls(str(path), size, mtime_ns, digest())
 
-    def matches_file(self, path: Path | RemoteObject) -> bool:
+    def matches_file(self, path: Path | UrlSource) -> bool:
         """True when `path` still has the content this identity was taken from (size and mtime
         first, the sha256 only when they differ)."""
         try:
@@ -46,36 +49,13 @@ class SourceIdentity:
             return False
 
 
-def _facts(path: Path | RemoteObject) -> tuple[int, int, Callable[[], str]]:
+def _facts(path: Path | UrlSource) -> tuple[int, int, Callable[[], str]]:
     """The size and modification time (ns) of a file or object, and how to take its sha256."""
-    if isinstance(path, RemoteObject):
+    if isinstance(path, UrlSource):
         size, mtime_ns = path.stat()
-        return size, mtime_ns, lambda: sha256_bytes(path.read_bytes())
+        return size, mtime_ns, lambda: hashlib.sha256(path.read_bytes()).hexdigest()
     st = Path(path).stat()
     return st.st_size, st.st_mtime_ns, lambda: sha256_file(Path(path))
-
-
-@runtime_checkable
-class RemoteObject(Protocol):
-    """A source at a URL (`hpdparse.sources.location.UrlSource`): what an identity needs."""
-
-    def stat(self) -> tuple[int, int]: ...
-
-    def read_bytes(self) -> bytes: ...
-
-    @property
-    def url(self) -> str: ...
-
-
-def sha256_bytes(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def valid_state_json(data: Any) -> dict[str, Any] | None:
-    """`data` when it is a resume state of this format, else None."""
-    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT:
-        return None
-    return data
 
 
 @dataclass
@@ -97,25 +77,13 @@ class DocumentState:
     failed_pages: dict[int, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": STATE_FORMAT,
-            "source": self.source.path,
-            "source_size": self.source.size,
-            "source_mtime_ns": self.source.mtime_ns,
-            "source_sha256": self.source.sha256,
-            "stem": self.stem,
-            "page_count": self.page_count,
-            "pages_spec": self.pages_spec,
-            "selected_pages": self.selected,
-            "dpi": self.dpi,
-            "engine": self.engine,
-            "model": self.model,
-            "revision": self.revision,
-            "reuse_key": self.reuse_key.to_json() if self.reuse_key else {},
-            "render_options": self.render_options,
-            "status": self.status,
-            "failed_pages": {str(k): v for k, v in sorted(self.failed_pages.items())},
-        }
+        """The fields in their order (the source's flattened, `selected` as "selected_pages")."""
+        data = {"format": STATE_FORMAT, **dict(zip(SOURCE_KEYS, astuple(self.source), strict=True))}
+        for item in fields(self)[1:]:
+            data[JSON_NAMES.get(item.name, item.name)] = getattr(self, item.name)
+        data["reuse_key"] = self.reuse_key.to_json() if self.reuse_key else {}
+        data["failed_pages"] = {str(k): v for k, v in sorted(self.failed_pages.items())}
+        return data
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> DocumentState:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from hpdparse.sources.discover_urls import discover_url
+from hpdparse.sources.discover import discover_url
 from hpdparse.sources.office import soffice_command
 from hpdparse.sources.open import open_source
 from tests.helpers.documents import libreoffice_convert, make_epub

@@ -15,8 +15,8 @@ def test_settle_waits_for_an_owners_writes_and_reports_its_failure(tmp_path: Pat
     blocked = open_document_folder(tmp_path / "blocked")
     with ConcurrentWrites(threads=2) as writes:
         for n in range(40):  # more than the 8 that may wait: submit blocks, nothing is lost
-            writes.submit("good", lambda n=n: good.files.write_bytes(f"raw/{n}.txt", b"%d" % n))
-        writes.submit("blocked", lambda: blocked.files.write_bytes("raw/x.txt", b"x"))
+            writes.submit("good", lambda n=n: good.write_bytes(f"raw/{n}.txt", b"%d" % n))
+        writes.submit("blocked", lambda: blocked.write_bytes("raw/x.txt", b"x"))
         assert writes.settle("good") is None
         assert {p.name: p.read_bytes() for p in (tmp_path / "good" / "raw").iterdir()} == {
             f"{n}.txt": b"%d" % n for n in range(40)

@@ -12,7 +12,6 @@ import pytest
 
 from hpdparse.engines.base import DecodeKey
 from hpdparse.errors import OutputError
-from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.local import LocalFolder
 from hpdparse.store.output_store import open_document_folder
 from hpdparse.store.state import DocumentState, SourceIdentity
@@ -90,14 +89,14 @@ def test_state_roundtrip_and_source_identity(tmp_path: Path) -> None:
 def test_finished_files_clear_and_remove_if_empty(tmp_path: Path) -> None:
     folder = open_document_folder(tmp_path / "doc")
     folder.create()
-    folder.write_json("doc", {"pages": []})
+    folder.write_bytes("doc.json", b'{"pages": []}')
     folder.write_image("images/page-0001-figure-01.png", b"png")
-    folder.write_markdown("doc", "# Title\n")
+    folder.write_bytes("doc.md", b"# Title\n")
     folder.write_layout_pdf("doc", b"%PDF-")  # --layout and `hpdparse review` outputs
     folder.write_review_html("doc", "<html></html>")
     assert folder.has_markdown("doc")
     assert (tmp_path / "doc" / "images" / "page-0001-figure-01.png").read_bytes() == b"png"
-    folder.remove_images()
+    folder.delete_tree("images")
     assert not (tmp_path / "doc" / "images").exists()
     folder.remove_if_empty()  # not empty: stays
     assert folder.exists()
@@ -109,7 +108,7 @@ def test_finished_files_clear_and_remove_if_empty(tmp_path: Path) -> None:
 
 
 def test_a_folder_travels_to_worker_processes(tmp_path: Path) -> None:
-    folder = DocumentFolder(LocalFolder(tmp_path / "doc"))
+    folder = LocalFolder(tmp_path / "doc")
     copy = pickle.loads(pickle.dumps(folder))
     assert copy.location == folder.location == str(tmp_path / "doc") and copy.name == "doc"
 

@@ -71,7 +71,7 @@ EXPECTED_JSON = """{
 
 
 def folder_at(path: Path) -> DocumentFolder:
-    folder = DocumentFolder(LocalFolder(path))
+    folder = LocalFolder(path)
     folder.create()
     return folder
 
