@@ -27,8 +27,7 @@ from hpdparse.engines.base import EngineInfo
 from hpdparse.errors import HpdparseError
 from hpdparse.runner.document_run import DocumentRun
 from hpdparse.runner.finish import DocumentFinish, FinishedDocument
-from hpdparse.runner.images import ImageCutter, PoolCutter
-from hpdparse.runner.overlay import OverlayWriter, PoolOverlay
+from hpdparse.runner.images import ImageWork
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.settings import ConvertSettings
@@ -56,8 +55,7 @@ class DocumentBook:
         self.progress = progress
         self.report = RunReport(command="convert", output_dir=str(settings.output_dir))
         self.docs: list[DocumentRun] = []
-        self._cut_images: ImageCutter | None = None
-        self._overlay: OverlayWriter | None = None
+        self._images: ImageWork | None = None
         # Set by a runner that saves pages in the background: waits for a document's saves and
         # says why one failed (then the document fails instead of being finished).
         self.settle_pages: Callable[[DocumentRun], str | None] | None = None
@@ -83,9 +81,7 @@ class DocumentBook:
         figure images cut and the --layout overlay drawn in `pool`'s rasterizer processes."""
         self.report.engine, self.report.model = info.engine, info.model
         self.report.revision = info.revision
-        self._cut_images = PoolCutter(pool, self.settings.password)
-        if self.settings.layout:
-            self._overlay = PoolOverlay(pool, self.settings.password)
+        self._images = ImageWork(self.settings.password, pool, self.settings.layout)
 
     # --- planning ---
 
@@ -152,7 +148,7 @@ class DocumentBook:
         when `finish_later` is set; then `finished` closes it once written)."""
         if doc.done or doc.finishing:
             return
-        assert doc.state is not None and self._cut_images is not None
+        assert doc.state is not None and self._images is not None
         settle = self.settle_pages
 
         def pages_saved() -> None:  # the .md only once every page is written
@@ -163,9 +159,8 @@ class DocumentBook:
             doc.folder,
             doc.state,
             self.settings.render_options,
-            self._cut_images,
+            self._images,
             doc.report,
-            self._overlay,
             doc.written,
             pages_saved,
             text_layers=doc.text_layers,
