@@ -8,9 +8,9 @@ Stages (each callable on its own, keeping no hidden state):
     finish.DocumentFinish(folder, state, options, images, report).start_converted()()   write it
                                  (two steps: render here, then the writing on any thread)
 Around them: settings (ConvertSettings and defaults), workers (the rasterizer pool, crops),
-images (figure crops and the --layout overlay), document_run (per-document counters),
-document_book (`DocumentBook`: a run's documents from added to closed, their reports and the
-progress display), background_finish
+images (figure crops and the --layout overlay), document_book (`DocumentBook`: a run's
+documents (`DocumentRun`) from added to closed, their reports and the progress display),
+background_finish
 (documents written on threads while the engine goes on), progress (display), render_folders
 (`hpdparse render`).
 `scheduler.Converter` is the single-machine runner; the other (Ray: plan on the driver,

@@ -18,7 +18,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.document_book import DocumentRun
 from hpdparse.runner.workers import WorkerPool, convert_document
 from hpdparse.sources.document import OFFICE_SUFFIXES
 

@@ -1,6 +1,8 @@
-"""`DocumentBook`: the documents of one conversion run, whatever carries their pages to an engine
-(this machine's scheduler, a Ray driver). It owns the documents, their reports and what the
-progress display is told, from the moment a document is added to the moment it is closed:
+"""`DocumentBook`: the documents of one conversion run (each a `DocumentRun`: its counters, and
+the raw files and text layers of its pages got in this run until it is finished), whatever
+carries their pages to an engine (this machine's scheduler, a Ray driver). It owns the
+documents, their reports and what the progress display is told, from the moment a document is
+added to the moment it is closed:
 
     DocumentBook(..., sources, input_errors)   every input gets its report (inputs not found:
                                  failed at once)
@@ -21,11 +23,11 @@ import errno
 import functools
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpdparse.engines.base import EngineInfo
 from hpdparse.errors import HpdparseError
-from hpdparse.runner.document_run import DocumentRun
 from hpdparse.runner.finish import DocumentFinish, FinishedDocument
 from hpdparse.runner.images import ImageWork
 from hpdparse.runner.plan import plan_document
@@ -33,9 +35,33 @@ from hpdparse.runner.progress import Progress
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.sources.location import UrlSource
+from hpdparse.sources.text_layer import PageText
+from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.output_store import OutputStore
 from hpdparse.store.report import DocumentReport, RunReport
+from hpdparse.store.state import DocumentState
 from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SKIPPED
+
+
+@dataclass(eq=False)
+class DocumentRun:
+    """One input document in a run: where it goes, its report, its resume state once planned, and
+    how many of its pages are still out (sent to the engine, or about to be)."""
+
+    source: Path | UrlSource  # absolute
+    folder: DocumentFolder
+    report: DocumentReport
+    state: DocumentState | None = None  # set by planning
+    pending: int = 0  # pages to decode whose result (or failure) has not come back
+    done: bool = False  # closed: finished, skipped or failed
+    finishing: bool = False  # every page in, being written (in the background)
+    started: float = 0.0  # time.monotonic() when planning began
+    # The raw page files written in this run (name -> bytes), so that finishing the document
+    # does not read them back; emptied once the document is closed.
+    written: dict[str, bytes] = field(default_factory=dict)
+    # The text layers its decoded pages were rasterized with (--text-layer prefer; None: the page
+    # has none), so that finishing the document does not read them from the file again.
+    text_layers: dict[int, PageText | None] = field(default_factory=dict)
 
 
 class DocumentBook:

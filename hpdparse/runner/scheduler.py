@@ -41,8 +41,7 @@ from hpdparse.runner.conversions import (
     conversion_folder,
     remove_conversion_folder,
 )
-from hpdparse.runner.document_book import DocumentBook
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.document_book import DocumentBook, DocumentRun
 from hpdparse.runner.plan import finished_earlier
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import ReadAhead

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hpdparse.runner.conversions import ConvertAhead, conversion_folder, remove_conversion_folder
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.document_book import DocumentRun
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.sources.office import soffice_command
 from hpdparse.store.output_store import open_document_folder
