@@ -36,6 +36,9 @@ class Progress:
         self._decoding_since: float | None = None
         self._pages = self._tokens = 0
         self._actors = ""  # the actors' figures, once the driver told them
+        self._started = clock()
+        self._documents = self._finished = 0
+        self._lock = threading.Lock()
 
     def start(self, documents: int) -> None:
         pass
@@ -74,11 +77,14 @@ class Progress:
         pass
 
     def error(self, message: str) -> None:
-        print(f"error: {message}", file=self.stream, flush=True)
+        self._tagged("error", message)
 
     def warning(self, message: str) -> None:
         """Something the run changed or works around, shown even with --quiet."""
-        print(f"warning: {message}", file=self.stream, flush=True)
+        self._tagged("warning", message)
+
+    def _tagged(self, tag: str, message: str) -> None:
+        print(f"{tag}: {message}", file=self.stream, flush=True)
 
     def close(self) -> None:
         pass
@@ -86,15 +92,6 @@ class Progress:
 
 class PlainProgress(Progress):
     """One log line per document (and per notable event with --verbose), for logs and pipes."""
-
-    def __init__(
-        self, stream: TextIO | None = None, verbose: bool = False, clock: Clock = time.monotonic
-    ) -> None:
-        super().__init__(stream, verbose, clock)
-        self._started = clock()
-        self._documents = 0
-        self._finished = 0
-        self._lock = threading.Lock()
 
     def _line(self, message: str) -> None:
         elapsed = self._clock() - self._started
@@ -200,15 +197,11 @@ class RichProgress(Progress):
         if self.verbose:
             self.console.print(message, highlight=False)
 
-    def error(self, message: str) -> None:
+    def _tagged(self, tag: str, message: str) -> None:
         from rich.text import Text
 
-        self.console.print(Text.assemble(("error:", "red"), " ", message), soft_wrap=True)
-
-    def warning(self, message: str) -> None:
-        from rich.text import Text
-
-        self.console.print(Text.assemble(("warning:", "yellow"), " ", message), soft_wrap=True)
+        colour = "red" if tag == "error" else "yellow"
+        self.console.print(Text.assemble((f"{tag}:", colour), " ", message), soft_wrap=True)
 
     def close(self) -> None:
         self._bars.stop()
@@ -228,14 +221,12 @@ def make_progress(
 
 
 class _LoggedWarnings(logging.Handler):
-    def __init__(self, progress: Progress, shown: bool) -> None:
+    def __init__(self, progress: Progress) -> None:
         super().__init__(logging.WARNING)
         self._progress = progress
-        self._shown = shown
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self._shown:
-            self._progress.warning(record.getMessage())
+        self._progress.warning(record.getMessage())
 
 
 @contextlib.contextmanager
@@ -245,7 +236,8 @@ def logged_warnings_shown(progress: Progress, quiet: bool = False) -> Iterator[N
     instead of reaching Python's bare last-resort output; with --quiet (nothing but errors)
     they are not shown at all."""
     logger = logging.getLogger("hpdparse")
-    handler = _LoggedWarnings(progress, shown=not quiet)
+    # quiet: a handler all the same, which keeps them from Python's last-resort output
+    handler = logging.NullHandler() if quiet else _LoggedWarnings(progress)
     logger.addHandler(handler)
     try:
         yield
