@@ -124,15 +124,10 @@ class ReadAhead:
         # pages are only asked again.
         if timed_out or head.generation == self.pool.generation:
             self.pool.rebuild(kill=timed_out, generation=head.generation)
-            if timed_out or head.attempts >= RASTERIZE_ATTEMPTS:
-                window.popleft()
-                reason = (
-                    f"rendering took more than {self.timeout:g} s"
-                    if timed_out
-                    else "the renderer crashed"
-                )
-                error = f"{head.source}: page {head.number} cannot be rendered: {reason}"
-                failure = (head.owner, head.number, error)
+            if timed_out:
+                failure = _given_up(window, f"rendering took more than {self.timeout:g} s")
+            elif head.attempts >= RASTERIZE_ATTEMPTS:
+                failure = _given_up(window, "the renderer crashed")
             else:
                 head.attempts += 1
         for slot in window:
@@ -149,9 +144,7 @@ class ReadAhead:
             assert self._alone is not None
             self._alone.shutdown(cancel=True)
             self._alone = None
-            window.popleft()
-            error = f"{head.source}: page {head.number} cannot be rendered: the renderer crashed"
-            return head.owner, head.number, error
+            return _given_up(window, "the renderer crashed")
         self.pool.rebuild(generation=head.generation)
         self._alone = self._alone or self.pool.alone()
         self._submit(head, self._alone)
@@ -160,6 +153,16 @@ class ReadAhead:
             if slot.future.done() and not slot.alone and _broken(slot.future):
                 self._submit(slot)
         return None
+
+
+def _given_up(window: deque[_Slot[Owner]], reason: str) -> tuple[Owner, int, str]:
+    """The head page of `window`, out of it, with its one-line error."""
+    head = window.popleft()
+    return (
+        head.owner,
+        head.number,
+        f"{head.source}: page {head.number} cannot be rendered: {reason}",
+    )
 
 
 def _broken(future: Future) -> bool:

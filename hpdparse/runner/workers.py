@@ -42,12 +42,11 @@ _preparer: Callable[[Image.Image], Any] | None = None
 
 
 def _init_worker(
-    preparer: Callable[[Image.Image], Any], main_pid: int, conversions: tuple[str | None, float]
+    preparer: Callable[[Image.Image], Any], main_pid: int, conversions: tuple[Path | None, float]
 ) -> None:
     global _preparer
     _preparer = preparer
-    folder, timeout = conversions
-    use_conversion_folder(None if folder is None else Path(folder), timeout)
+    use_conversion_folder(*conversions)
     _keep_freed_memory()
     # Ctrl-C reaches the whole process group: the main process decides what to do.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -202,8 +201,7 @@ class WorkerPool:
         HTML inputs (None: nowhere) and how long LibreOffice may take on one."""
         self._workers = workers
         self._preparer = preparer
-        folder = None if conversion_folder is None else str(conversion_folder)
-        self._conversions = (folder, convert_timeout)
+        self._conversions = (conversion_folder, convert_timeout)
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.RLock()
         self.generation = 0  # the pool futures submitted now run in; +1 at each rebuild
@@ -234,8 +232,7 @@ class WorkerPool:
 
     def alone(self) -> WorkerPool:
         """A pool of one process like this one's, for a page that must run by itself."""
-        folder, timeout = self._conversions
-        return WorkerPool(1, self._preparer, None if folder is None else Path(folder), timeout)
+        return WorkerPool(1, self._preparer, *self._conversions)
 
     def submit_tracked(self, fn: Callable[..., Any], *args: Any) -> tuple[Future, int]:
         """`submit`, with the generation of the pool the future runs in."""
