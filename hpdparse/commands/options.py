@@ -4,7 +4,6 @@ URLs and their `--storage-option`s, and the one-line error exit."""
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -33,17 +32,11 @@ from hpdparse.store.report import EXIT_FAILED, EXIT_USAGE
 def parse_engine_options(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> Keywords:
-    options: Keywords = {}
     for item in values:
-        key, sep, text = item.partition("=")
+        key, sep, _ = item.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(f"{item!r} is not KEY=VALUE")
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = text  # not JSON: a plain string
-        options[key.strip()] = value
-    return options
+    return parse_storage_options(values)  # the same JSON-or-text pairs as --storage-option
 
 
 engine_option = click.option(
