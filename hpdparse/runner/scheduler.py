@@ -172,7 +172,7 @@ class Converter:
     def _requests(self) -> Iterator[PageRequest]:
         assert self._pool is not None and self._info is not None
         prefer = self._info.text_layer == TextLayerMode.PREFER
-        read_ahead = ReadAhead.of(self._pool, self.settings, read_text_layer=prefer)
+        read_ahead = ReadAhead(self._pool, self.settings, read_text_layer=prefer)
         for doc, number, request in read_ahead.pages(self._pages()):
             if isinstance(request, str):
                 self._later.append(functools.partial(self._book.page_failed, doc, number, request))

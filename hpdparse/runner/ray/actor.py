@@ -112,7 +112,7 @@ class PageDecoder:
         self.pool = WorkerPool(workers, self.engine.preparer())
         self.feed = EngineFeed(
             self.engine,
-            ReadAhead.of(self.pool, settings),
+            ReadAhead(self.pool, settings),
             live=ENGINES[self.engine.name].live_source,
             batch_size=settings.batch_size,
             hang_seconds=ray_settings.hang_seconds,
