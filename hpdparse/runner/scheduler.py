@@ -37,8 +37,8 @@ from hpdparse.engines.registry import dependency_error
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.runner.background_finish import BackgroundFinishes
 from hpdparse.runner.conversions import (
-    ConvertAhead,
     conversion_folder,
+    converted_ahead,
     remove_conversion_folder,
 )
 from hpdparse.runner.document_book import DocumentBook, DocumentRun
@@ -188,14 +188,11 @@ class Converter:
         ones converted ahead)."""
         assert self._info is not None and self._pool is not None
         info, s = self._info, self.settings
-        ahead = ConvertAhead(
-            self._pool,
-            self._book.docs,
-            s.worker_count(),
-            lambda doc: finished_earlier(doc.folder, doc.source, s, info),
-        )
-        for index, doc in enumerate(self._book.docs):
-            failure = ahead.before_planning(index)
+
+        def skip(doc: DocumentRun) -> bool:  # finished earlier: not converted
+            return finished_earlier(doc.folder, doc.source, s, info)
+
+        for doc, failure in converted_ahead(self._pool, self._book.docs, s.worker_count(), skip):
             if failure is not None:
                 self._later.append(functools.partial(self._book.fail, doc, failure))
                 continue
