@@ -138,24 +138,17 @@ class RichProgress(Progress):
         self, stream: TextIO | None = None, verbose: bool = False, clock: Clock = time.monotonic
     ) -> None:
         super().__init__(stream, verbose, clock)
+        from rich import progress as bars
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-        from rich.progress import Progress as RichBars
 
         self.console = Console(file=self.stream)
-        self._bars = RichBars(
-            TextColumn("{task.description:<10}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
+        self._bars = bars.Progress(
+            bars.TextColumn("{task.description:<10}"),
+            bars.BarColumn(),
+            bars.MofNCompleteColumn(),
+            bars.TextColumn("{task.fields[rate]}"),
+            bars.TimeElapsedColumn(),
+            bars.TimeRemainingColumn(),
             console=self.console,
             transient=False,
         )
