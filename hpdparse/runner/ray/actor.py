@@ -137,21 +137,16 @@ class PageDecoder:
         gc.collect()
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[Scalar]]:
-        rows: list[PageRow] = []
-        for unit_row in rows_of(batch):
-            unit = WorkUnit.from_row(unit_row)
-            if self.start_error is not None:
-                started, error = time.time(), self.start_error
-                rows += [
-                    self._row(unit, started, n, PAGE_NO_ENGINE, error=error) for n in unit.pages
-                ]
-            else:
-                rows += self.decode_unit(unit)
-        return columns(row.to_row() for row in rows)
+        units = [WorkUnit.from_row(unit_row) for unit_row in rows_of(batch)]
+        return columns(row.to_row() for unit in units for row in self.decode_unit(unit))
 
     def decode_unit(self, unit: WorkUnit) -> list[PageRow]:
-        """Every page of `unit`, decoded now, found saved, or failed."""
+        """Every page of `unit`, decoded now, found saved, or failed (all of them when the
+        engine could not start, or the unit's files cannot be reached from here)."""
         started = time.time()
+        if self.start_error is not None:
+            error = self.start_error
+            return [self._row(unit, started, n, PAGE_NO_ENGINE, error=error) for n in unit.pages]
         problem = self._unreachable(unit)
         if problem is not None:
             return [self._row(unit, started, n, PAGE_FAILED, error=problem) for n in unit.pages]
