@@ -47,22 +47,16 @@ def _init_worker(
     global _preparer
     _preparer = preparer
     use_conversion_folder(*conversions)
-    _keep_freed_memory()
+    # glibc keeps freed page-sized buffers for the next page instead of returning them. Each
+    # page allocates several buffers of ~10 MB (pixmap, image, PNG rows or tiles); by default
+    # glibc gives them back to the kernel on free, and faulting them in again for the next page
+    # cost about 40% of a worker's time. With these limits a worker's heap stays at its peak (a
+    # few pages' worth), which is still bounded. A no-op where the C library is not glibc.
+    # Page buffers come from the heap (32 MB: the cap); up to 256 MB of free heap top kept.
+    mallopt((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 256 << 20))
     # Ctrl-C reaches the whole process group: the main process decides what to do.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_when_orphaned, args=(main_pid,), daemon=True).start()
-
-
-def _keep_freed_memory() -> None:
-    """Let glibc keep freed page-sized buffers for the next page instead of returning them.
-
-    Each page allocates several buffers of ~10 MB (pixmap, image, PNG rows or tiles); by default
-    glibc gives them back to the kernel on free, and faulting them in again for the next page
-    cost about 40% of a worker's time. With these limits a worker's heap stays at its peak (a
-    few pages' worth), which is still bounded. A no-op where the C library is not glibc.
-    """
-    # page buffers come from the heap (32 MB: the cap); up to 256 MB of free heap top kept
-    mallopt((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 256 << 20))
 
 
 def _exit_when_orphaned(main_pid: int) -> None:
