@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from hpdparse.commands.flags import flags
+from hpdparse.commands.flags import flagged, flags
 from hpdparse.engines import registry
 from hpdparse.engines.options import EngineConfig
 from hpdparse.errors import HpdparseError
@@ -51,10 +51,9 @@ engine_option = click.option(
 
 
 def decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--no-fork, --no-mtp, --speculative-tokens, --max-tokens, --device, --dtype (the fields
-    of `EngineConfig`) and --engine-option, shared by convert and serve."""
-    names = ("fork", "mtp", "speculative_tokens", "max_tokens", "device", "dtype")
-    return flags(EngineConfig, *names)(engine_option(f))
+    """--no-fork, --no-mtp, --speculative-tokens, --max-tokens, --device, --dtype (the flagged
+    fields of `EngineConfig` but --model) and --engine-option, shared by convert and serve."""
+    return flags(EngineConfig, *flagged(EngineConfig, "model"))(engine_option(f))
 
 
 def fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:
