@@ -161,14 +161,12 @@ def _text_layers(
 
 def _outcome(state: DocumentState, crop_errors: list[str]) -> FinishedDocument:
     source = state.source.path
+    error = None  # converted; partial: the first few problems
+    if state.status == STATUS_PARTIAL:
+        problems = [m.removeprefix(f"{source}: ") for m in state.failed_pages.values()]
+        error = "; ".join([*problems, *crop_errors][:3])
     warnings = [f"{source}: {message}" for message in crop_errors]
-    if state.status == STATUS_CONVERTED:
-        return FinishedDocument(written=True, status=STATUS_CONVERTED, warnings=warnings)
-    problems = [m.removeprefix(f"{source}: ") for m in state.failed_pages.values()]
-    problems += crop_errors
-    return FinishedDocument(
-        written=True, status=STATUS_PARTIAL, error="; ".join(problems[:3]), warnings=warnings
-    )
+    return FinishedDocument(True, state.status, error, warnings)
 
 
 def _failure(folder: DocumentFolder, state: DocumentState, exc: Exception) -> FinishedDocument:

@@ -74,7 +74,12 @@ class Progress:
         self._actors = f"{alive}/{wanted} actors alive{restarted}{finished}"
 
     def info(self, message: str) -> None:
-        pass
+        """A notable event, shown with --verbose."""
+        if self.verbose:
+            self._say(message)
+
+    def _say(self, message: str) -> None:
+        """One line of the display (none in quiet mode)."""
 
     def error(self, message: str) -> None:
         self._tagged("error", message)
@@ -93,7 +98,7 @@ class Progress:
 class PlainProgress(Progress):
     """One log line per document (and per notable event with --verbose), for logs and pipes."""
 
-    def _line(self, message: str) -> None:
+    def _say(self, message: str) -> None:
         elapsed = self._clock() - self._started
         with self._lock:
             print(f"[{elapsed:8.1f}s] {message}", file=self.stream, flush=True)
@@ -106,7 +111,7 @@ class PlainProgress(Progress):
         if self.verbose:
             reused = pages_total - pages_to_decode
             extra = f", {reused} reused from an earlier run" if reused else ""
-            self._line(f"start {name}: {pages_to_decode} pages to decode{extra}")
+            self._say(f"start {name}: {pages_to_decode} pages to decode{extra}")
 
     def document_finished(self, doc: DocumentReport) -> None:
         self._finished += 1
@@ -116,7 +121,7 @@ class PlainProgress(Progress):
         pages = f", {doc.pages_done}/{doc.pages} pages" if doc.pages else ""
         failed = f", {doc.pages_failed} failed" if doc.pages_failed else ""
         actors = f", {self._actors}" if self._actors else ""
-        self._line(
+        self._say(
             f"{doc.status} {doc.source}{pages}{failed} "
             f"({self._finished}/{self._documents} documents, {pages_per_s:.2f} pages/s, "
             f"{tokens_per_s:.0f} tokens/s{actors})"
@@ -124,11 +129,7 @@ class PlainProgress(Progress):
 
     def actors_alive(self, alive: int, wanted: int, restarts: int = 0, done: int = 0) -> None:
         super().actors_alive(alive, wanted, restarts, done)
-        self._line(f"ray: {self._actors}")
-
-    def info(self, message: str) -> None:
-        if self.verbose:
-            self._line(message)
+        self._say(f"ray: {self._actors}")
 
 
 class RichProgress(Progress):
@@ -163,7 +164,7 @@ class RichProgress(Progress):
         task = self._bars.tasks[self._pages_bar]
         self._bars.update(self._pages_bar, total=(task.total or 0) + pages_to_decode)
         if self.verbose:
-            self.console.print(f"start {name}: {pages_to_decode} pages to decode", highlight=False)
+            self._say(f"start {name}: {pages_to_decode} pages to decode")
 
     def pages_done(self, pages: int, output_tokens: int) -> None:
         super().pages_done(pages, output_tokens)
@@ -186,9 +187,8 @@ class RichProgress(Progress):
             colour = "green" if doc.status == STATUS_CONVERTED else "yellow"
             self.console.print(Text.assemble((doc.status, colour), " ", doc.source))
 
-    def info(self, message: str) -> None:
-        if self.verbose:
-            self.console.print(message, highlight=False)
+    def _say(self, message: str) -> None:
+        self.console.print(message, highlight=False)
 
     def _tagged(self, tag: str, message: str) -> None:
         from rich.text import Text

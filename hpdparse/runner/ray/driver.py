@@ -132,19 +132,13 @@ class RayConverter:
     def _plan_all(self) -> list[WorkUnit]:
         assert self._info is not None
         units: list[WorkUnit] = []
+        pages = self.ray_settings.unit_pages
         for index, doc in enumerate(self._book.docs):
             to_decode, then = self._book.plan(doc, self._info)
             then()
             location = doc.folder.location
             folder = location if is_url(location) else str(Path(location).absolute())
-            units += cut_units(
-                len(units),
-                index,
-                str(doc.source),
-                folder,
-                to_decode,
-                self.ray_settings.unit_pages,
-            )
+            units += cut_units(len(units), index, str(doc.source), folder, to_decode, pages)
         self._units = {u.unit: u for u in units}
         return units
 
