@@ -8,6 +8,7 @@ print(report.exit_code, report.documents[0].status)   # out/paper/paper.md
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -105,6 +106,7 @@ def convert(
         raise ValueError("ray= needs an engine name: each Ray actor makes its own engine")
     # The run's one lifecycle, on this machine or on Ray: make the runner (an engine that cannot
     # be made fails every input, in the report too), convert the inputs found, close the report.
+    make_engine = functools.partial(create_engine, engine, config, engine_options, server=server)
     try:
         if ray is not None:
             # Imported here: plain convert never loads the Ray runner (nor Ray).
@@ -113,19 +115,12 @@ def convert(
 
             ray_settings = ray if isinstance(ray, RaySettings) else RaySettings(address=ray)
             runner: Converter | RayConverter = RayConverter(
-                engine,
-                config,
-                convert_settings,
-                ray_settings,
-                options=engine_options,
-                server=server,
-                progress=progress,
+                make_engine, convert_settings, ray_settings, progress
             )
         elif not isinstance(engine, str):  # the caller's engine: the caller starts and closes it
             runner = Converter(engine, convert_settings, progress, start_engine=False)
         else:
-            made = create_engine(engine, config, engine_options, server=server)
-            runner = Converter(made, convert_settings, progress, start_engine=True)
+            runner = Converter(make_engine(), convert_settings, progress, start_engine=True)
     except EngineError as exc:
         if closing.report_path is not None:
             _engine_failure_report(inputs, recursive, str(exc)).write(closing.report_path)

@@ -44,18 +44,12 @@ GCSFS_EXPERIMENTAL_ENV = "GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 # The extra that brings each scheme's fsspec implementation (pyproject.toml).
-_EXTRAS = {
-    "s3": "s3",
-    "s3a": "s3",
-    "gs": "gcs",
-    "gcs": "gcs",
-    "az": "azure",
-    "abfs": "azure",
-    "abfss": "azure",
-    "adl": "azure",
-    "http": "http",
-    "https": "http",
-}
+_EXTRAS = (
+    dict.fromkeys(("s3", "s3a"), "s3")
+    | dict.fromkeys(("gs", "gcs"), "gcs")
+    | dict.fromkeys(("az", "abfs", "abfss", "adl"), "azure")
+    | dict.fromkeys(("http", "https"), "http")
+)
 
 # A storage option's value: JSON (what `--storage-option KEY=VALUE` reads, and what the processes
 # this one starts get in STORAGE_OPTIONS_ENV), handed to fsspec as a keyword argument.

@@ -29,6 +29,12 @@ def flags(settings: type, *names: str, **help: str) -> Decorator:
     return decorate
 
 
+def flagged(settings: type, *but: str) -> list[str]:
+    """The fields of the dataclass `settings` declared with a flag, in order, but those named."""
+    fields = dataclasses.fields(settings)
+    return [f.name for f in fields if declaration(f).flag and f.name not in but]
+
+
 def values(settings: type, kw: Keywords) -> Keywords:
     """Take the fields of `settings` out of a command's keywords."""
     return {f.name: kw.pop(f.name) for f in dataclasses.fields(settings) if f.name in kw}

@@ -4,7 +4,6 @@ URLs and their `--storage-option`s, and the one-line error exit."""
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -13,7 +12,7 @@ from typing import Any
 
 import click
 
-from hpdparse.commands.flags import flags
+from hpdparse.commands.flags import flagged, flags
 from hpdparse.engines import registry
 from hpdparse.engines.options import EngineConfig
 from hpdparse.errors import HpdparseError
@@ -33,17 +32,11 @@ from hpdparse.store.report import EXIT_FAILED, EXIT_USAGE
 def parse_engine_options(
     ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
 ) -> Keywords:
-    options: Keywords = {}
     for item in values:
-        key, sep, text = item.partition("=")
+        key, sep, _ = item.partition("=")
         if not sep or not key.strip():
             raise click.BadParameter(f"{item!r} is not KEY=VALUE")
-        try:
-            value = json.loads(text)
-        except ValueError:
-            value = text  # not JSON: a plain string
-        options[key.strip()] = value
-    return options
+    return parse_storage_options(values)  # the same JSON-or-text pairs as --storage-option
 
 
 engine_option = click.option(
@@ -58,10 +51,9 @@ engine_option = click.option(
 
 
 def decode_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """--no-fork, --no-mtp, --speculative-tokens, --max-tokens, --device, --dtype (the fields
-    of `EngineConfig`) and --engine-option, shared by convert and serve."""
-    names = ("fork", "mtp", "speculative_tokens", "max_tokens", "device", "dtype")
-    return flags(EngineConfig, *names)(engine_option(f))
+    """--no-fork, --no-mtp, --speculative-tokens, --max-tokens, --device, --dtype (the flagged
+    fields of `EngineConfig` but --model) and --engine-option, shared by convert and serve."""
+    return flags(EngineConfig, *flagged(EngineConfig, "model"))(engine_option(f))
 
 
 def fail(exc: BaseException, verbose: bool, internal: bool = False) -> None:

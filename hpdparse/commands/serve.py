@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from hpdparse.commands.flags import flags, values
+from hpdparse.commands.flags import flagged, flags, values
 from hpdparse.commands.options import decode_options, fail, one_line_errors
 from hpdparse.engines import registry
 from hpdparse.engines.options import EngineConfig
@@ -44,22 +44,8 @@ from hpdparse.serve.settings import ServeSettings, api_keys_from
     batch_size="Pages decoded at once (in flight), across requests and documents.",
     workers="Processes rasterizing the documents' pages. Default: one per CPU core (max 8).",
 )
-@flags(
-    ServeSettings,
-    "max_queued",
-    "max_waiting",
-    "max_request_mb",
-    "shutdown_timeout",
-    "store",
-    "keep_results",
-    "max_store_mb",
-    "max_upload_mb",
-    "max_pages",
-    "max_queued_documents",
-    "running_documents",
-    "allow_urls",
-    "sync_timeout",
-)
+# the service's other options, as ServeSettings declares them
+@flags(ServeSettings, *flagged(ServeSettings, "host", "port", "uds", "served_model_name"))
 @decode_options
 @click.option("-v", "--verbose", is_flag=True, help="Log every request.")
 def serve_command(**kw: Any) -> None:

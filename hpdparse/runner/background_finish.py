@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.document_book import DocumentRun
 from hpdparse.runner.finish import FinishedDocument
 from hpdparse.store.statuses import STATUS_FAILED
 

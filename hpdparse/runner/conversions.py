@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import CancelledError, Future
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.document_book import DocumentRun
 from hpdparse.runner.workers import WorkerPool, convert_document
 from hpdparse.sources.document import OFFICE_SUFFIXES
 
@@ -40,32 +39,23 @@ def remove_conversion_folder(folder: Path | None) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-@dataclass
-class ConvertAhead:
-    """Convert the Office and HTML documents of `docs` in `pool`, up to `ahead` documents ahead
-    of the one being planned; `skip(doc)`: True for a document that will not be converted."""
-
-    pool: WorkerPool
-    docs: Sequence[DocumentRun]
-    ahead: int
-    skip: Callable[[DocumentRun], bool]
-    # document index -> its conversion (None: none)
-    _started: dict[int, Future | None] = field(default_factory=dict, init=False)
-
-    def before_planning(self, index: int) -> str | None:
-        """Start the conversions of documents `index`.. up to `ahead` ones, then wait for that of
-        document `index`: its one-line error, or None (converted, or nothing to convert)."""
-        for i in range(index, min(index + max(1, self.ahead), len(self.docs))):
-            if i not in self._started:
-                doc = self.docs[i]
-                wanted = needs_conversion(doc) and not self.skip(doc)
-                self._started[i] = (
-                    self.pool.submit(convert_document, str(doc.source)) if wanted else None
-                )
-        future = self._started.pop(index)
-        if future is None:
-            return None
-        try:
-            return future.result()
-        except (BrokenProcessPool, CancelledError):  # a worker crashed (MuPDF): convert here
-            return convert_document(str(self.docs[index].source))
+def converted_ahead(
+    pool: WorkerPool, docs: Sequence[DocumentRun], ahead: int, skip: Callable[[DocumentRun], bool]
+) -> Iterator[tuple[DocumentRun, str | None]]:
+    """Each of `docs` in turn, once converted, with its conversion's one-line error (None:
+    converted, or nothing to convert); the Office and HTML documents are converted in `pool`,
+    up to `ahead` documents ahead of the one asked for. `skip(doc)`: True for a document that
+    will not be converted."""
+    started: dict[int, Future | None] = {}  # document index -> its conversion (None: none)
+    for index, doc in enumerate(docs):
+        for i in range(index, min(index + max(1, ahead), len(docs))):
+            if i not in started:
+                wanted = needs_conversion(docs[i]) and not skip(docs[i])
+                started[i] = pool.submit(convert_document, str(docs[i].source)) if wanted else None
+        future, failure = started.pop(index), None
+        if future is not None:
+            try:
+                failure = future.result()
+            except (BrokenProcessPool, CancelledError):  # a worker crashed (MuPDF): convert here
+                failure = convert_document(str(doc.source))
+        yield doc, failure

@@ -1,6 +1,8 @@
-"""`DocumentBook`: the documents of one conversion run, whatever carries their pages to an engine
-(this machine's scheduler, a Ray driver). It owns the documents, their reports and what the
-progress display is told, from the moment a document is added to the moment it is closed:
+"""`DocumentBook`: the documents of one conversion run (each a `DocumentRun`: its counters, and
+the raw files and text layers of its pages got in this run until it is finished), whatever
+carries their pages to an engine (this machine's scheduler, a Ray driver). It owns the
+documents, their reports and what the progress display is told, from the moment a document is
+added to the moment it is closed:
 
     DocumentBook(..., sources, input_errors)   every input gets its report (inputs not found:
                                  failed at once)
@@ -21,22 +23,45 @@ import errno
 import functools
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpdparse.engines.base import EngineInfo
 from hpdparse.errors import HpdparseError
-from hpdparse.runner.document_run import DocumentRun
 from hpdparse.runner.finish import DocumentFinish, FinishedDocument
-from hpdparse.runner.images import ImageCutter, PoolCutter
-from hpdparse.runner.overlay import OverlayWriter, PoolOverlay
+from hpdparse.runner.images import ImageWork
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.sources.location import UrlSource
+from hpdparse.sources.text_layer import PageText
+from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.output_store import OutputStore
 from hpdparse.store.report import DocumentReport, RunReport
+from hpdparse.store.state import DocumentState
 from hpdparse.store.statuses import STATUS_FAILED, STATUS_INTERRUPTED, STATUS_SKIPPED
+
+
+@dataclass(eq=False)
+class DocumentRun:
+    """One input document in a run: where it goes, its report, its resume state once planned, and
+    how many of its pages are still out (sent to the engine, or about to be)."""
+
+    source: Path | UrlSource  # absolute
+    folder: DocumentFolder
+    report: DocumentReport
+    state: DocumentState | None = None  # set by planning
+    pending: int = 0  # pages to decode whose result (or failure) has not come back
+    done: bool = False  # closed: finished, skipped or failed
+    finishing: bool = False  # every page in, being written (in the background)
+    started: float = 0.0  # time.monotonic() when planning began
+    # The raw page files written in this run (name -> bytes), so that finishing the document
+    # does not read them back; emptied once the document is closed.
+    written: dict[str, bytes] = field(default_factory=dict)
+    # The text layers its decoded pages were rasterized with (--text-layer prefer; None: the page
+    # has none), so that finishing the document does not read them from the file again.
+    text_layers: dict[int, PageText | None] = field(default_factory=dict)
 
 
 class DocumentBook:
@@ -56,8 +81,7 @@ class DocumentBook:
         self.progress = progress
         self.report = RunReport(command="convert", output_dir=str(settings.output_dir))
         self.docs: list[DocumentRun] = []
-        self._cut_images: ImageCutter | None = None
-        self._overlay: OverlayWriter | None = None
+        self._images: ImageWork | None = None
         # Set by a runner that saves pages in the background: waits for a document's saves and
         # says why one failed (then the document fails instead of being finished).
         self.settle_pages: Callable[[DocumentRun], str | None] | None = None
@@ -83,9 +107,7 @@ class DocumentBook:
         figure images cut and the --layout overlay drawn in `pool`'s rasterizer processes."""
         self.report.engine, self.report.model = info.engine, info.model
         self.report.revision = info.revision
-        self._cut_images = PoolCutter(pool, self.settings.password)
-        if self.settings.layout:
-            self._overlay = PoolOverlay(pool, self.settings.password)
+        self._images = ImageWork(self.settings.password, pool, self.settings.layout)
 
     # --- planning ---
 
@@ -152,7 +174,7 @@ class DocumentBook:
         when `finish_later` is set; then `finished` closes it once written)."""
         if doc.done or doc.finishing:
             return
-        assert doc.state is not None and self._cut_images is not None
+        assert doc.state is not None and self._images is not None
         settle = self.settle_pages
 
         def pages_saved() -> None:  # the .md only once every page is written
@@ -163,9 +185,8 @@ class DocumentBook:
             doc.folder,
             doc.state,
             self.settings.render_options,
-            self._cut_images,
+            self._images,
             doc.report,
-            self._overlay,
             doc.written,
             pages_saved,
             text_layers=doc.text_layers,

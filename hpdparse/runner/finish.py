@@ -5,7 +5,7 @@ its figure images cut, and written with its .md last (`DocumentFinish`).
 `DocumentFinish` is the one way a document gets written: `convert` (on this machine or on Ray)
 calls `start_converted` (which turns any failure into the document's outcome and leaves no empty
 folder behind), `hpdparse render` calls `start` (`render_folders`): it needs only the document's
-folder, its resume state, the render options and an `ImageCutter`. It runs in two steps:
+folder, its resume state, the render options and an `ImageWork`. It runs in two steps:
 rendering and starting the crops, on the thread that owns the rasterizer pool, then writing, on
 any thread, which is how `convert` writes documents in the background
 (`runner.background_finish`).
@@ -21,8 +21,7 @@ from dataclasses import dataclass, field
 from hpdparse.export.files import build_exports
 from hpdparse.markdown.assemble import assemble_record, failed_numbers
 from hpdparse.markdown.render import RenderOptions, render_document
-from hpdparse.runner.images import ImageCutter, group_crops
-from hpdparse.runner.overlay import OverlayWriter
+from hpdparse.runner.images import ImageWork, group_crops
 from hpdparse.settings import TextLayerMode
 from hpdparse.sources.text_layer import PageText, read_page_texts
 from hpdparse.store.document_folder import DocumentFolder
@@ -46,7 +45,7 @@ class FinishedDocument:
 @dataclass
 class DocumentFinish:
     """Finishing the document in `folder` from its raw pages: rebuilt, rendered with `options`,
-    its images cut by `cut_images` (and, with `overlay`, its --layout PDF drawn) and written;
+    its images cut (and with --layout its overlay drawn) by `images` and written;
     `state` is updated (failed pages, render options, final status) and saved. The page counts
     go into `report` as soon as they are known, so that a later failure still reports them.
     When no page has a raw output nothing is written (STATUS_FAILED, with the first page's
@@ -59,9 +58,8 @@ class DocumentFinish:
     folder: DocumentFolder
     state: DocumentState
     options: RenderOptions
-    cut_images: ImageCutter
+    images: ImageWork
     report: DocumentReport
-    overlay: OverlayWriter | None = None
     written: Mapping[str, bytes] | None = None
     before_writing: Callable[[], None] | None = None
     unfinished: bool = False
@@ -72,7 +70,7 @@ class DocumentFinish:
         render the document and start cutting its images (and drawing the overlay). The step it
         returns writes the document, its .md last, and may run on another thread: old files
         out, images in, then `before_writing`, then .json, state, .md. Both raise OSError when
-        the folder cannot be written, InputError from `cut_images`, anything the renderer
+        the folder cannot be written, InputError from `images`, anything the renderer
         raises."""
         folder, state, options, report = self.folder, self.state, self.options, self.report
         record = assemble_record(folder, state, self.written)
@@ -95,8 +93,8 @@ class DocumentFinish:
         report.text_layer = {k: sum(getattr(c, k) for c in checked) for k in TEXT_LAYER_KEYS}
         crops = None
         if rendered.images and options.images:
-            crops = self.cut_images(folder, state, group_crops(rendered.images))
-        drawing = self.overlay(folder, state, pages) if self.overlay is not None else None
+            crops = self.images.crops(folder, state, group_crops(rendered.images))
+        drawing = self.images.overlay(folder, state, pages) if self.images.layout else None
         state.failed_pages = failed
         state.render_options = dataclasses.asdict(options)
 
@@ -163,14 +161,12 @@ def _text_layers(
 
 def _outcome(state: DocumentState, crop_errors: list[str]) -> FinishedDocument:
     source = state.source.path
+    error = None  # converted; partial: the first few problems
+    if state.status == STATUS_PARTIAL:
+        problems = [m.removeprefix(f"{source}: ") for m in state.failed_pages.values()]
+        error = "; ".join([*problems, *crop_errors][:3])
     warnings = [f"{source}: {message}" for message in crop_errors]
-    if state.status == STATUS_CONVERTED:
-        return FinishedDocument(written=True, status=STATUS_CONVERTED, warnings=warnings)
-    problems = [m.removeprefix(f"{source}: ") for m in state.failed_pages.values()]
-    problems += crop_errors
-    return FinishedDocument(
-        written=True, status=STATUS_PARTIAL, error="; ".join(problems[:3]), warnings=warnings
-    )
+    return FinishedDocument(True, state.status, error, warnings)
 
 
 def _failure(folder: DocumentFolder, state: DocumentState, exc: Exception) -> FinishedDocument:

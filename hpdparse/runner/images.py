@@ -1,19 +1,25 @@
-"""Figure crops of a finished document: the renderer names the figure regions of each page; they
-are cut from the page rasterized again exactly as the model saw it (same dpi) and written into the
-document folder. An `ImageCutter` does that for one document in two steps: called, it starts the
-cutting (on the thread that owns the rasterizer pool) and returns `WriteCrops`, which waits for
-the crops, writes them (on any thread) and returns one-line errors for the pages whose images
-could not be written. There is one cutter per place the work can run."""
+"""A finished document's images: its figure crops and its --layout overlay (`<stem>.layout.pdf`,
+drawn by hpdparse.overlay.layout_pdf from the rendered pages and the source file). The renderer
+names the figure regions of each page; they are cut from the page rasterized again exactly as the
+model saw it (same dpi) and written into the document folder. `ImageWork` does both for one
+document in two steps: each call starts the work (on the thread that owns the rasterizer pool)
+and returns a function that waits for it, writes what is left to write (on any thread) and
+returns one-line problems (the pages whose images could not be written, an overlay not
+written). The work runs in a conversion run's rasterizer processes, or in this process
+(`hpdparse render`, which has no pool)."""
 
 from __future__ import annotations
 
+import copy
 import functools
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import CancelledError, Future
+from collections.abc import Callable, Iterable
+from concurrent.futures import CancelledError
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
+from typing import Any
 
 from hpdparse.errors import InputError
+from hpdparse.hpd.stream import ParsedPage
 from hpdparse.markdown.render import ImageCrop
 from hpdparse.runner.workers import WorkerPool, cut_crops
 from hpdparse.sources.location import source_location
@@ -27,10 +33,8 @@ PageCrops = dict[int, list[tuple[str, tuple[int, int, int, int]]]]
 Cut = list[tuple[str, bytes]] | str
 """A page's crops cut (file name, PNG bytes), or why they could not be: one line."""
 
-WriteCrops = Callable[[], list[str]]
-"""Wait for a document's crops, write them and return the one-line errors (pages in order)."""
-
-ImageCutter = Callable[[DocumentFolder, DocumentState, PageCrops], WriteCrops]
+Written = Callable[[], list[str]]
+"""Wait for a document's crops (or overlay), write them and return the one-line problems."""
 
 
 def group_crops(crops: list[ImageCrop]) -> PageCrops:
@@ -41,63 +45,75 @@ def group_crops(crops: list[ImageCrop]) -> PageCrops:
 
 
 @dataclass
-class PoolCutter:
-    """Cut in the rasterizer processes of `pool` (a run's own, already started), pages in
-    parallel; a crashed process costs that page's images, not the document (the pool is rebuilt
-    by its next submit, on the thread that owns it). The crops are written from this process as
-    they come, concurrently."""
-
-    pool: WorkerPool
-    password: str | None
-
-    def __call__(
-        self, folder: DocumentFolder, state: DocumentState, crops: PageCrops
-    ) -> WriteCrops:
-        futures = {
-            number: self.pool.submit(
-                cut_crops, state.source.path, number, state.dpi, self.password, page_crops
-            )
-            for number, page_crops in sorted(crops.items())
-        }
-        return lambda: _write_crops(folder, _results(futures))
-
-
-def _results(futures: dict[int, Future]) -> Iterator[tuple[int, Cut]]:
-    for number, future in futures.items():
-        try:
-            yield number, future.result()
-        except (BrokenProcessPool, CancelledError):  # cancelled: the pool was rebuilt
-            yield number, "images not written: the renderer crashed"
-
-
-@dataclass
-class InProcessCutter:
-    """Cut in this process, one page after the other (`hpdparse render`, which has no pool).
-    The source must still be the file that was converted: InputError otherwise."""
+class ImageWork:
+    """Cut crops (and, with `layout`, draw the overlay) in the rasterizer processes of `pool` (a
+    run's own, already started), pages in parallel, a crashed process costing that page's images
+    (or the overlay), not the document (the pool is rebuilt by its next submit, on the thread
+    that owns it); or, without a pool, in this process, one page after the other, from a source
+    that must still be the file that was converted (InputError otherwise). The crops are written
+    from this process as they come, concurrently."""
 
     password: str | None
+    pool: WorkerPool | None = None
+    layout: bool = False
 
-    def __call__(
-        self, folder: DocumentFolder, state: DocumentState, crops: PageCrops
-    ) -> WriteCrops:
-        return lambda: self._cut(folder, state, crops)
+    def _start(self, crashed: Any, fn: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        """`fn(*args)` started in the pool (its result, or `crashed` when its process died), or
+        run in this process when called."""
+        if self.pool is None:
+            return functools.partial(fn, *args)
+        future = self.pool.submit(fn, *args)
 
-    def _cut(self, folder: DocumentFolder, state: DocumentState, crops: PageCrops) -> list[str]:
-        source = source_location(state.source.path)
-        if not source.is_file():
-            raise InputError(
-                f"{source}: source not found, images of {folder.location} cannot be cut",
-                path=source,
-            )
-        if not state.source.matches_file(source):
-            raise InputError(
-                f"{source}: the source changed since {folder.location} was converted", path=source
-            )
-        cuts = (
-            (number, cut_crops(str(source), number, state.dpi, self.password, page_crops))
-            for number, page_crops in sorted(crops.items())
+        def result() -> Any:
+            try:
+                return future.result()
+            except (BrokenProcessPool, CancelledError):  # cancelled: the pool was rebuilt
+                return crashed
+
+        return result
+
+    def crops(self, folder: DocumentFolder, state: DocumentState, crops: PageCrops) -> Written:
+        path = state.source.path
+        source = path if self.pool is not None else str(source_location(path))
+        cuts = [
+            (number, self._start(_CRASHED, cut_crops, source, number, state.dpi, self.password, c))
+            for number, c in sorted(crops.items())
+        ]
+
+        def write() -> list[str]:
+            if self.pool is None:
+                _check_source(folder, state)
+            return _write_crops(folder, ((number, cut()) for number, cut in cuts))
+
+        return write
+
+    def overlay(
+        self, folder: DocumentFolder, state: DocumentState, pages: list[ParsedPage]
+    ) -> Written:
+        """Drawn in a rasterizer process: a conversion run opens sources in another thread, and
+        PyMuPDF is not thread-safe."""
+        from hpdparse.overlay.layout_pdf import layout_job
+
+        crashed = ["layout overlay not written: the renderer crashed"]
+        # A copy: the job is pickled later, on the pool's thread, while the finish goes on.
+        return self._start(
+            crashed, layout_job, folder.location, copy.copy(state), pages, self.password
         )
-        return _write_crops(folder, cuts)
+
+
+_CRASHED = "images not written: the renderer crashed"
+
+
+def _check_source(folder: DocumentFolder, state: DocumentState) -> None:
+    source = source_location(state.source.path)
+    if not source.is_file():
+        raise InputError(
+            f"{source}: source not found, images of {folder.location} cannot be cut", path=source
+        )
+    if not state.source.matches_file(source):
+        raise InputError(
+            f"{source}: the source changed since {folder.location} was converted", path=source
+        )
 
 
 def _write_crops(folder: DocumentFolder, cuts: Iterable[tuple[int, Cut]]) -> list[str]:

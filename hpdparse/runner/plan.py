@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeGuard
 
 from hpdparse.engines.base import EngineInfo, ReuseKey
 from hpdparse.errors import HpdparseError, InputError, OutputError
@@ -56,28 +57,27 @@ def finished_earlier(
     needs no conversion of an Office file by LibreOffice to know)."""
     try:
         old = folder.load_state()
-        return (
-            old is not None
-            and not settings.overwrite
-            and old.source.path == str(source)
-            and old.source.matches_file(source)
-            and _finished(folder, old, settings, info)
-        )
+        return _same_source(old, source) and _finished(folder, old, settings, info)
     except (OSError, HpdparseError):
         return False
+
+
+def _same_source(old: DocumentState | None, src: Path | UrlSource) -> TypeGuard[DocumentState]:
+    """True when the folder's earlier run converted `src`, unchanged since."""
+    return old is not None and old.source.path == str(src) and old.source.matches_file(src)
 
 
 def _plan(
     folder: DocumentFolder, src: Path | UrlSource, s: ConvertSettings, info: EngineInfo
 ) -> DocumentPlan:
     old = folder.load_state()
-    same_source = old is not None and old.source.path == str(src) and old.source.matches_file(src)
+    same_source = _same_source(old, src)
     if not src.is_file():
         raise InputError(f"{src}: no such file", path=src)
-    if same_source and not s.overwrite and old is not None and _finished(folder, old, s, info):
+    if same_source and _finished(folder, old, s, info):
         return DocumentPlan(old, skip=True, to_decode=[], reused=len(old.selected))
     try:
-        identity = old.source if same_source and old else SourceIdentity.of(src)
+        identity = old.source if same_source else SourceIdentity.of(src)
     except OSError as exc:
         raise InputError(f"{src}: cannot be read ({exc.strerror or exc})", path=src) from None
     with open_source(src, s.password) as opened:
@@ -126,9 +126,11 @@ def _plan(
 def _finished(
     folder: DocumentFolder, old: DocumentState, s: ConvertSettings, info: EngineInfo
 ) -> bool:
-    """True when the earlier run finished the document with the settings of this one."""
+    """True when the earlier run finished the document with the settings of this one (and
+    this run does not overwrite it)."""
     return (
-        folder.has_markdown(old.stem)
+        not s.overwrite
+        and folder.has_markdown(old.stem)
         and old.status == STATUS_CONVERTED
         and old.dpi == s.dpi
         and old.reuse_key == info.reuse_key()

@@ -36,6 +36,9 @@ class Progress:
         self._decoding_since: float | None = None
         self._pages = self._tokens = 0
         self._actors = ""  # the actors' figures, once the driver told them
+        self._started = clock()
+        self._documents = self._finished = 0
+        self._lock = threading.Lock()
 
     def start(self, documents: int) -> None:
         pass
@@ -71,14 +74,22 @@ class Progress:
         self._actors = f"{alive}/{wanted} actors alive{restarted}{finished}"
 
     def info(self, message: str) -> None:
-        pass
+        """A notable event, shown with --verbose."""
+        if self.verbose:
+            self._say(message)
+
+    def _say(self, message: str) -> None:
+        """One line of the display (none in quiet mode)."""
 
     def error(self, message: str) -> None:
-        print(f"error: {message}", file=self.stream, flush=True)
+        self._tagged("error", message)
 
     def warning(self, message: str) -> None:
         """Something the run changed or works around, shown even with --quiet."""
-        print(f"warning: {message}", file=self.stream, flush=True)
+        self._tagged("warning", message)
+
+    def _tagged(self, tag: str, message: str) -> None:
+        print(f"{tag}: {message}", file=self.stream, flush=True)
 
     def close(self) -> None:
         pass
@@ -87,16 +98,7 @@ class Progress:
 class PlainProgress(Progress):
     """One log line per document (and per notable event with --verbose), for logs and pipes."""
 
-    def __init__(
-        self, stream: TextIO | None = None, verbose: bool = False, clock: Clock = time.monotonic
-    ) -> None:
-        super().__init__(stream, verbose, clock)
-        self._started = clock()
-        self._documents = 0
-        self._finished = 0
-        self._lock = threading.Lock()
-
-    def _line(self, message: str) -> None:
+    def _say(self, message: str) -> None:
         elapsed = self._clock() - self._started
         with self._lock:
             print(f"[{elapsed:8.1f}s] {message}", file=self.stream, flush=True)
@@ -109,7 +111,7 @@ class PlainProgress(Progress):
         if self.verbose:
             reused = pages_total - pages_to_decode
             extra = f", {reused} reused from an earlier run" if reused else ""
-            self._line(f"start {name}: {pages_to_decode} pages to decode{extra}")
+            self._say(f"start {name}: {pages_to_decode} pages to decode{extra}")
 
     def document_finished(self, doc: DocumentReport) -> None:
         self._finished += 1
@@ -119,7 +121,7 @@ class PlainProgress(Progress):
         pages = f", {doc.pages_done}/{doc.pages} pages" if doc.pages else ""
         failed = f", {doc.pages_failed} failed" if doc.pages_failed else ""
         actors = f", {self._actors}" if self._actors else ""
-        self._line(
+        self._say(
             f"{doc.status} {doc.source}{pages}{failed} "
             f"({self._finished}/{self._documents} documents, {pages_per_s:.2f} pages/s, "
             f"{tokens_per_s:.0f} tokens/s{actors})"
@@ -127,11 +129,7 @@ class PlainProgress(Progress):
 
     def actors_alive(self, alive: int, wanted: int, restarts: int = 0, done: int = 0) -> None:
         super().actors_alive(alive, wanted, restarts, done)
-        self._line(f"ray: {self._actors}")
-
-    def info(self, message: str) -> None:
-        if self.verbose:
-            self._line(message)
+        self._say(f"ray: {self._actors}")
 
 
 class RichProgress(Progress):
@@ -141,24 +139,17 @@ class RichProgress(Progress):
         self, stream: TextIO | None = None, verbose: bool = False, clock: Clock = time.monotonic
     ) -> None:
         super().__init__(stream, verbose, clock)
+        from rich import progress as bars
         from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-        from rich.progress import Progress as RichBars
 
         self.console = Console(file=self.stream)
-        self._bars = RichBars(
-            TextColumn("{task.description:<10}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
+        self._bars = bars.Progress(
+            bars.TextColumn("{task.description:<10}"),
+            bars.BarColumn(),
+            bars.MofNCompleteColumn(),
+            bars.TextColumn("{task.fields[rate]}"),
+            bars.TimeElapsedColumn(),
+            bars.TimeRemainingColumn(),
             console=self.console,
             transient=False,
         )
@@ -173,7 +164,7 @@ class RichProgress(Progress):
         task = self._bars.tasks[self._pages_bar]
         self._bars.update(self._pages_bar, total=(task.total or 0) + pages_to_decode)
         if self.verbose:
-            self.console.print(f"start {name}: {pages_to_decode} pages to decode", highlight=False)
+            self._say(f"start {name}: {pages_to_decode} pages to decode")
 
     def pages_done(self, pages: int, output_tokens: int) -> None:
         super().pages_done(pages, output_tokens)
@@ -196,19 +187,14 @@ class RichProgress(Progress):
             colour = "green" if doc.status == STATUS_CONVERTED else "yellow"
             self.console.print(Text.assemble((doc.status, colour), " ", doc.source))
 
-    def info(self, message: str) -> None:
-        if self.verbose:
-            self.console.print(message, highlight=False)
+    def _say(self, message: str) -> None:
+        self.console.print(message, highlight=False)
 
-    def error(self, message: str) -> None:
+    def _tagged(self, tag: str, message: str) -> None:
         from rich.text import Text
 
-        self.console.print(Text.assemble(("error:", "red"), " ", message), soft_wrap=True)
-
-    def warning(self, message: str) -> None:
-        from rich.text import Text
-
-        self.console.print(Text.assemble(("warning:", "yellow"), " ", message), soft_wrap=True)
+        colour = "red" if tag == "error" else "yellow"
+        self.console.print(Text.assemble((f"{tag}:", colour), " ", message), soft_wrap=True)
 
     def close(self) -> None:
         self._bars.stop()
@@ -228,14 +214,12 @@ def make_progress(
 
 
 class _LoggedWarnings(logging.Handler):
-    def __init__(self, progress: Progress, shown: bool) -> None:
+    def __init__(self, progress: Progress) -> None:
         super().__init__(logging.WARNING)
         self._progress = progress
-        self._shown = shown
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self._shown:
-            self._progress.warning(record.getMessage())
+        self._progress.warning(record.getMessage())
 
 
 @contextlib.contextmanager
@@ -245,7 +229,8 @@ def logged_warnings_shown(progress: Progress, quiet: bool = False) -> Iterator[N
     instead of reaching Python's bare last-resort output; with --quiet (nothing but errors)
     they are not shown at all."""
     logger = logging.getLogger("hpdparse")
-    handler = _LoggedWarnings(progress, shown=not quiet)
+    # quiet: a handler all the same, which keeps them from Python's last-resort output
+    handler = logging.NullHandler() if quiet else _LoggedWarnings(progress)
     logger.addHandler(handler)
     try:
         yield

@@ -43,26 +43,19 @@ class _Slot(Generic[Owner]):
 
 @dataclass
 class ReadAhead:
-    """Rasterize and prepare pages in `pool` (whose workers run the engine's preparer), at most
-    `window` pages ahead of the consumer, each within `timeout` seconds."""
+    """Rasterize and prepare pages in `pool` (whose workers run the engine's preparer) with the
+    dpi and password of `settings`, at most its `read_ahead_count()` pages ahead of the
+    consumer, each within its `rasterize_timeout` seconds."""
 
     pool: WorkerPool
-    dpi: int
-    password: str | None
-    window: int
-    timeout: float
+    settings: ConvertSettings
     read_text_layer: bool = False  # each page's words too (--text-layer prefer)
+    window: int = field(init=False)
     # where a suspect page of a shared pool runs
     _alone: WorkerPool | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
-        self.window = max(1, self.window)
-
-    @classmethod
-    def of(cls, pool: WorkerPool, s: ConvertSettings, read_text_layer: bool = False) -> ReadAhead:
-        """The read-ahead of a run with settings `s`."""
-        window, timeout = s.read_ahead_count(), s.rasterize_timeout
-        return cls(pool, s.dpi, s.password, window, timeout, read_text_layer)
+        self.window = self.settings.read_ahead_count()
 
     def pages(
         self, pages: Iterable[tuple[Owner, str, int]]
@@ -89,7 +82,7 @@ class ReadAhead:
                 return
             head = window[0]
             try:
-                request = head.future.result(timeout=self.timeout)
+                request = head.future.result(timeout=self.settings.rasterize_timeout)
             except (BrokenProcessPool, CancelledError, FuturesTimeout) as exc:
                 # CancelledError: another run sharing the pool rebuilt it
                 timed_out = isinstance(exc, FuturesTimeout)
@@ -107,8 +100,9 @@ class ReadAhead:
 
     def _submit(self, slot: _Slot[Owner], pool: WorkerPool | None = None) -> _Slot[Owner]:
         """(Re)submit `slot`'s page to `pool` (by default the run's)."""
+        s = self.settings
         slot.future, slot.generation = (pool or self.pool).submit_tracked(
-            prepare_page, slot.source, slot.number, self.dpi, self.password, self.read_text_layer
+            prepare_page, slot.source, slot.number, s.dpi, s.password, self.read_text_layer
         )
         return slot
 
@@ -124,15 +118,12 @@ class ReadAhead:
         # pages are only asked again.
         if timed_out or head.generation == self.pool.generation:
             self.pool.rebuild(kill=timed_out, generation=head.generation)
-            if timed_out or head.attempts >= RASTERIZE_ATTEMPTS:
-                window.popleft()
-                reason = (
-                    f"rendering took more than {self.timeout:g} s"
-                    if timed_out
-                    else "the renderer crashed"
+            if timed_out:
+                failure = _given_up(
+                    window, f"rendering took more than {self.settings.rasterize_timeout:g} s"
                 )
-                error = f"{head.source}: page {head.number} cannot be rendered: {reason}"
-                failure = (head.owner, head.number, error)
+            elif head.attempts >= RASTERIZE_ATTEMPTS:
+                failure = _given_up(window, "the renderer crashed")
             else:
                 head.attempts += 1
         for slot in window:
@@ -149,9 +140,7 @@ class ReadAhead:
             assert self._alone is not None
             self._alone.shutdown(cancel=True)
             self._alone = None
-            window.popleft()
-            error = f"{head.source}: page {head.number} cannot be rendered: the renderer crashed"
-            return head.owner, head.number, error
+            return _given_up(window, "the renderer crashed")
         self.pool.rebuild(generation=head.generation)
         self._alone = self._alone or self.pool.alone()
         self._submit(head, self._alone)
@@ -160,6 +149,16 @@ class ReadAhead:
             if slot.future.done() and not slot.alone and _broken(slot.future):
                 self._submit(slot)
         return None
+
+
+def _given_up(window: deque[_Slot[Owner]], reason: str) -> tuple[Owner, int, str]:
+    """The head page of `window`, out of it, with its one-line error."""
+    head = window.popleft()
+    return (
+        head.owner,
+        head.number,
+        f"{head.source}: page {head.number} cannot be rendered: {reason}",
+    )
 
 
 def _broken(future: Future) -> bool:

@@ -9,8 +9,7 @@ from pathlib import Path
 from hpdparse.errors import HpdparseError, OutputError
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.finish import DocumentFinish
-from hpdparse.runner.images import InProcessCutter
-from hpdparse.runner.overlay import InProcessOverlay
+from hpdparse.runner.images import ImageWork
 from hpdparse.runner.progress import Progress
 from hpdparse.store.document_folder import DocumentFolder
 from hpdparse.store.output_store import open_document_folder
@@ -32,15 +31,14 @@ def render_folders(
     started = time.monotonic()
     report = RunReport(command="render")
     progress.start(len(doc_dirs))
-    cutter = InProcessCutter(password)
-    overlay = InProcessOverlay(password) if layout else None
+    images = ImageWork(password, layout=layout)
     for doc_dir in doc_dirs:
         t0 = time.monotonic()
         folder = open_document_folder(doc_dir)
         r = DocumentReport(source=folder.location, output_dir=folder.location)
         report.documents.append(r)
         try:
-            for warning in _render_one(folder, options, cutter, overlay, r):
+            for warning in _render_one(folder, options, images, r):
                 progress.error(warning)
         except (HpdparseError, OSError) as exc:
             r.status, r.error = STATUS_FAILED, str(exc)
@@ -56,8 +54,7 @@ def render_folders(
 def _render_one(
     folder: DocumentFolder,
     options: RenderOptions,
-    cutter: InProcessCutter,
-    overlay: InProcessOverlay | None,
+    images: ImageWork,
     r: DocumentReport,
 ) -> list[str]:
     """Render one folder; returns the one-line problems with its images and overlay."""
@@ -69,7 +66,7 @@ def _render_one(
         )
     r.source = state.source.path
     try:
-        finished = DocumentFinish(folder, state, options, cutter, r, overlay).start()()
+        finished = DocumentFinish(folder, state, options, images, r).start()()
     finally:
         r.pages_reused = r.pages_done  # render decodes nothing: every page done is reused
     if not finished.written:

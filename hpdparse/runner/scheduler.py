@@ -37,12 +37,11 @@ from hpdparse.engines.registry import dependency_error
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.runner.background_finish import BackgroundFinishes
 from hpdparse.runner.conversions import (
-    ConvertAhead,
     conversion_folder,
+    converted_ahead,
     remove_conversion_folder,
 )
-from hpdparse.runner.document_book import DocumentBook
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.document_book import DocumentBook, DocumentRun
 from hpdparse.runner.plan import finished_earlier
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.read_ahead import ReadAhead
@@ -173,7 +172,7 @@ class Converter:
     def _requests(self) -> Iterator[PageRequest]:
         assert self._pool is not None and self._info is not None
         prefer = self._info.text_layer == TextLayerMode.PREFER
-        read_ahead = ReadAhead.of(self._pool, self.settings, read_text_layer=prefer)
+        read_ahead = ReadAhead(self._pool, self.settings, read_text_layer=prefer)
         for doc, number, request in read_ahead.pages(self._pages()):
             if isinstance(request, str):
                 self._later.append(functools.partial(self._book.page_failed, doc, number, request))
@@ -189,14 +188,11 @@ class Converter:
         ones converted ahead)."""
         assert self._info is not None and self._pool is not None
         info, s = self._info, self.settings
-        ahead = ConvertAhead(
-            self._pool,
-            self._book.docs,
-            s.worker_count(),
-            lambda doc: finished_earlier(doc.folder, doc.source, s, info),
-        )
-        for index, doc in enumerate(self._book.docs):
-            failure = ahead.before_planning(index)
+
+        def skip(doc: DocumentRun) -> bool:  # finished earlier: not converted
+            return finished_earlier(doc.folder, doc.source, s, info)
+
+        for doc, failure in converted_ahead(self._pool, self._book.docs, s.worker_count(), skip):
             if failure is not None:
                 self._later.append(functools.partial(self._book.fail, doc, failure))
                 continue

@@ -42,28 +42,21 @@ _preparer: Callable[[Image.Image], Any] | None = None
 
 
 def _init_worker(
-    preparer: Callable[[Image.Image], Any], main_pid: int, conversions: tuple[str | None, float]
+    preparer: Callable[[Image.Image], Any], main_pid: int, conversions: tuple[Path | None, float]
 ) -> None:
     global _preparer
     _preparer = preparer
-    folder, timeout = conversions
-    use_conversion_folder(None if folder is None else Path(folder), timeout)
-    _keep_freed_memory()
+    use_conversion_folder(*conversions)
+    # glibc keeps freed page-sized buffers for the next page instead of returning them. Each
+    # page allocates several buffers of ~10 MB (pixmap, image, PNG rows or tiles); by default
+    # glibc gives them back to the kernel on free, and faulting them in again for the next page
+    # cost about 40% of a worker's time. With these limits a worker's heap stays at its peak (a
+    # few pages' worth), which is still bounded. A no-op where the C library is not glibc.
+    # Page buffers come from the heap (32 MB: the cap); up to 256 MB of free heap top kept.
+    mallopt((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 256 << 20))
     # Ctrl-C reaches the whole process group: the main process decides what to do.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_when_orphaned, args=(main_pid,), daemon=True).start()
-
-
-def _keep_freed_memory() -> None:
-    """Let glibc keep freed page-sized buffers for the next page instead of returning them.
-
-    Each page allocates several buffers of ~10 MB (pixmap, image, PNG rows or tiles); by default
-    glibc gives them back to the kernel on free, and faulting them in again for the next page
-    cost about 40% of a worker's time. With these limits a worker's heap stays at its peak (a
-    few pages' worth), which is still bounded. A no-op where the C library is not glibc.
-    """
-    # page buffers come from the heap (32 MB: the cap); up to 256 MB of free heap top kept
-    mallopt((M_MMAP_THRESHOLD, 32 << 20), (M_TRIM_THRESHOLD, 256 << 20))
 
 
 def _exit_when_orphaned(main_pid: int) -> None:
@@ -202,8 +195,7 @@ class WorkerPool:
         HTML inputs (None: nowhere) and how long LibreOffice may take on one."""
         self._workers = workers
         self._preparer = preparer
-        folder = None if conversion_folder is None else str(conversion_folder)
-        self._conversions = (folder, convert_timeout)
+        self._conversions = (conversion_folder, convert_timeout)
         self._pool: ProcessPoolExecutor | None = None
         self._lock = threading.RLock()
         self.generation = 0  # the pool futures submitted now run in; +1 at each rebuild
@@ -234,8 +226,7 @@ class WorkerPool:
 
     def alone(self) -> WorkerPool:
         """A pool of one process like this one's, for a page that must run by itself."""
-        folder, timeout = self._conversions
-        return WorkerPool(1, self._preparer, None if folder is None else Path(folder), timeout)
+        return WorkerPool(1, self._preparer, *self._conversions)
 
     def submit_tracked(self, fn: Callable[..., Any], *args: Any) -> tuple[Future, int]:
         """`submit`, with the generation of the pool the future runs in."""

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from hpdparse.runner.background_finish import BackgroundFinishes
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.document_book import DocumentRun
 from hpdparse.runner.finish import FinishedDocument
 from hpdparse.runner.progress import Progress
 from hpdparse.runner.scheduler import Converter

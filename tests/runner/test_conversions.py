@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from hpdparse.runner.conversions import ConvertAhead, conversion_folder, remove_conversion_folder
-from hpdparse.runner.document_run import DocumentRun
+from hpdparse.runner.conversions import conversion_folder, converted_ahead, remove_conversion_folder
+from hpdparse.runner.document_book import DocumentRun
 from hpdparse.runner.workers import WorkerPool
 from hpdparse.sources.office import soffice_command
 from hpdparse.store.output_store import open_document_folder
@@ -43,18 +43,19 @@ def test_documents_are_converted_ahead_in_the_workers(tmp_path: Path) -> None:
     assert folder is not None
     pool = WorkerPool(1, page_size, folder)
     try:
-        ahead = ConvertAhead(pool, docs, 3, skip=lambda doc: doc.source == third)
-        assert ahead.before_planning(0) is None
-        assert ahead.before_planning(1) is None  # the PDF: nothing to convert
-        assert ahead.before_planning(2) is None
+        ahead = converted_ahead(pool, docs, 3, skip=lambda doc: doc.source == third)
+        assert next(ahead) == (docs[0], None)
+        assert next(ahead) == (docs[1], None)  # the PDF: nothing to convert
+        assert next(ahead) == (docs[2], None)
         # first and second converted, by the worker (whose LibreOffice profile it is), not here;
         # third is to be skipped (finished earlier): not converted
         assert len(list(folder.glob("*.pdf"))) == 2
         profiles = [p.name for p in folder.glob("profile-*")]
         assert len(profiles) == 1 and profiles != [f"profile-{os.getpid()}"]
-        assert ahead.before_planning(3) is None
-        assert ahead.before_planning(4) == (
-            f"{broken}: not a valid DOCX file (damaged, or another format)"
+        assert next(ahead) == (docs[3], None)
+        assert next(ahead) == (
+            docs[4],
+            f"{broken}: not a valid DOCX file (damaged, or another format)",
         )
         assert len(list(folder.glob("*.pdf"))) == 2
     finally:

@@ -9,7 +9,7 @@ from pathlib import Path
 from hpdparse.engines.base import PageResult
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.finish import DocumentFinish
-from hpdparse.runner.images import InProcessCutter
+from hpdparse.runner.images import ImageWork
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.render_folders import render_folders
 from hpdparse.runner.scheduler import Converter
@@ -47,7 +47,7 @@ def test_all_pages_in_gives_a_converted_document(tmp_path: Path) -> None:
     save(folder, 1)
     save(folder, 2)
     report = DocumentReport(source=str(pdf))
-    finished = DocumentFinish(folder, state, OPTIONS, InProcessCutter(None), report).start()()
+    finished = DocumentFinish(folder, state, OPTIONS, ImageWork(None), report).start()()
     assert finished.written and finished.status == "converted" and finished.error is None
     assert (report.pages, report.pages_done, report.pages_failed) == (2, 2, 0)
     md = (tmp_path / "out" / "doc" / "doc.md").read_text(encoding="utf-8")
@@ -62,9 +62,7 @@ def test_a_failed_page_gives_a_partial_document(tmp_path: Path) -> None:
     save(folder, 3)
     state.failed_pages[2] = f"{pdf}: page 2: the engine gave no text"
     report = DocumentReport(source=str(pdf))
-    finished = DocumentFinish(
-        folder, state, OPTIONS, InProcessCutter(None), report
-    ).start_converted()()
+    finished = DocumentFinish(folder, state, OPTIONS, ImageWork(None), report).start_converted()()
     assert finished.status == "partial" and finished.error == "page 2: the engine gave no text"
     assert report.failed_pages == {2: f"{pdf}: page 2: the engine gave no text"}
     assert (report.pages_done, report.pages_failed) == (2, 1)
@@ -77,9 +75,7 @@ def test_no_page_converted_writes_nothing_and_leaves_no_empty_folder(tmp_path: P
     pdf, folder, state = planned(tmp_path, 2)
     state.failed_pages = {1: f"{pdf}: page 1: boom", 2: f"{pdf}: page 2: bang"}
     report = DocumentReport(source=str(pdf), output_dir=folder.location)
-    finished = DocumentFinish(
-        folder, state, OPTIONS, InProcessCutter(None), report
-    ).start_converted()()
+    finished = DocumentFinish(folder, state, OPTIONS, ImageWork(None), report).start_converted()()
     assert not finished.written and finished.status == "failed"
     assert finished.error == f"{pdf}: page 1: boom" and finished.warnings == []
     assert not folder.exists() and report.output_dir is None
@@ -88,9 +84,7 @@ def test_no_page_converted_writes_nothing_and_leaves_no_empty_folder(tmp_path: P
     save(folder, 1)
     (tmp_path / "again" / "out" / "doc" / "raw" / "page-0001.txt").write_text("damaged")
     report = DocumentReport(source=str(pdf), output_dir=folder.location)
-    finished = DocumentFinish(
-        folder, state, OPTIONS, InProcessCutter(None), report
-    ).start_converted()()
+    finished = DocumentFinish(folder, state, OPTIONS, ImageWork(None), report).start_converted()()
     assert finished.status == "failed" and folder.load_state() is not None
     assert report.output_dir == folder.location and not folder.has_markdown("doc")
 

@@ -12,7 +12,7 @@ from hpdparse.engines.base import PageResult
 from hpdparse.errors import InputError, OutputError
 from hpdparse.markdown.render import RenderOptions
 from hpdparse.runner.finish import DocumentFinish
-from hpdparse.runner.images import InProcessCutter
+from hpdparse.runner.images import ImageWork
 from hpdparse.runner.plan import plan_document
 from hpdparse.runner.settings import ConvertSettings
 from hpdparse.sources.document import PageGeometry
@@ -76,7 +76,7 @@ def test_a_finished_document_is_skipped_until_a_setting_changes(tmp_path: Path) 
     for number in plan.to_decode:
         save(folder, number)
     report = DocumentReport(source=str(pdf))
-    cutter = InProcessCutter(None)
+    cutter = ImageWork(None)
     finished = DocumentFinish(
         folder, plan.state, s.render_options, cutter, report
     ).start_converted()()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pymupdf
 
 from hpdparse.runner.read_ahead import ReadAhead
+from hpdparse.runner.settings import ConvertSettings
 from hpdparse.runner.workers import WorkerPool
 from tests.helpers.preparers import CrashOnWidePages, page_size
 
@@ -28,6 +29,10 @@ def make_pdf(path: Path, sizes: list[tuple[int, int]]) -> Path:
 Page = tuple[str | None, str, int]  # (owner, source, number)
 
 
+def _settings(out: Path, window: int = 4) -> ConvertSettings:
+    return ConvertSettings(out, dpi=72, read_ahead=window, rasterize_timeout=60)
+
+
 def counted(pages: list[Page], pulls: list[int]) -> Iterator[Page]:
     for page in pages:
         pulls.append(page[2])
@@ -40,7 +45,7 @@ def test_pages_come_back_in_order_a_window_ahead(tmp_path: Path) -> None:
     pulls: list[int] = []
     pool = WorkerPool(2, page_size)
     try:
-        read_ahead = ReadAhead(pool, dpi=72, password=None, window=3, timeout=60)
+        read_ahead = ReadAhead(pool, _settings(tmp_path, window=3))
         seen = []
         for i, (owner, number, request) in enumerate(
             read_ahead.pages(counted(pages, pulls)), start=1
@@ -63,7 +68,7 @@ def test_a_page_that_cannot_be_rasterized_fails_alone(tmp_path: Path) -> None:
     pages: list[Page] = [(None, pdf, 1), (None, pdf, 5), (None, pdf, 2)]
     pool = WorkerPool(1, page_size)
     try:
-        out = list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(pages))
+        out = list(ReadAhead(pool, _settings(tmp_path)).pages(pages))
     finally:
         pool.shutdown()
     assert [number for _, number, _ in out] == [1, 5, 2]
@@ -80,7 +85,7 @@ def test_a_crashing_page_is_retried_then_fails_and_the_others_survive(tmp_path: 
     pool = WorkerPool(1, CrashOnWidePages(700))
     try:
         pages: list[Page] = [(None, pdf, n) for n in range(1, 5)]
-        out = list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(pages))
+        out = list(ReadAhead(pool, _settings(tmp_path)).pages(pages))
     finally:
         pool.shutdown()
     assert [number for _, number, _ in out] == [1, 2, 3, 4]
@@ -100,7 +105,7 @@ def test_runs_sharing_a_pool_survive_a_crash_in_one_of_them(tmp_path: Path) -> N
 
     def run(pdf: str, count: int) -> list:
         pages: list[Page] = [(pdf, pdf, n) for n in range(1, count + 1)]
-        return list(ReadAhead(pool, 72, None, window=4, timeout=60).pages(pages))
+        return list(ReadAhead(pool, _settings(tmp_path)).pages(pages))
 
     try:
         with concurrent.futures.ThreadPoolExecutor(2) as threads:

@@ -16,13 +16,12 @@ import os
 import socket
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpdparse.engines.base import DecodeKey, EngineConfig, PageResult
-from hpdparse.engines.options import EngineOptions
-from hpdparse.engines.registry import ENGINES, create_engine, dependency_error
+from hpdparse.engines.base import DecodeKey, Engine, PageResult
+from hpdparse.engines.registry import ENGINES, dependency_error
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.remote import is_url
 from hpdparse.runner.ray.engine_feed import EngineFeed
@@ -63,10 +62,7 @@ class PageDecoder:
 
     def __init__(
         self,
-        engine_name: str,
-        config: EngineConfig,
-        options: EngineOptions | Mapping[str, Any] | None,
-        server: str,
+        make_engine: Callable[[], Engine],
         settings: ConvertSettings,
         ray_settings: RaySettings,
         reuse_key: DecodeKey,
@@ -95,11 +91,11 @@ class PageDecoder:
             ray.actor.exit_actor()  # started after its run ended: not restarted, nothing left
         self.start_error: str | None = None
         try:
-            self.engine = create_engine(engine_name, config, options, server=server)
+            self.engine = make_engine()
             try:
                 self.engine.start()
             except ImportError as exc:
-                raise dependency_error(engine_name, exc) from None
+                raise dependency_error(self.engine.name, exc) from None
             self.info = self.engine.info
             if self.info.reuse_key() != reuse_key:
                 raise EngineError(
@@ -116,8 +112,8 @@ class PageDecoder:
         self.pool = WorkerPool(workers, self.engine.preparer())
         self.feed = EngineFeed(
             self.engine,
-            ReadAhead.of(self.pool, settings),
-            live=ENGINES[engine_name].live_source,
+            ReadAhead(self.pool, settings),
+            live=ENGINES[self.engine.name].live_source,
             batch_size=settings.batch_size,
             hang_seconds=ray_settings.hang_seconds,
         )
@@ -141,21 +137,16 @@ class PageDecoder:
         gc.collect()
 
     def __call__(self, batch: Mapping[str, Sequence[Any]]) -> dict[str, list[Scalar]]:
-        rows: list[PageRow] = []
-        for unit_row in rows_of(batch):
-            unit = WorkUnit.from_row(unit_row)
-            if self.start_error is not None:
-                started, error = time.time(), self.start_error
-                rows += [
-                    self._row(unit, started, n, PAGE_NO_ENGINE, error=error) for n in unit.pages
-                ]
-            else:
-                rows += self.decode_unit(unit)
-        return columns(row.to_row() for row in rows)
+        units = [WorkUnit.from_row(unit_row) for unit_row in rows_of(batch)]
+        return columns(row.to_row() for unit in units for row in self.decode_unit(unit))
 
     def decode_unit(self, unit: WorkUnit) -> list[PageRow]:
-        """Every page of `unit`, decoded now, found saved, or failed."""
+        """Every page of `unit`, decoded now, found saved, or failed (all of them when the
+        engine could not start, or the unit's files cannot be reached from here)."""
         started = time.time()
+        if self.start_error is not None:
+            error = self.start_error
+            return [self._row(unit, started, n, PAGE_NO_ENGINE, error=error) for n in unit.pages]
         problem = self._unreachable(unit)
         if problem is not None:
             return [self._row(unit, started, n, PAGE_FAILED, error=problem) for n in unit.pages]

@@ -112,32 +112,25 @@ def ray_data_context(rs: RaySettings, verbose: bool) -> Iterator[None]:
     from ray.data import DataContext
 
     context = DataContext.get_current()
-    fields = {
-        "max_errored_blocks": -1,  # a unit given up is reported, it does not end the run
-        "wait_for_min_actors_s": rs.actor_start_seconds,
-        "enable_progress_bars": verbose,
-        "print_on_execution_start": verbose,
-    }
-    saved = {name: getattr(context, name) for name in fields}
-    saved_order = context.execution_options.preserve_order
-    # Without --verbose, Ray Data's notes that progress bars are off and that the dataset is
-    # done are noise beside hpdparse's own progress; its warnings (resources) still show.
-    loggers = {name: logging.getLogger(name) for name in _RAY_DATA_CHATTER}
-    levels = {name: logger.level for name, logger in loggers.items()}
-    try:
-        for name, value in fields.items():
-            setattr(context, name, value)
-        context.execution_options.preserve_order = False
-        if not verbose:
-            for name, logger in loggers.items():
-                logger.setLevel(_RAY_DATA_CHATTER[name])
+    with contextlib.ExitStack() as undo:
+
+        def set_for_the_run(target: object, name: str, value: object) -> None:
+            undo.callback(setattr, target, name, getattr(target, name))
+            setattr(target, name, value)
+
+        set_for_the_run(context, "max_errored_blocks", -1)  # a unit given up does not end the run
+        set_for_the_run(context, "wait_for_min_actors_s", rs.actor_start_seconds)
+        set_for_the_run(context, "enable_progress_bars", verbose)
+        set_for_the_run(context, "print_on_execution_start", verbose)
+        set_for_the_run(context.execution_options, "preserve_order", False)
+        # Without --verbose, Ray Data's notes that progress bars are off and that the dataset is
+        # done are noise beside hpdparse's own progress; its warnings (resources) still show.
+        for name, level in _RAY_DATA_CHATTER.items():
+            logger = logging.getLogger(name)
+            undo.callback(logger.setLevel, logger.level)
+            if not verbose:
+                logger.setLevel(level)
         yield
-    finally:
-        for name, value in saved.items():
-            setattr(context, name, value)
-        context.execution_options.preserve_order = saved_order
-        for name, logger in loggers.items():
-            logger.setLevel(levels[name])
 
 
 def ray_error_line(exc: BaseException) -> str:

@@ -19,13 +19,11 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpdparse.engines.base import EngineConfig, EngineInfo
-from hpdparse.engines.options import EngineOptions
-from hpdparse.engines.registry import create_engine
+from hpdparse.engines.base import Engine, EngineInfo
 from hpdparse.errors import EngineError, HpdparseError
 from hpdparse.remote import is_url
 from hpdparse.runner.document_book import DocumentBook
@@ -54,19 +52,14 @@ class RayConverter:
 
     def __init__(
         self,
-        engine: str,
-        config: EngineConfig,
+        make_engine: Callable[[], Engine],
         settings: ConvertSettings,
         ray_settings: RaySettings,
-        *,
-        options: EngineOptions | Mapping[str, Any] | None = None,
-        server: str = "",
         progress: Progress | None = None,
     ) -> None:
-        self.engine_name = engine
-        self.config = config
-        self.options = options
-        self.server = server
+        """`make_engine` makes the run's engine, not started, here and in every actor (so it is
+        picklable: `functools.partial(create_engine, ...)`)."""
+        self.make_engine = make_engine
         self.settings = settings
         self.ray_settings = ray_settings
         self.progress = progress or Progress()
@@ -75,7 +68,7 @@ class RayConverter:
         import_ray()  # a one-line EngineError now, before any folder is claimed, without Ray
         # Made here, not started: it says what the actors will record (the reuse key) and
         # prepares nothing. Unknown options fail now, before the cluster is touched.
-        self._engine = create_engine(engine, config, options, server=server)
+        self._engine = make_engine()
         self._units: dict[int, WorkUnit] = {}
         self._rows: dict[int, set[int]] = {}  # unit -> its pages whose row came
         self._actors: dict[str, ActorReport] = {}
@@ -139,19 +132,13 @@ class RayConverter:
     def _plan_all(self) -> list[WorkUnit]:
         assert self._info is not None
         units: list[WorkUnit] = []
+        pages = self.ray_settings.unit_pages
         for index, doc in enumerate(self._book.docs):
             to_decode, then = self._book.plan(doc, self._info)
             then()
             location = doc.folder.location
             folder = location if is_url(location) else str(Path(location).absolute())
-            units += cut_units(
-                len(units),
-                index,
-                str(doc.source),
-                folder,
-                to_decode,
-                self.ray_settings.unit_pages,
-            )
+            units += cut_units(len(units), index, str(doc.source), folder, to_decode, pages)
         self._units = {u.unit: u for u in units}
         return units
 
@@ -190,7 +177,7 @@ class RayConverter:
         from hpdparse.runner.ray.actor import ACTOR_RUNTIME_ENV, PageDecoder
 
         resources = ray.cluster_resources()
-        use_gpus = self.engine_name != "openai" and resources.get("GPU", 0) >= 1
+        use_gpus = self._engine.name != "openai" and resources.get("GPU", 0) >= 1
         # What the cluster cannot hold is fitted (--ray local) or refused now, in one line.
         rs, note = self.ray_settings.fitted(
             len(units), resources.get("CPU", 0), resources.get("GPU", 0), use_gpus
@@ -221,10 +208,7 @@ class RayConverter:
                     enable_true_multi_threading=True,
                 ),
                 fn_constructor_kwargs={
-                    "engine_name": self.engine_name,
-                    "config": self.config,
-                    "options": self.options,
-                    "server": self.server,
+                    "make_engine": self.make_engine,
                     "settings": self.settings,
                     "ray_settings": rs,
                     "reuse_key": self._info.reuse_key(),
