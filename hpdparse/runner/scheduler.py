@@ -52,8 +52,7 @@ from hpdparse.sources.document import PageGeometry
 from hpdparse.sources.office import use_conversion_folder
 from hpdparse.sources.text_layer import PageText
 from hpdparse.store.concurrent_writes import ConcurrentWrites
-from hpdparse.store.document_folder import raw_page_files
-from hpdparse.store.raw_pages import RawPage
+from hpdparse.store.raw_pages import RawPage, raw_page_files
 from hpdparse.store.report import RunReport
 
 
