@@ -224,53 +224,49 @@ class HpdDecoder:
             e = e.clone()
             e[mask] = img
             embeds.append(e)
-        branches = [p.parent for p in pages]
-        hidden = self._forward(branches, embeds, [len(p.job.prompt_ids) for p in pages])
-        for p, b, h in zip(pages, branches, hidden, strict=True):
-            p.prefilled = True
-            p.steps += 1
-            self._keep(b, len(p.job.prompt_ids))
-            last = h[len(p.job.prompt_ids) - 1]
-            b.hidden = last
-            token, logprob = _chosen(self.model.logits(last[None]))
-            self._produce(b, token[0], logprob[0], b.length)
+        self._decode([p.parent for p in pages], embeds, [[] for _ in pages])
 
     def _advance(self, branches: list[_Branch]) -> None:
-        opts = self.options
-        inputs: list[list[int]] = []
-        drafts: list[list[int]] = []
-        drafting = [b for b in branches if opts.mtp and b.hidden is not None]
+        drafting = [b for b in branches if self.options.mtp and b.hidden is not None]
         proposed = self._draft(drafting) if drafting else {}
-        for b in branches:
+        drafts = [proposed.get(id(b), []) for b in branches]
+        embeds = []
+        for b, d in zip(branches, drafts, strict=True):
             if b.pending is None:  # a fresh child: its first input is <CHILD>
                 b.pending = self.ids.child
-            d = proposed.get(id(b), [])
-            drafts.append(d)
-            inputs.append([b.pending, *d])
-        embeds = [self.model.embed_tokens(torch.tensor(x, device=self.device)) for x in inputs]
-        hidden = self._forward(branches, embeds, [len(x) for x in inputs])
-        pages_seen: set[int] = set()
+            embeds.append(
+                self.model.embed_tokens(torch.tensor([b.pending, *d], device=self.device))
+            )
+        self._decode(branches, embeds, drafts)
+
+    def _decode(
+        self, branches: list[_Branch], embeds: list[torch.Tensor], drafts: list[list[int]]
+    ) -> None:
+        """One forward pass over the branches' inputs (a prompt, or the pending token and its
+        drafts), then what each branch produced: the drafts the model agrees with and its own
+        next token, from the logits of the last len(drafts) + 1 positions."""
+        hidden = self._forward(branches, embeds, [len(e) for e in embeds])
+        for page in {id(b.page): b.page for b in branches}.values():
+            page.steps += 1
+            page.prefilled = True  # its first pass is its prefill
         for b, d, h in zip(branches, drafts, hidden, strict=True):
-            if id(b.page) not in pages_seen:
-                pages_seen.add(id(b.page))
-                b.page.steps += 1
             n = len(d) + 1
-            greedy, logprobs = _chosen(self.model.logits(h[:n]))
+            greedy, logprobs = _chosen(self.model.logits(h[-n:]))
             accepted = 0
             while accepted < len(d) and d[accepted] == greedy[accepted]:
                 accepted += 1
             b.page.drafted += len(d)
             b.page.accepted += accepted
-            first = b.length + 1  # where greedy[0] will be fed
-            self._keep(b, accepted + 1)
+            self._keep(b, len(h) - len(d) + accepted)
             b.pending = None
             # Produce the accepted drafts then the model's own next token, stopping early if
-            # the branch ends (stop token or limit) on the way.
+            # the branch ends (stop token or limit) on the way; greedy[accepted] is fed at
+            # position b.length.
             for i in range(accepted + 1):
                 if b.node.finished:
                     break
-                b.hidden = h[i]
-                self._produce(b, greedy[i], logprobs[i], first + i)
+                b.hidden = h[len(h) - n + i]
+                self._produce(b, greedy[i], logprobs[i], b.length - accepted + i)
 
     def _draft(self, branches: list[_Branch]) -> dict[int, list[int]]:
         opts = self.options
