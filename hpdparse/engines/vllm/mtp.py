@@ -59,7 +59,9 @@ HEAD_TENSORS = (
 _FORMAT_VERSION = 2  # 2: source.json records the checkpoint
 
 logger = logging.getLogger(__name__)
-_warned_no_head: set[str] = set()  # checkpoints already warned about
+_warned: set[str] = set()  # warnings about checkpoints already given (_warn_once)
+_LONGEST_FIRST = sorted(HEAD_TENSORS, key=len, reverse=True)
+HeadTensors = dict[str, tuple[Path, str]]  # head tensor name -> (file, name in that file)
 
 
 # ------------------------------------------------------------------------------ engine wiring
@@ -88,15 +90,13 @@ def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> PMtpEngineArg
         return {}
     folder = prepare_draft_folder(model_dir)
     if folder is None:
-        key = str(Path(model_dir).resolve())
-        if key not in _warned_no_head:
-            _warned_no_head.add(key)
-            logger.warning(
-                "model %s has no P-MTP head (language_model.mtp.* or %s/): "
-                "decoding without speculative decoding",
-                model_dir,
-                PMTP_FOLDER,
-            )
+        _warn_once(
+            str(Path(model_dir).resolve()),
+            "model %s has no P-MTP head (language_model.mtp.* or %s/): decoding without "
+            "speculative decoding",
+            model_dir,
+            PMTP_FOLDER,
+        )
         return {}
     speculative: SpeculativeConfig = {
         "method": "eagle",
@@ -138,60 +138,57 @@ def _safetensors(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
 
 
-def _head_names(files: list[Path], from_pmtp_folder: bool) -> dict[str, tuple[Path, str]]:
-    """Head tensor name (as in HEAD_TENSORS) -> (file, name in that file)."""
+def _head_names(files: list[Path], from_pmtp_folder: bool) -> tuple[HeadTensors, list[str]]:
+    """Head tensor name (as in HEAD_TENSORS) -> (file, name in that file); and the main
+    checkpoint's tensors under ``language_model.mtp.`` that are not the head's."""
     from safetensors import safe_open
 
-    found: dict[str, tuple[Path, str]] = {}
+    found: HeadTensors = {}
+    unknown: list[str] = []
     for f in files:
         with safe_open(str(f), framework="pt") as sf:
             for name in sf.keys():  # noqa: SIM118 - safe_open has keys(), no __iter__
-                if not from_pmtp_folder:
-                    if name.startswith(MTP_PREFIX) and name[len(MTP_PREFIX) :] in HEAD_TENSORS:
-                        found[name[len(MTP_PREFIX) :]] = (f, name)
-                    continue
-                # A P-MTP folder's naming is not documented: match the head's own module names
-                # at a dot boundary, longest first ("norm.weight" is a suffix of others).
-                for short in sorted(HEAD_TENSORS, key=len, reverse=True):
-                    if name == short or name.endswith("." + short):
+                if from_pmtp_folder:
+                    # A P-MTP folder's naming is not documented: match the head's own module
+                    # names at a dot boundary, longest first ("norm.weight" ends others).
+                    short = next(
+                        (s for s in _LONGEST_FIRST if name == s or name.endswith("." + s)), None
+                    )
+                    if short is not None:
                         found.setdefault(short, (f, name))
-                        break
-    return found
+                elif name.startswith(MTP_PREFIX):
+                    short = name.removeprefix(MTP_PREFIX)
+                    if short in HEAD_TENSORS:
+                        found[short] = (f, name)
+                    else:
+                        unknown.append(name)
+    return found, unknown
 
 
-def find_head(model_dir: str | Path) -> dict[str, tuple[Path, str]] | None:
-    """Where the P-MTP head's tensors are: the main checkpoint first, else ``P-MTP/``."""
+def find_head(model_dir: str | Path) -> HeadTensors | None:
+    """Where the P-MTP head's tensors are: the main checkpoint first, else ``P-MTP/``.
+
+    The head's layout comes from a second-hand description: a warning says so when the
+    checkpoint's head has more than that (drafts would then be poorer; the text stays the
+    target's)."""
     model_dir = Path(model_dir)
-    for files, pmtp in (
-        (_safetensors(model_dir), False),
-        (_safetensors(model_dir / PMTP_FOLDER), True),
-    ):
-        found = _head_names(files, pmtp) if files else {}
+    for folder, pmtp in ((model_dir, False), (model_dir / PMTP_FOLDER, True)):
+        found, unknown = _head_names(_safetensors(folder), pmtp)
         if len(found) == len(HEAD_TENSORS):
-            if not pmtp:
-                _warn_unknown_head_tensors(model_dir, files)
+            if unknown:
+                named = ", ".join(sorted(unknown)[:5])
+                more = f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else ""
+                message = "model %s: P-MTP head tensors not used by the draft model: %s%s"
+                _warn_once(f"extra:{model_dir.resolve()}", message, model_dir, named, more)
             return found
     return None
 
 
-def _warn_unknown_head_tensors(model_dir: Path, files: list[Path]) -> None:
-    """The head's layout comes from a second-hand description: say so if the checkpoint's head
-    has more than that (drafts would then be poorer; the text stays the target's)."""
-    from safetensors import safe_open
-
-    known = {MTP_PREFIX + n for n in HEAD_TENSORS}
-    extra: list[str] = []
-    for f in files:
-        with safe_open(str(f), framework="pt") as sf:
-            extra += [k for k in sf.keys() if k.startswith(MTP_PREFIX) and k not in known]  # noqa: SIM118
-    key = f"extra:{model_dir.resolve()}"
-    if extra and key not in _warned_no_head:
-        _warned_no_head.add(key)
-        logger.warning(
-            "model %s: P-MTP head tensors not used by the draft model: %s",
-            model_dir,
-            ", ".join(sorted(extra)[:5]) + (f" (+{len(extra) - 5} more)" if len(extra) > 5 else ""),
-        )
+def _warn_once(key: str, message: str, *args: object) -> None:
+    """Log a warning about a checkpoint once (`key`) in this process."""
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(message, *args)
 
 
 def _fingerprint(model_dir: Path, sources: Iterable[Path]) -> str:
@@ -220,7 +217,7 @@ def prepare_draft_folder(model_dir: str | Path, cache_dir: Path | None = None) -
         return _write_draft_folder(model_dir, head, fallback)
 
 
-def _write_draft_folder(model_dir: Path, head: dict[str, tuple[Path, str]], folder: Path) -> Path:
+def _write_draft_folder(model_dir: Path, head: HeadTensors, folder: Path) -> Path:
     if (folder / "model.safetensors").is_file():
         return folder
     from safetensors import safe_open
