@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
 import logging
 import os
 import queue
 import random
+import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
@@ -55,7 +57,6 @@ from hpdparse.engines.base import (
     PageResult,
 )
 from hpdparse.engines.openai.logprobs import STOP_TOKENS, LogprobsAsk, without_logprobs
-from hpdparse.engines.openai.loop_thread import LoopThread
 from hpdparse.engines.openai.options import API_KEY_VARIABLE, OpenAIOptions
 from hpdparse.engines.openai.page_png import encode_page_png
 from hpdparse.engines.options import EngineOptions
@@ -214,10 +215,13 @@ class OpenAIEngine(Engine):
         if not self._started:
             self.start()
         finished: queue.Queue[concurrent.futures.Future[PageResult]] = queue.Queue()
-        loop = LoopThread()
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="hpdparse-openai", daemon=True)
+        thread.start()
+        submit = functools.partial(asyncio.run_coroutine_threadsafe, loop=loop)
         client: httpx.AsyncClient | None = None
         try:
-            client = loop.submit(self._open_client(max_in_flight)).result()
+            client = submit(self._open_client(max_in_flight)).result()
             pending = iter(requests)
             in_flight = 0
             while True:
@@ -233,13 +237,18 @@ class OpenAIEngine(Engine):
                 except Exception as error:  # a bad payload fails its page only
                     yield _error(request.key, f"cannot send page: {_one_line(error)}", 0)
                     continue
-                future = loop.submit(self._decode_page(client, request.key, body))
+                future = submit(self._decode_page(client, request.key, body))
                 future.add_done_callback(finished.put)
                 in_flight += 1
             for _ in range(in_flight):
                 yield finished.get().result()
-        finally:
-            loop.stop(client.aclose if client is not None else None)
+        finally:  # cancel the requests left, close the client, stop the loop and its thread
+            try:
+                submit(_shutdown(client)).result(timeout=30)
+            finally:
+                loop.call_soon_threadsafe(loop.stop)
+                thread.join()
+                loop.close()
 
     async def _open_client(self, max_in_flight: int) -> httpx.AsyncClient:
         timeout = self.options.request_timeout
@@ -320,6 +329,17 @@ class OpenAIEngine(Engine):
             stats={"retries": retries},
             logprobs=self._logprobs.read(answer.logprobs),
         )
+
+
+async def _shutdown(client: httpx.AsyncClient | None) -> None:
+    """Cancel every task of the running loop but this one, then close `client`."""
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    if client is not None:
+        await client.aclose()
 
 
 def _error(key: Hashable, message: str, retries: int, seconds: float = 0.0) -> PageResult:
