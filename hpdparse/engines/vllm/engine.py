@@ -125,6 +125,7 @@ class VllmEngine(LocalEngine):
         # vLLM also loads the plugin from its entry point; this covers a checkout not pip-installed.
         plugin.register()
         compat.keep_image_data_on_the_worker()
+        self._load_tokenizer()
         engine_args = self._engine_args(EngineArgs)
         try:
             with (
@@ -142,7 +143,6 @@ class VllmEngine(LocalEngine):
                 f"vllm engine: cannot start model {self.config.model}: "
                 f"{type(exc).__name__}: {detail[:400]}"
             ) from exc
-        self._load_tokenizer()
         self.startup_seconds = time.perf_counter() - began
 
     def _engine_args(self, engine_args_cls: type) -> Any:
@@ -191,7 +191,8 @@ class VllmEngine(LocalEngine):
             )
         # P-MTP (speculative decoding with the checkpoint's draft head) when asked for and present.
         pmtp = pmtp_engine_args(self._checkpoint.path, cfg)
-        kwargs["hf_overrides"] = {**kwargs["hf_overrides"], **pmtp.pop("hf_overrides", {})}
+        if pmtp:  # vLLM's V1 EAGLE proposer reads the image token from the target's config
+            kwargs["hf_overrides"]["image_token_index"] = self.ids.img_context
         kwargs.update(pmtp)
         # The other options must name an EngineArgs field; they are passed through.
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}

