@@ -286,7 +286,10 @@ class OpenAIEngine(Engine):
             else:
                 status = response.status_code
                 if 200 <= status < 300:
-                    return self._parse_answer(key, response, retries, time.perf_counter() - started)
+                    try:
+                        return self._parse_answer(key, response, retries, started)
+                    except wire.NotACompletion as error:  # an answer that gives no page
+                        return failed(str(error))
                 problem = f"HTTP {status} {response.reason_phrase}: {_server_message(response)}"
                 if self._logprobs.refused(status, response.text, body):
                     body = without_logprobs(body)
@@ -303,16 +306,19 @@ class OpenAIEngine(Engine):
             await asyncio.sleep(pause)
 
     def _parse_answer(
-        self, key: Hashable, response: httpx.Response, retries: int, seconds: float
+        self, key: Hashable, response: httpx.Response, retries: int, started: float
     ) -> PageResult:
+        """The page a 2xx answer gives; wire.NotACompletion when it gives none (not JSON, not a
+        chat completion, or one whose text is incomplete or withheld)."""
         try:
-            answer = _read_completion(response)
-        except wire.NotACompletion as error:
-            return _error(key, f"server {self.server}: {error}", retries, seconds)
+            data = response.json()
+        except ValueError:
+            body = _one_line(response.text, 80) or "(empty body)"
+            raise wire.NotACompletion(f"answer is not JSON: {body}") from None
+        answer = wire.read_completion(data)
         text, finish_reason = answer.content, answer.finish_reason
         if finish_reason in _ERROR_FINISH_REASONS:
-            message = f"server {self.server}: answer ended with finish_reason {finish_reason!r}"
-            return _error(key, message, retries, seconds)
+            raise wire.NotACompletion(f"answer ended with finish_reason {finish_reason!r}")
         if finish_reason != FINISH_LENGTH:
             if finish_reason not in (None, FINISH_STOP):
                 log.debug("finish_reason %r taken as stop", finish_reason)
@@ -325,7 +331,7 @@ class OpenAIEngine(Engine):
             finish_reason=finish_reason,
             prompt_tokens=answer.usage["prompt_tokens"],
             output_tokens=answer.usage["completion_tokens"],
-            seconds=seconds,
+            seconds=time.perf_counter() - started,
             stats={"retries": retries},
             logprobs=self._logprobs.read(answer.logprobs),
         )
@@ -346,13 +352,3 @@ def _error(key: Hashable, message: str, retries: int, seconds: float = 0.0) -> P
     return PageResult(
         key, "", FINISH_ERROR, error=_one_line(message), seconds=seconds, stats={"retries": retries}
     )
-
-
-def _read_completion(response: httpx.Response) -> wire.Completion:
-    try:
-        data = response.json()
-    except ValueError:
-        raise wire.NotACompletion(
-            f"answer is not JSON: {_one_line(response.text, 80) or '(empty body)'}"
-        ) from None
-    return wire.read_completion(data)
