@@ -350,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = HpdModelConfig.from_dict(config)
     tiling = TilingConfig.from_model_config(config)
     model = HpdModel(cfg)
-    model.init_weights_randomly(args.seed)
+    layout.init_weights_randomly(model, args.seed)
     model.train()
     ids = TokenIds(
         img_start=tok.token_to_id(P.IMG_START),
