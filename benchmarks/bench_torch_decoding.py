@@ -18,7 +18,8 @@ from pathlib import Path
 
 import torch
 
-from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder, PageJob
+from hpdparse.engines.options import EngineConfig
+from hpdparse.engines.torch.decoding import HpdDecoder, PageJob
 from hpdparse.engines.torch.loading import load_model
 from hpdparse.hpd.checkpoint import open_checkpoint
 from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids
@@ -28,11 +29,11 @@ from hpdparse.sources.open import open_source
 REPO = Path(__file__).resolve().parents[1]
 
 RUNS = (
-    ("plain", DecodeOptions(fork=False)),
-    ("plain + P-MTP", DecodeOptions(fork=False, mtp=True)),
-    ("serial fork", DecodeOptions(schedule="serial")),
-    ("concurrent fork", DecodeOptions(schedule="concurrent")),
-    ("concurrent fork + P-MTP", DecodeOptions(schedule="concurrent", mtp=True)),
+    ("plain", EngineConfig(fork=False, mtp=False), "concurrent"),
+    ("plain + P-MTP", EngineConfig(fork=False), "concurrent"),
+    ("serial fork", EngineConfig(mtp=False), "serial"),
+    ("concurrent fork", EngineConfig(mtp=False), "concurrent"),
+    ("concurrent fork + P-MTP", EngineConfig(), "concurrent"),
 )
 
 
@@ -71,11 +72,11 @@ def main() -> None:
         f"{'tokens/s':>10}{'accepted':>10}"
     )
     texts = {}
-    for name, options in RUNS:
-        jobs = [PageJob(k, prompts.build(f.shape[0], options.fork), f) for k, f in features]
+    for name, config, schedule in RUNS:
+        jobs = [PageJob(k, prompts.build(f.shape[0], config.fork), f) for k, f in features]
         best = float("inf")
         for _ in range(args.repeat):
-            decoder = HpdDecoder(model, ids, options)
+            decoder = HpdDecoder(model, ids, config, schedule)
             start = time.perf_counter()
             results = decoder.decode(jobs)
             best = min(best, time.perf_counter() - start)

@@ -26,23 +26,19 @@ class LocalEngine(Engine):
     """An engine with a local checkpoint; subclasses load it in start()."""
 
     answers_from_text_layer = True
-    _checkpoint: Any = None  # hpd.checkpoint.Checkpoint, set by open()
     _tokenizer: Any = None  # the checkpoint's, set by _load_tokenizer()
     ids: Any = None  # the protocol's token ids (hpd.prompt.TokenIds)
     prompts: Any = None  # hpd.prompt.PromptBuilder
 
     def open(self) -> None:
-        if self._checkpoint is not None:
-            return
+        _ = self.checkpoint
+
+    @functools.cached_property
+    def checkpoint(self) -> Any:
+        """The resolved checkpoint (hpd.checkpoint.Checkpoint), opened on first use."""
         from hpdparse.hpd.checkpoint import open_checkpoint
 
-        self._checkpoint = open_checkpoint(self.config.model, self.config.revision)
-
-    @property
-    def checkpoint(self) -> Any:
-        """The resolved checkpoint (opened on first use)."""
-        self.open()
-        return self._checkpoint
+        return open_checkpoint(self.config.model, self.config.revision)
 
     @property
     def tiling(self) -> Any:

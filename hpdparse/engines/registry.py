@@ -48,7 +48,14 @@ class EngineEntry:
 
     def available(self) -> bool:
         """Whether the third-party module it needs can be imported (without importing it)."""
-        return self.requires is None or _importable(self.requires)
+        if self.requires is None:
+            return True
+        if self.requires in sys.modules:
+            return sys.modules[self.requires] is not None
+        try:
+            return importlib.util.find_spec(self.requires) is not None
+        except (ImportError, ValueError):
+            return False
 
 
 ENGINES: dict[str, EngineEntry] = {
@@ -145,12 +152,3 @@ def options_help() -> str:
     """What each engine's ``--engine-option`` takes, for its help."""
     parts = [f"{e.name}: {e.options.help()}" for e in ENGINES.values() if e.options.help()]
     return "; ".join(parts) + "."
-
-
-def _importable(module: str) -> bool:
-    if module in sys.modules:
-        return sys.modules[module] is not None
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False

@@ -9,6 +9,7 @@ blocks whose text layer is missing or untrusted. The vllm and torch engines use 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,39 +18,30 @@ from hpdparse.hpd.stream import parse_header
 from hpdparse.sources.text_layer import TEXT_ROLES, PageText, box_text
 
 
-class FileAnswers:
-    """The `answer` of one page's fork tree: the tokens of the PDF's text in the box of the
-    block being forked, or None to decode it. `tokenizer` is the checkpoint's (the `tokenizers`
-    library's Tokenizer) and `block_id` the ``<BLOCK>`` token id."""
-
-    def __init__(self, text: PageText, tokenizer: Any, block_id: int) -> None:
-        self._text = text
-        self._tokenizer = tokenizer
-        self._block_id = block_id
-
-    def __call__(self, prefix: Sequence[int]) -> list[int] | None:
-        """`prefix`: the parent's tokens before the ``<FORK>``; the header is what follows its
-        last ``<BLOCK>``."""
-        tail = []
-        for token in reversed(prefix):
-            if token == self._block_id:
-                break
-            tail.append(token)
-        else:
-            return None  # no header: content before the first <BLOCK>
-        header = self._tokenizer.decode(tail[::-1], skip_special_tokens=False)
-        label, box = parse_header(header)
-        if box is None or role_of(label) not in TEXT_ROLES:
-            return None
-        found = box_text(self._text, box)
-        if not found.trusted:
-            return None
-        return list(self._tokenizer.encode(found.text, add_special_tokens=False).ids)
-
-
 def file_answers(text: PageText | None, tokenizer: Any, ids: Any, forks: bool) -> Any:
-    """The `answer` for a page's fork tree: None (decode every child) without a text layer or
-    in plain (``--no-fork``) decoding. `ids`: the protocol's token ids (hpd.prompt.TokenIds)."""
+    """The `answer` of a page's fork tree: a function of the parent's tokens before a
+    ``<FORK>`` that gives the tokens of the PDF's text in the box of the block being forked, or
+    None to decode it. None itself (decode every child) without a text layer or in plain
+    (``--no-fork``) decoding. `tokenizer` is the checkpoint's (the `tokenizers` library's
+    Tokenizer), `ids` the protocol's token ids (hpd.prompt.TokenIds)."""
     if text is None or not forks or not text.words:
         return None
-    return FileAnswers(text, tokenizer, ids.block)
+    return functools.partial(_answer, text, tokenizer, ids.block)
+
+
+def _answer(
+    text: PageText, tokenizer: Any, block_id: int, prefix: Sequence[int]
+) -> list[int] | None:
+    """`file_answers`' function; the block's header is what follows the last ``<BLOCK>``
+    (`block_id`) of `prefix`."""
+    if block_id not in prefix:
+        return None  # no header: content before the first <BLOCK>
+    start = len(prefix) - list(prefix)[::-1].index(block_id)
+    header = tokenizer.decode(list(prefix[start:]), skip_special_tokens=False)
+    label, box = parse_header(header)
+    if box is None or role_of(label) not in TEXT_ROLES:
+        return None
+    found = box_text(text, box)
+    if not found.trusted:
+        return None
+    return list(tokenizer.encode(found.text, add_special_tokens=False).ids)

@@ -15,7 +15,7 @@ import pytest
 
 from hpdparse import api
 from hpdparse.engines import EngineConfig, create_engine
-from hpdparse.engines.text_layer import FileAnswers, file_answers
+from hpdparse.engines.text_layer import file_answers
 from hpdparse.hpd.model_config import HpdModelConfig
 from hpdparse.hpd.prompt import load_tokenizer, token_ids
 from hpdparse.markdown.render import RenderOptions
@@ -48,7 +48,7 @@ def header(tokenizer, ids, text: str) -> list[int]:
 def test_text_blocks_are_answered_with_the_file_text_others_are_decoded() -> None:
     tokenizer, ids = tokenizer_and_ids()
     page = read_page_texts(SAMPLES / "paper.pdf", [1])[1]
-    answers = FileAnswers(page, tokenizer, ids.block)
+    answers = file_answers(page, tokenizer, ids, forks=True)
     # paper.pdf page 1: "<BLOCK>doc_title [276, 75, 724, 108]<CHILD>A Small Study of Layout Models"
     tokens = answers(header(tokenizer, ids, "doc_title [276, 75, 724, 108]"))
     assert tokenizer.decode(tokens) == "A Small Study of Layout Models"

@@ -39,7 +39,7 @@ def grown_config(config: dict, vision_layers: int, llm_layers: int) -> dict:
 def grow(r: Reader, config: dict, seed: int) -> HpdModel:
     """A model of `config` holding `r.model`'s weights, its new layers as the identity."""
     model = HpdModel(HpdModelConfig.from_dict(config))
-    model.init_weights_randomly(seed)
+    layout.init_weights_randomly(model, seed)
     old = r.model.state_dict()
     with torch.no_grad():
         for name, p in model.state_dict().items():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import tempfile
 from pathlib import Path
@@ -261,8 +262,24 @@ def write_checkpoint(
 
 def build_model(config: dict[str, Any], seed: int) -> HpdModel:
     model = HpdModel(HpdModelConfig.from_dict(config))
-    model.init_weights_randomly(seed)
+    init_weights_randomly(model, seed)
     return model
+
+
+def init_weights_randomly(model: HpdModel, seed: int) -> None:
+    """Deterministic small random init (for fresh checkpoints and training)."""
+    gen = torch.Generator().manual_seed(seed)
+    for name, p in model.named_parameters():
+        with torch.no_grad():
+            if name.endswith(("ls1", "ls2")):
+                p.fill_(model.config.vision.initializer_factor)
+            elif p.dim() == 1:
+                is_norm_weight = "norm" in name or name.startswith("mlp1.0")
+                p.fill_(1.0 if is_norm_weight and name.endswith("weight") else 0.0)
+            else:
+                fan_in = p[0].numel() if p.dim() > 1 else p.numel()
+                std = 0.02 if "embed" in name else 1.0 / math.sqrt(max(fan_in, 1))
+                p.copy_(torch.randn(p.shape, generator=gen) * std)
 
 
 RANDOM_README = """# tiny-hpd (random weights)

@@ -27,7 +27,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder, PageJob
+from hpdparse.engines.options import EngineConfig
+from hpdparse.engines.torch.decoding import HpdDecoder, PageJob
 from hpdparse.engines.torch.modeling import HpdModel
 from hpdparse.hpd import protocol as P
 from hpdparse.hpd.model_config import HpdModelConfig
@@ -301,19 +302,20 @@ def verify(model: HpdModel, tok, ids: TokenIds, pb: PromptBuilder, pages: list[P
                 key = 200 if 200 in p.images else 0
                 feats = model.image_features(p.images[key]).reshape(-1, model.config.hidden_size)
                 jobs[fork].append(PageJob(i, pb.build(p.num_image_tokens[key], fork), feats))
-        runs = [
-            ("plain", False, DecodeOptions(fork=False, max_tokens=2000)),
-            ("serial", True, DecodeOptions(schedule="serial", max_tokens=2000)),
-            ("concurrent", True, DecodeOptions(schedule="concurrent", max_tokens=2000)),
-            ("serial+mtp", True, DecodeOptions(schedule="serial", mtp=True, max_tokens=2000)),
-            ("concurrent+mtp", True, DecodeOptions(mtp=True, max_tokens=2000)),
+        runs = [  # name, the decoder's settings, schedule
+            ("plain", EngineConfig(fork=False, mtp=False, max_tokens=2000), "concurrent"),
+            ("serial", EngineConfig(mtp=False, max_tokens=2000), "serial"),
+            ("concurrent", EngineConfig(mtp=False, max_tokens=2000), "concurrent"),
+            ("serial+mtp", EngineConfig(max_tokens=2000), "serial"),
+            ("concurrent+mtp", EngineConfig(max_tokens=2000), "concurrent"),
         ]
-        for name, fork, opts in runs:
-            for p, r in zip(pages, HpdDecoder(model, ids, opts).decode(jobs[fork]), strict=True):
+        for name, config, schedule in runs:
+            decoder = HpdDecoder(model, ids, config, schedule)
+            for p, r in zip(pages, decoder.decode(jobs[config.fork]), strict=True):
                 text = tok.decode(r.token_ids, skip_special_tokens=False)
                 if text != p.stream:
                     failures.append(f"{name} {p.name}")
-                if opts.mtp:
+                if config.mtp:
                     drafted += r.stats["drafted_tokens"]
                     accepted += r.stats["accepted_tokens"]
     return failures, accepted / max(drafted, 1)
@@ -350,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     cfg = HpdModelConfig.from_dict(config)
     tiling = TilingConfig.from_model_config(config)
     model = HpdModel(cfg)
-    model.init_weights_randomly(args.seed)
+    layout.init_weights_randomly(model, args.seed)
     model.train()
     ids = TokenIds(
         img_start=tok.token_to_id(P.IMG_START),

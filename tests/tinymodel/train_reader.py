@@ -32,7 +32,8 @@ import torch
 import torch.nn.functional as F
 from PIL import Image, ImageDraw
 
-from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder, PageJob
+from hpdparse.engines.options import EngineConfig
+from hpdparse.engines.torch.decoding import HpdDecoder, PageJob
 from hpdparse.engines.torch.loading import load_model
 from hpdparse.engines.torch.modeling import HpdModel
 from hpdparse.hpd.checkpoint import open_checkpoint
@@ -157,8 +158,8 @@ def read_pages(r: Reader, pages: list[reading.ReadingPage], mtp: bool) -> tuple[
         for i, page in enumerate(pages):
             px, n = r.pixels(page.image)
             jobs.append(PageJob(i, r.pb.build(n, True), r.features(px)))
-        opts = DecodeOptions(mtp=mtp, max_tokens=400)
-        results = HpdDecoder(r.model, r.ids, opts).decode(jobs)
+        config = EngineConfig(mtp=mtp, max_tokens=400)
+        results = HpdDecoder(r.model, r.ids, config).decode(jobs)
     texts = [r.tok.decode(res.token_ids, skip_special_tokens=False) for res in results]
     stats = {"drafted": 0, "accepted": 0}
     for res in results:

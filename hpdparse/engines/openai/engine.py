@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import json
 import logging
 import os
 import queue
 import random
+import threading
 import time
 from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
 from typing import Any
@@ -55,7 +57,6 @@ from hpdparse.engines.base import (
     PageResult,
 )
 from hpdparse.engines.openai.logprobs import STOP_TOKENS, LogprobsAsk, without_logprobs
-from hpdparse.engines.openai.loop_thread import LoopThread
 from hpdparse.engines.openai.options import API_KEY_VARIABLE, OpenAIOptions
 from hpdparse.engines.openai.page_png import encode_page_png
 from hpdparse.engines.options import EngineOptions
@@ -214,10 +215,13 @@ class OpenAIEngine(Engine):
         if not self._started:
             self.start()
         finished: queue.Queue[concurrent.futures.Future[PageResult]] = queue.Queue()
-        loop = LoopThread()
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="hpdparse-openai", daemon=True)
+        thread.start()
+        submit = functools.partial(asyncio.run_coroutine_threadsafe, loop=loop)
         client: httpx.AsyncClient | None = None
         try:
-            client = loop.submit(self._open_client(max_in_flight)).result()
+            client = submit(self._open_client(max_in_flight)).result()
             pending = iter(requests)
             in_flight = 0
             while True:
@@ -233,13 +237,18 @@ class OpenAIEngine(Engine):
                 except Exception as error:  # a bad payload fails its page only
                     yield _error(request.key, f"cannot send page: {_one_line(error)}", 0)
                     continue
-                future = loop.submit(self._decode_page(client, request.key, body))
+                future = submit(self._decode_page(client, request.key, body))
                 future.add_done_callback(finished.put)
                 in_flight += 1
             for _ in range(in_flight):
                 yield finished.get().result()
-        finally:
-            loop.stop(client.aclose if client is not None else None)
+        finally:  # cancel the requests left, close the client, stop the loop and its thread
+            try:
+                submit(_shutdown(client)).result(timeout=30)
+            finally:
+                loop.call_soon_threadsafe(loop.stop)
+                thread.join()
+                loop.close()
 
     async def _open_client(self, max_in_flight: int) -> httpx.AsyncClient:
         timeout = self.options.request_timeout
@@ -277,7 +286,10 @@ class OpenAIEngine(Engine):
             else:
                 status = response.status_code
                 if 200 <= status < 300:
-                    return self._parse_answer(key, response, retries, time.perf_counter() - started)
+                    try:
+                        return self._parse_answer(key, response, retries, started)
+                    except wire.NotACompletion as error:  # an answer that gives no page
+                        return failed(str(error))
                 problem = f"HTTP {status} {response.reason_phrase}: {_server_message(response)}"
                 if self._logprobs.refused(status, response.text, body):
                     body = without_logprobs(body)
@@ -294,16 +306,19 @@ class OpenAIEngine(Engine):
             await asyncio.sleep(pause)
 
     def _parse_answer(
-        self, key: Hashable, response: httpx.Response, retries: int, seconds: float
+        self, key: Hashable, response: httpx.Response, retries: int, started: float
     ) -> PageResult:
+        """The page a 2xx answer gives; wire.NotACompletion when it gives none (not JSON, not a
+        chat completion, or one whose text is incomplete or withheld)."""
         try:
-            answer = _read_completion(response)
-        except wire.NotACompletion as error:
-            return _error(key, f"server {self.server}: {error}", retries, seconds)
+            data = response.json()
+        except ValueError:
+            body = _one_line(response.text, 80) or "(empty body)"
+            raise wire.NotACompletion(f"answer is not JSON: {body}") from None
+        answer = wire.read_completion(data)
         text, finish_reason = answer.content, answer.finish_reason
         if finish_reason in _ERROR_FINISH_REASONS:
-            message = f"server {self.server}: answer ended with finish_reason {finish_reason!r}"
-            return _error(key, message, retries, seconds)
+            raise wire.NotACompletion(f"answer ended with finish_reason {finish_reason!r}")
         if finish_reason != FINISH_LENGTH:
             if finish_reason not in (None, FINISH_STOP):
                 log.debug("finish_reason %r taken as stop", finish_reason)
@@ -316,23 +331,24 @@ class OpenAIEngine(Engine):
             finish_reason=finish_reason,
             prompt_tokens=answer.usage["prompt_tokens"],
             output_tokens=answer.usage["completion_tokens"],
-            seconds=seconds,
+            seconds=time.perf_counter() - started,
             stats={"retries": retries},
             logprobs=self._logprobs.read(answer.logprobs),
         )
+
+
+async def _shutdown(client: httpx.AsyncClient | None) -> None:
+    """Cancel every task of the running loop but this one, then close `client`."""
+    current = asyncio.current_task()
+    tasks = [task for task in asyncio.all_tasks() if task is not current]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    if client is not None:
+        await client.aclose()
 
 
 def _error(key: Hashable, message: str, retries: int, seconds: float = 0.0) -> PageResult:
     return PageResult(
         key, "", FINISH_ERROR, error=_one_line(message), seconds=seconds, stats={"retries": retries}
     )
-
-
-def _read_completion(response: httpx.Response) -> wire.Completion:
-    try:
-        data = response.json()
-    except ValueError:
-        raise wire.NotACompletion(
-            f"answer is not JSON: {_one_line(response.text, 80) or '(empty body)'}"
-        ) from None
-    return wire.read_completion(data)

@@ -38,26 +38,11 @@ from typing import Any
 import torch
 
 from hpdparse.engines.base import FINISH_LENGTH, FINISH_STOP
+from hpdparse.engines.options import EngineConfig
 from hpdparse.engines.torch.branch_cache import KvSegment, StepCache
 from hpdparse.hpd.fork_tree import Branch, ForkTree
 
 SCHEDULES = ("serial", "concurrent")
-
-
-@dataclass(frozen=True)
-class DecodeOptions:
-    fork: bool = True
-    schedule: str = "concurrent"  # "serial" or "concurrent"; ignored when fork is False
-    mtp: bool = False
-    num_speculative_tokens: int = 6
-    max_tokens: int = 8000  # per branch, like one vLLM request per branch
-    max_model_len: int = 16384
-
-    def __post_init__(self) -> None:
-        if self.schedule not in SCHEDULES:
-            raise ValueError(f"schedule must be one of {SCHEDULES}, got {self.schedule!r}")
-        if self.num_speculative_tokens < 0 or self.max_tokens < 1:
-            raise ValueError("num_speculative_tokens must be >= 0 and max_tokens >= 1")
 
 
 @dataclass
@@ -67,7 +52,7 @@ class PageJob:
     key: Hashable
     prompt_ids: list[int]
     image_embeds: torch.Tensor  # (number of <IMG_CONTEXT> tokens, hidden)
-    max_tokens: int | None = None  # per branch; None: DecodeOptions.max_tokens
+    max_tokens: int | None = None  # per branch; None: the EngineConfig's
     # children answered without decoding (--text-layer prefer: engines/text_layer.py)
     answer: Callable[[Sequence[int]], list[int] | None] | None = None
     # For the engine: its PageRequest's callbacks and cancel event, and when the page came in.
@@ -117,13 +102,13 @@ class _Branch:
 
 
 class _Page:
-    def __init__(self, job: PageJob, ids: Any, options: DecodeOptions) -> None:
+    def __init__(self, job: PageJob, ids: Any, config: EngineConfig) -> None:
         self.job = job
         self.tree = ForkTree(
             ids,
-            forks=options.fork,
+            forks=config.fork,
             prompt_len=len(job.prompt_ids),
-            max_model_len=options.max_model_len,
+            max_model_len=config.max_model_len,
             answer=job.answer,
         )
         self.parent = _Branch(self, self.tree.parent, [])
@@ -141,12 +126,19 @@ class _Page:
 class HpdDecoder:
     """Decodes pages on an HpdModel with the given token ids (see prompt.TokenIds)."""
 
-    def __init__(self, model: Any, ids: Any, options: DecodeOptions) -> None:
+    def __init__(
+        self, model: Any, ids: Any, config: EngineConfig, schedule: str = "concurrent"
+    ) -> None:
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {SCHEDULES}, got {schedule!r}")
+        if config.speculative_tokens < 0 or config.max_tokens < 1:
+            raise ValueError("speculative_tokens must be >= 0 and max_tokens >= 1")
         self.model = model
         self.ids = ids
-        self.options = options
-        if options.mtp and not model.has_mtp:
-            self.options = DecodeOptions(**{**options.__dict__, "mtp": False})
+        self.config = config  # fork, mtp, speculative_tokens, max_tokens, max_model_len
+        self.mtp = config.mtp and model.has_mtp
+        # Serial (or plain): one branch per page at a time; concurrent: every live branch.
+        self.concurrent = config.fork and schedule == "concurrent"
         cfg = model.language_model.config
         self.num_layers = cfg.num_hidden_layers
         self.kv_heads = cfg.num_key_value_heads
@@ -158,9 +150,8 @@ class HpdDecoder:
 
     def decode(self, jobs: Sequence[PageJob]) -> list[PageDecode]:
         """Decode all pages together (concurrent) or one after the other (serial, plain)."""
-        together = self.options.fork and self.options.schedule == "concurrent"
         out = []
-        for group in [list(jobs)] if together else [[job] for job in jobs]:
+        for group in [list(jobs)] if self.concurrent else [[job] for job in jobs]:
             pages = [self.new_page(j) for j in group]
             while not all(p.done for p in pages):
                 self.step(pages)
@@ -168,7 +159,7 @@ class HpdDecoder:
         return out
 
     def new_page(self, job: PageJob) -> _Page:
-        return _Page(job, self.ids, self.options)
+        return _Page(job, self.ids, self.config)
 
     @torch.inference_mode()
     def step(self, pages: Sequence[_Page]) -> None:
@@ -205,7 +196,7 @@ class HpdDecoder:
     # ------------------------------------------------------------------ internals
 
     def _runnable(self, page: _Page) -> list[_Branch]:
-        if self.options.fork and self.options.schedule == "concurrent":
+        if self.concurrent:
             return [b for b in (page.parent, *page.children) if not b.node.finished]
         # Serial: the oldest unfinished child first, else the parent.
         return [b for b in (*page.children, page.parent) if not b.node.finished][:1]
@@ -224,60 +215,58 @@ class HpdDecoder:
             e = e.clone()
             e[mask] = img
             embeds.append(e)
-        branches = [p.parent for p in pages]
-        hidden = self._forward(branches, embeds, [len(p.job.prompt_ids) for p in pages])
-        for p, b, h in zip(pages, branches, hidden, strict=True):
-            p.prefilled = True
-            p.steps += 1
-            self._keep(b, len(p.job.prompt_ids))
-            last = h[len(p.job.prompt_ids) - 1]
-            b.hidden = last
-            token, logprob = _chosen(self.model.logits(last[None]))
-            self._produce(b, token[0], logprob[0], b.length)
+        self._decode([p.parent for p in pages], embeds, [[] for _ in pages])
 
     def _advance(self, branches: list[_Branch]) -> None:
-        opts = self.options
-        inputs: list[list[int]] = []
-        drafts: list[list[int]] = []
-        drafting = [b for b in branches if opts.mtp and b.hidden is not None]
+        drafting = [b for b in branches if self.mtp and b.hidden is not None]
         proposed = self._draft(drafting) if drafting else {}
-        for b in branches:
+        drafts = [proposed.get(id(b), []) for b in branches]
+        embeds = []
+        for b, d in zip(branches, drafts, strict=True):
             if b.pending is None:  # a fresh child: its first input is <CHILD>
                 b.pending = self.ids.child
-            d = proposed.get(id(b), [])
-            drafts.append(d)
-            inputs.append([b.pending, *d])
-        embeds = [self.model.embed_tokens(torch.tensor(x, device=self.device)) for x in inputs]
-        hidden = self._forward(branches, embeds, [len(x) for x in inputs])
-        pages_seen: set[int] = set()
+            embeds.append(
+                self.model.embed_tokens(torch.tensor([b.pending, *d], device=self.device))
+            )
+        self._decode(branches, embeds, drafts)
+
+    def _decode(
+        self, branches: list[_Branch], embeds: list[torch.Tensor], drafts: list[list[int]]
+    ) -> None:
+        """One forward pass over the branches' inputs (a prompt, or the pending token and its
+        drafts), then what each branch produced: the drafts the model agrees with and its own
+        next token, from the logits of the last len(drafts) + 1 positions."""
+        hidden = self._forward(branches, embeds, [len(e) for e in embeds])
+        for page in {id(b.page): b.page for b in branches}.values():
+            page.steps += 1
+            page.prefilled = True  # its first pass is its prefill
         for b, d, h in zip(branches, drafts, hidden, strict=True):
-            if id(b.page) not in pages_seen:
-                pages_seen.add(id(b.page))
-                b.page.steps += 1
             n = len(d) + 1
-            greedy, logprobs = _chosen(self.model.logits(h[:n]))
+            greedy, logprobs = _chosen(self.model.logits(h[-n:]))
             accepted = 0
             while accepted < len(d) and d[accepted] == greedy[accepted]:
                 accepted += 1
             b.page.drafted += len(d)
             b.page.accepted += accepted
-            first = b.length + 1  # where greedy[0] will be fed
-            self._keep(b, accepted + 1)
+            self._keep(b, len(h) - len(d) + accepted)
             b.pending = None
             # Produce the accepted drafts then the model's own next token, stopping early if
-            # the branch ends (stop token or limit) on the way.
+            # the branch ends (stop token or limit) on the way; greedy[accepted] is fed at
+            # position b.length.
             for i in range(accepted + 1):
                 if b.node.finished:
                     break
-                b.hidden = h[i]
-                self._produce(b, greedy[i], logprobs[i], first + i)
+                b.hidden = h[len(h) - n + i]
+                self._produce(b, greedy[i], logprobs[i], b.length - accepted + i)
 
     def _draft(self, branches: list[_Branch]) -> dict[int, list[int]]:
-        opts = self.options
+        config = self.config
         budgets = []
         for b in branches:
-            room = min(self._max_tokens(b) - len(b.node.tokens), opts.max_model_len - b.length - 1)
-            budgets.append(max(0, min(opts.num_speculative_tokens, room - 1)))
+            room = min(
+                self._max_tokens(b) - len(b.node.tokens), config.max_model_len - b.length - 1
+            )
+            budgets.append(max(0, min(config.speculative_tokens, room - 1)))
         k = max(budgets, default=0)
         if k == 0:
             return {}
@@ -294,7 +283,6 @@ class HpdDecoder:
     def _produce(self, b: _Branch, token: int, logprob: float, position: int) -> None:
         """Record a token the branch produced (and its log-probability); `position` is where it
         will be fed."""
-        opts = self.options
         tree = b.page.tree
         if token in self.ids.stop:
             tree.finish(b.node, FINISH_STOP)
@@ -304,13 +292,13 @@ class HpdDecoder:
         for child in tree.absorb(b.node, [token], [logprob]):
             if not child.finished:
                 b.page.children.append(_Branch(b.page, child, b.prefix_until(position)))
-        if len(b.node.tokens) >= self._max_tokens(b) or position + 1 >= opts.max_model_len:
+        if len(b.node.tokens) >= self._max_tokens(b) or position + 1 >= self.config.max_model_len:
             tree.finish(b.node, FINISH_LENGTH)
             return
         b.pending = token
 
     def _max_tokens(self, b: _Branch) -> int:
-        return b.page.job.max_tokens or self.options.max_tokens
+        return b.page.job.max_tokens or self.config.max_tokens
 
     def _keep(self, b: _Branch, n: int) -> None:
         """Append the first n new cache entries of the last forward pass to the branch."""

@@ -69,7 +69,7 @@ class TorchEngine(LocalEngine):
             return
         import torch
 
-        from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder
+        from hpdparse.engines.torch.decoding import HpdDecoder
         from hpdparse.engines.torch.loading import load_model
 
         ckpt = self.checkpoint
@@ -81,17 +81,9 @@ class TorchEngine(LocalEngine):
         except torch.cuda.OutOfMemoryError:
             raise EngineError(f"model {ckpt.model_id}: out of GPU memory while loading") from None
         try:
-            options = DecodeOptions(
-                fork=self.config.fork,
-                schedule=self.options.schedule,
-                mtp=self.config.mtp,
-                num_speculative_tokens=self.config.speculative_tokens,
-                max_tokens=self.config.max_tokens,
-                max_model_len=self.config.max_model_len,
-            )
+            self._decoder = HpdDecoder(self._model, self.ids, self.config, self.options.schedule)
         except ValueError as exc:
             raise EngineError(f"torch engine: {exc}") from None
-        self._decoder = HpdDecoder(self._model, self.ids, options)
 
     def close(self) -> None:
         self._model = self._decoder = None

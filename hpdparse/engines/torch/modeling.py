@@ -16,8 +16,6 @@ draft token `argmax(lm_head(h'))`; the next draft step uses `h'` and the embeddi
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -212,18 +210,3 @@ class HpdModel(nn.Module):
 
     def logits(self, hidden: torch.Tensor) -> torch.Tensor:
         return self.language_model.lm_head(hidden)
-
-    def init_weights_randomly(self, seed: int) -> None:
-        """Deterministic small random init (for fresh checkpoints and training)."""
-        gen = torch.Generator().manual_seed(seed)
-        for name, p in self.named_parameters():
-            with torch.no_grad():
-                if name.endswith(("ls1", "ls2")):
-                    p.fill_(self.config.vision.initializer_factor)
-                elif p.dim() == 1:
-                    is_norm_weight = "norm" in name or name.startswith("mlp1.0")
-                    p.fill_(1.0 if is_norm_weight and name.endswith("weight") else 0.0)
-                else:
-                    fan_in = p[0].numel() if p.dim() > 1 else p.numel()
-                    std = 0.02 if "embed" in name else 1.0 / math.sqrt(max(fan_in, 1))
-                    p.copy_(torch.randn(p.shape, generator=gen) * std)

@@ -125,6 +125,7 @@ class VllmEngine(LocalEngine):
         # vLLM also loads the plugin from its entry point; this covers a checkout not pip-installed.
         plugin.register()
         compat.keep_image_data_on_the_worker()
+        self._load_tokenizer()
         engine_args = self._engine_args(EngineArgs)
         try:
             with (
@@ -142,7 +143,6 @@ class VllmEngine(LocalEngine):
                 f"vllm engine: cannot start model {self.config.model}: "
                 f"{type(exc).__name__}: {detail[:400]}"
             ) from exc
-        self._load_tokenizer()
         self.startup_seconds = time.perf_counter() - began
 
     def _engine_args(self, engine_args_cls: type) -> Any:
@@ -150,8 +150,8 @@ class VllmEngine(LocalEngine):
         extra = dict(self.options.engine_args)  # EngineArgs fields, passed through
         default_dtype = "float32" if self._on_cpu else "bfloat16"
         kwargs: dict[str, Any] = dict(
-            model=str(self._checkpoint.path),
-            tokenizer=str(self._checkpoint.path),
+            model=str(self.checkpoint.path),
+            tokenizer=str(self.checkpoint.path),
             hf_overrides={"architectures": [plugin.ARCHITECTURE]},
             # The torch engine's defaults (bfloat16 on a GPU, float32 elsewhere), so both engines
             # give the same text unless told otherwise.
@@ -190,8 +190,9 @@ class VllmEngine(LocalEngine):
                 max_num_batched_tokens=int(extra.pop("max_num_batched_tokens", 16384)),
             )
         # P-MTP (speculative decoding with the checkpoint's draft head) when asked for and present.
-        pmtp = pmtp_engine_args(self._checkpoint.path, cfg)
-        kwargs["hf_overrides"] = {**kwargs["hf_overrides"], **pmtp.pop("hf_overrides", {})}
+        pmtp = pmtp_engine_args(self.checkpoint.path, cfg)
+        if pmtp:  # vLLM's V1 EAGLE proposer reads the image token from the target's config
+            kwargs["hf_overrides"]["image_token_index"] = self.ids.img_context
         kwargs.update(pmtp)
         # The other options must name an EngineArgs field; they are passed through.
         fields = {f.name for f in dataclasses.fields(engine_args_cls)}
@@ -203,7 +204,7 @@ class VllmEngine(LocalEngine):
 
     def max_model_len(self) -> int:
         """The configured length, capped at what the decoder's positions allow (tiny models)."""
-        limit = self._checkpoint.config.max_position_embeddings
+        limit = self.checkpoint.config.max_position_embeddings
         return min(self.config.max_model_len, limit) if limit else self.config.max_model_len
 
     def close(self) -> None:

@@ -16,19 +16,12 @@ processes vLLM starts for it; a plain ``vllm serve`` is left as it is. ``ENV=0``
 
 from __future__ import annotations
 
-import os
-
 from hpdparse.malloc import M_MMAP_MAX, M_TRIM_THRESHOLD, mallopt
 
 ENV = "HPDPARSE_VLLM_KEEP_FREED_MEMORY"
 _KEEP_UP_TO = 1 << 30  # free memory at the heap's top returned to the system beyond 1 GiB
 
 _applied = False
-
-
-def wanted() -> bool:
-    """Whether this process's vLLM engine asked for it (``ENV`` is 1)."""
-    return os.environ.get(ENV) == "1"
 
 
 def applied() -> bool:

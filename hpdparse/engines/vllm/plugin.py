@@ -43,7 +43,7 @@ def register() -> None:
     for architecture, model in ((ARCHITECTURE, _MODEL_CLASS), (DRAFT_ARCHITECTURE, DRAFT_CLASS)):
         if architecture not in ModelRegistry.get_supported_archs():
             ModelRegistry.register_model(architecture, model)
-    if host_memory.wanted():
+    if os.environ.get(host_memory.ENV) == "1":  # this process's vLLM engine asked for it
         host_memory.keep_freed_memory()
     # In the engine-core process of a process-mode hpdparse engine started with spawn (a fork
     # inherits both from the engine's process): the image-data fix and the parent watch.

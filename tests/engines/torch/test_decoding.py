@@ -10,7 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from hpdparse.engines.torch.decoding import DecodeOptions, HpdDecoder, PageJob  # noqa: E402
+from hpdparse.engines.options import EngineConfig  # noqa: E402
+from hpdparse.engines.torch.decoding import HpdDecoder, PageJob  # noqa: E402
 from hpdparse.engines.torch.loading import load_model  # noqa: E402
 from hpdparse.hpd.checkpoint import open_checkpoint  # noqa: E402
 from hpdparse.hpd.prompt import PromptBuilder, load_tokenizer, token_ids  # noqa: E402
@@ -23,14 +24,15 @@ TINY = REPO / "tests" / "fixtures" / "tiny-hpd"
 STREAMS = REPO / "tests" / "fixtures" / "streams"
 SAMPLES = REPO / "samples"
 
-RUNS = {
-    "plain": DecodeOptions(fork=False),
-    "plain+mtp": DecodeOptions(fork=False, mtp=True),
-    "serial": DecodeOptions(schedule="serial"),
-    "serial+mtp": DecodeOptions(schedule="serial", mtp=True),
-    "concurrent": DecodeOptions(schedule="concurrent"),
-    "concurrent+mtp": DecodeOptions(schedule="concurrent", mtp=True),
-    "concurrent+mtp2": DecodeOptions(schedule="concurrent", mtp=True, num_speculative_tokens=2),
+NO_MTP = EngineConfig(mtp=False)
+RUNS = {  # the decoder's settings and schedule
+    "plain": (EngineConfig(fork=False, mtp=False), "concurrent"),
+    "plain+mtp": (EngineConfig(fork=False), "concurrent"),
+    "serial": (NO_MTP, "serial"),
+    "serial+mtp": (EngineConfig(), "serial"),
+    "concurrent": (NO_MTP, "concurrent"),
+    "concurrent+mtp": (EngineConfig(), "concurrent"),
+    "concurrent+mtp2": (EngineConfig(speculative_tokens=2), "concurrent"),
 }
 
 
@@ -66,9 +68,10 @@ class Tiny:
             for key, f in self.features.items()
         ]
 
-    def decode(self, options: DecodeOptions) -> dict:
+    def decode(self, config: EngineConfig, schedule: str) -> dict:
         out = {}
-        for r in HpdDecoder(self.model, self.ids, options).decode(self.jobs(options.fork)):
+        decoder = HpdDecoder(self.model, self.ids, config, schedule)
+        for r in decoder.decode(self.jobs(config.fork)):
             out[r.key] = (self.tok.decode(r.token_ids, skip_special_tokens=False), r)
         return out
 
@@ -82,7 +85,7 @@ def tiny() -> Tiny:
 
 @pytest.fixture(scope="module")
 def runs(tiny: Tiny) -> dict:
-    return {name: tiny.decode(options) for name, options in RUNS.items()}
+    return {name: tiny.decode(*run) for name, run in RUNS.items()}
 
 
 def test_every_schedule_gives_the_same_text(runs: dict, tiny: Tiny) -> None:
@@ -130,7 +133,7 @@ def test_pmtp_drafts_are_accepted(runs: dict) -> None:
 
 
 def test_children_share_the_parent_cache(tiny: Tiny) -> None:
-    decoder = HpdDecoder(tiny.model, tiny.ids, DecodeOptions())
+    decoder = HpdDecoder(tiny.model, tiny.ids, NO_MTP)
     key = ("report", 1)
     page = decoder.new_page(tiny.jobs(True)[sorted(tiny.features).index(key)])
     while not page.children:
@@ -147,10 +150,10 @@ def test_children_share_the_parent_cache(tiny: Tiny) -> None:
 
 def test_max_tokens_cuts_every_branch(tiny: Tiny) -> None:
     job = tiny.jobs(True)[:1]
-    r = HpdDecoder(tiny.model, tiny.ids, DecodeOptions(max_tokens=12)).decode(job)[0]
+    r = HpdDecoder(tiny.model, tiny.ids, EngineConfig(mtp=False, max_tokens=12)).decode(job)[0]
     assert r.finish_reason == "length"
     assert r.stats["parent_tokens"] == 12
-    r = HpdDecoder(tiny.model, tiny.ids, DecodeOptions(max_tokens=12, mtp=True)).decode(job)[0]
+    r = HpdDecoder(tiny.model, tiny.ids, EngineConfig(max_tokens=12)).decode(job)[0]
     assert r.finish_reason == "length"
     assert r.stats["parent_tokens"] == 12
 

@@ -199,7 +199,6 @@ def test_engine_args(tmp_path: Path) -> None:
     args = vllm_mtp.pmtp_engine_args(TINY, EngineConfig(model=str(TINY), speculative_tokens=3))
     spec = args["speculative_config"]
     assert spec["method"] == "eagle" and spec["num_speculative_tokens"] == 3
-    assert args["hf_overrides"]["image_token_index"] > 0
     assert vllm_mtp.pmtp_engine_args(TINY, EngineConfig(model=str(TINY), mtp=False)) == {}
     no_head = _without_head(TINY, tmp_path / "ckpt")
     assert vllm_mtp.pmtp_engine_args(no_head, EngineConfig(model=str(no_head))) == {}
