@@ -37,6 +37,7 @@ from hpdparse.serve.answers import (
     page_usage,
 )
 from hpdparse.serve.auth import ApiKeys, AuthMiddleware
+from hpdparse.serve.documents.runner import DocumentRunner
 from hpdparse.serve.logprobs import token_entries, token_texts, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, CONTENT_TYPE, ServeMetrics
 from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_image, describe
@@ -56,7 +57,6 @@ class State(enum.Enum):
     STARTING = "starting"
     READY = "ready"
     DRAINING = "draining"
-    FAILED = "failed"
 
 
 @dataclass
@@ -67,6 +67,7 @@ class Service:
     policy: PagePolicy
     pages: PageQueue
     engine: EngineLoop
+    documents: DocumentRunner
     prepare_pool: concurrent.futures.ThreadPoolExecutor
     root_model: str
     state: State = State.STARTING
@@ -78,9 +79,14 @@ class Service:
             in_engine=lambda: self.pages.in_engine,
             queued=lambda: self.pages.queued,
             waiting=lambda: self.places.waiting,
-            up=lambda: self.state is State.READY and self.engine.up,
+            up=lambda: self.up,
+            documents=self.documents.store.counts,
         )
         self.token_texts = token_texts(self.engine.detokenize)
+
+    @property
+    def up(self) -> bool:
+        return self.state is State.READY and self.engine.up
 
 
 class QueuePlaces:
@@ -228,8 +234,7 @@ async def models(service: Service, request: Request) -> Response:
 
 
 async def health(service: Service, request: Request) -> Response:
-    up = service.state is State.READY and service.engine.up
-    return Response(status_code=200 if up else 503)
+    return Response(status_code=200 if service.up else 503)
 
 
 async def metrics(service: Service, request: Request) -> Response:
@@ -240,7 +245,7 @@ def check_open(service: Service) -> None:
     """WireError 503 when the server takes no page now (shutting down, engine failed)."""
     if service.state is State.DRAINING or service.pages.closed:
         raise WireError(503, SHUTTING_DOWN)
-    if service.state is State.FAILED or service.engine.error is not None:
+    if service.engine.error is not None:
         raise WireError(503, f"the engine failed: {describe(service.engine.error or '', 300)}")
 
 

@@ -32,14 +32,13 @@ from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine, get_entry
 from hpdparse.errors import EngineError, HpdparseError
-from hpdparse.serve.app import Service, State, build_app, check_open
-from hpdparse.serve.documents.routes import DocumentService, document_routes
+from hpdparse.serve.app import Service, State, build_app
+from hpdparse.serve.documents.routes import document_routes
 from hpdparse.serve.documents.runner import DocumentRunner
 from hpdparse.serve.documents.store import DocumentStore
 from hpdparse.serve.pages import PagePolicy, describe
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue
 from hpdparse.serve.settings import ServeSettings
-from hpdparse.wire import WireError
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +64,6 @@ class HpdServer:
         self._uvicorn: object | None = None
         self._http_thread: threading.Thread | None = None
         self.service: Service | None = None
-        self.runner: DocumentRunner | None = None
         self._stopped = threading.Event()
 
     # ------------------------------------------------------------------------- addresses
@@ -107,40 +105,31 @@ class HpdServer:
         store = DocumentStore(Path(self.settings.store))
         self._socket = self._bind()
         pages = PageQueue()
+        loop = EngineLoop(engine, pages, self.settings.batch_size)
         self.service = service = Service(
             settings=self.settings,
             policy=PagePolicy(self.model_name, self.config.fork, self.config.max_tokens),
             pages=pages,
-            engine=EngineLoop(engine, pages, self.settings.batch_size),
+            engine=loop,
+            documents=DocumentRunner(store, loop, pages, self.settings),
             prepare_pool=concurrent.futures.ThreadPoolExecutor(
                 max_workers=self.settings.prepare_threads or min(8, os.cpu_count() or 1),
                 thread_name_prefix="hpdparse-prepare",
             ),
             root_model=self.config.model,
         )
-        self.runner = DocumentRunner(store, service.engine, pages, self.settings)
-        service.metrics.watch_documents(store.counts)
-        documents = DocumentService(store, self.runner, self.settings, self._check_open)
-        self._start_http(service, document_routes(documents))
-        service.engine.start()
-        service.engine.ready.wait()
-        if service.engine.error is not None:
-            service.state = State.FAILED
+        self._start_http(service, document_routes(service))
+        loop.start()
+        loop.ready.wait()
+        error = loop.error
+        if error is not None:
             self._stop_http()
-            error = service.engine.error
             if isinstance(error, HpdparseError):
                 raise error
             raise HpdparseError(f"cannot start the {self.engine_name} engine: {describe(error)}")
-        self.runner.start()
+        service.documents.start()
         service.state = State.READY
         threading.Thread(target=self._expire, args=(store,), daemon=True).start()
-
-    def _check_open(self) -> None:
-        """WireError 503 when the server takes no document now: stopping, failed, or its engine
-        starting."""
-        if self.service is None or self.service.state is State.STARTING:
-            raise WireError(503, "the server is starting; retry")
-        check_open(self.service)
 
     def _expire(self, store: DocumentStore) -> None:
         """Remove finished documents older than --keep-results, every minute or so."""
@@ -190,12 +179,10 @@ class HpdServer:
             self._stop_http()
             return
         began = time.perf_counter()
-        if service.state is not State.FAILED:
-            service.state = State.DRAINING
+        service.state = State.DRAINING
         self._stopped.set()
-        if self.runner is not None:
-            self.runner.stop(self.settings.shutdown_timeout)
-            log.debug("stop: documents saved after %.2f s", time.perf_counter() - began)
+        service.documents.stop(self.settings.shutdown_timeout)
+        log.debug("stop: documents saved after %.2f s", time.perf_counter() - began)
         deadline = time.monotonic() + self.settings.shutdown_timeout
         while service.pages.open_tickets and time.monotonic() < deadline and service.engine.alive():
             time.sleep(0.05)

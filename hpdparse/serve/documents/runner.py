@@ -64,12 +64,6 @@ class DocumentRunner:
         self._lock = threading.Lock()
         self._shared: SharedPool | None = None
 
-    @property
-    def queued(self) -> int:
-        with self._lock:
-            ids = list(self._controls)
-        return sum(1 for job_id in ids if self.store.status_of(job_id) == QUEUED)
-
     def start(self) -> None:
         """Start the rasterizer processes (the engine is up) and take up the documents an
         earlier server on this store accepted and did not finish."""

@@ -189,11 +189,6 @@ class DocumentStore:
         with self._lock:
             job.version += 1
 
-    def status_of(self, job_id: str) -> str | None:
-        with self._lock:
-            job = self._jobs.get(job_id)
-            return None if job is None else job.status
-
     def counts(self) -> dict[str, int]:
         """How many documents have each status (every status, 0 included)."""
         with self._lock:
