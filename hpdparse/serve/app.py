@@ -36,12 +36,12 @@ from hpdparse.serve.answers import (
     first_of,
     page_usage,
 )
-from hpdparse.serve.auth import ApiKeys, AuthMiddleware
+from hpdparse.serve.auth import ApiKeys
 from hpdparse.serve.documents.runner import DocumentRunner
 from hpdparse.serve.logprobs import token_entries, token_texts, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, CONTENT_TYPE, ServeMetrics
 from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_image, describe
-from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue, QueueClosed
+from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, QueueClosed
 from hpdparse.serve.settings import MB, ServeSettings
 from hpdparse.wire import WireError
 from hpdparse.wire.bodies import ModelCard
@@ -65,7 +65,6 @@ class Service:
 
     settings: ServeSettings
     policy: PagePolicy
-    pages: PageQueue
     engine: EngineLoop
     documents: DocumentRunner
     prepare_pool: concurrent.futures.ThreadPoolExecutor
@@ -76,8 +75,8 @@ class Service:
     def __post_init__(self) -> None:
         self.places = QueuePlaces(self.settings.max_queued, self.settings.max_waiting)
         self.metrics = ServeMetrics(
-            in_engine=lambda: self.pages.in_engine,
-            queued=lambda: self.pages.queued,
+            in_engine=lambda: self.engine.in_engine,
+            queued=lambda: self.engine.queued,
             waiting=lambda: self.places.waiting,
             up=lambda: self.up,
             documents=self.documents.store.counts,
@@ -130,16 +129,17 @@ def build_app(service: Service, document_routes: Sequence[BaseRoute] = ()) -> AS
         *document_routes,
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
-    guarded = AuthMiddleware(app, ApiKeys(service.settings.api_keys))
-    return CountRequests(guarded, service.metrics)
+    return GuardAndCount(app, ApiKeys(service.settings.api_keys), service.metrics)
 
 
-class CountRequests:
-    """Counts each answered request by route and status (a route handler may override the
-    status it counts as in ``scope["hpdparse.status"]``)."""
+class GuardAndCount:
+    """The app behind API keys (a 401 before the app sees the request), each answered request
+    counted by route and status (a route handler may override the status it counts as in
+    ``scope["hpdparse.status"]``)."""
 
-    def __init__(self, app: ASGIApp, metrics: ServeMetrics) -> None:
+    def __init__(self, app: ASGIApp, keys: ApiKeys, metrics: ServeMetrics) -> None:
         self.app = app
+        self.keys = keys
         self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -154,7 +154,7 @@ class CountRequests:
             await send(message)
 
         try:
-            await self.app(scope, receive, counting_send)
+            await (self.keys.refusal(scope) or self.app)(scope, receive, counting_send)
         finally:
             status = scope.get("hpdparse.status") or (sent[0] if sent else CLIENT_CLOSED)
             self.metrics.count_request(_route_label(scope["path"]), status)
@@ -243,7 +243,7 @@ async def metrics(service: Service, request: Request) -> Response:
 
 def check_open(service: Service) -> None:
     """WireError 503 when the server takes no page now (shutting down, engine failed)."""
-    if service.state is State.DRAINING or service.pages.closed:
+    if service.state is State.DRAINING or service.engine.closed:
         raise WireError(503, SHUTTING_DOWN)
     if service.engine.error is not None:
         raise WireError(503, f"the engine failed: {describe(service.engine.error or '', 300)}")
@@ -280,7 +280,7 @@ async def _chat(service: Service, request: Request) -> Response:
             logprobs=ask.logprobs,
         )
         try:
-            service.pages.submit(ticket, payload)
+            service.engine.submit(ticket, payload)
         except QueueClosed:
             ticket.release()
             raise WireError(503, SHUTTING_DOWN) from None

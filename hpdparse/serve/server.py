@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import ipaddress
 import logging
 import os
 import signal
@@ -37,7 +36,7 @@ from hpdparse.serve.documents.routes import document_routes
 from hpdparse.serve.documents.runner import DocumentRunner
 from hpdparse.serve.documents.store import DocumentStore
 from hpdparse.serve.pages import PagePolicy, describe
-from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue
+from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop
 from hpdparse.serve.settings import ServeSettings
 
 log = logging.getLogger(__name__)
@@ -81,7 +80,7 @@ class HpdServer:
         if self.settings.uds:
             return _bind_unix(self.settings.uds)
         host, port = self.settings.host, self.settings.port
-        family = socket.AF_INET6 if _is_ipv6(host) else socket.AF_INET
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET  # only IPv6 has colons
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
@@ -104,14 +103,12 @@ class HpdServer:
         engine = create_engine(self.engine_name, self.config, self.options)
         store = DocumentStore(Path(self.settings.store))
         self._socket = self._bind()
-        pages = PageQueue()
-        loop = EngineLoop(engine, pages, self.settings.batch_size)
+        loop = EngineLoop(engine, self.settings.batch_size)
         self.service = service = Service(
             settings=self.settings,
             policy=PagePolicy(self.model_name, self.config.fork, self.config.max_tokens),
-            pages=pages,
             engine=loop,
-            documents=DocumentRunner(store, loop, pages, self.settings),
+            documents=DocumentRunner(store, loop, self.settings),
             prepare_pool=concurrent.futures.ThreadPoolExecutor(
                 max_workers=self.settings.prepare_threads or min(8, os.cpu_count() or 1),
                 thread_name_prefix="hpdparse-prepare",
@@ -184,11 +181,12 @@ class HpdServer:
         service.documents.stop(self.settings.shutdown_timeout)
         log.debug("stop: documents saved after %.2f s", time.perf_counter() - began)
         deadline = time.monotonic() + self.settings.shutdown_timeout
-        while service.pages.open_tickets and time.monotonic() < deadline and service.engine.alive():
+        engine = service.engine
+        while engine.open_tickets and time.monotonic() < deadline and engine.alive():
             time.sleep(0.05)
-        service.engine.stop()
+        engine.stop()
         log.debug("stop: engine stopped after %.2f s", time.perf_counter() - began)
-        service.pages.fail_all(503, SHUTTING_DOWN)
+        engine.fail_all(503, SHUTTING_DOWN)
         self._stop_http()
         service.prepare_pool.shutdown(wait=False, cancel_futures=True)
         log.debug("stop: done after %.2f s", time.perf_counter() - began)
@@ -209,13 +207,6 @@ class HpdServer:
     @property
     def engine_error(self) -> BaseException | None:
         return self.service.engine.error if self.service is not None else None
-
-
-def _is_ipv6(host: str) -> bool:
-    try:
-        return isinstance(ipaddress.ip_address(host.strip("[]")), ipaddress.IPv6Address)
-    except ValueError:
-        return False
 
 
 def _bind_unix(path: str) -> socket.socket:
