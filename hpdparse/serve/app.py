@@ -35,10 +35,11 @@ from hpdparse.serve.answers import (
     error_of,
     first_of,
     page_usage,
+    token_texts,
+    with_logprobs,
 )
 from hpdparse.serve.auth import ApiKeys
 from hpdparse.serve.documents.runner import DocumentRunner
-from hpdparse.serve.logprobs import token_entries, token_texts, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, CONTENT_TYPE, ServeMetrics
 from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_image, describe
 from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, QueueClosed
@@ -194,21 +195,18 @@ def answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[...
     return endpoint
 
 
-def too_large(what: str, size: int, limit: int, flag: str, at_least: bool = False) -> WireError:
-    more = "more than " if at_least else ""
-    return WireError(
-        413,
-        f"{what} is {more}{size / MB:.1f} MB; this server takes at most {limit / MB:.0f} MB "
-        f"({flag})",
-    )
+def limited(request: Request, limit_mb: float, what: str, flag: str) -> Request:
+    """The request, refused with 413 when its Content-Length is over `limit_mb`, its body cut
+    off with 413 as soon as it passes the limit (a body without a length)."""
+    limit = int(limit_mb * MB)
 
+    def too_large(size: int, more: str = "") -> WireError:
+        at_most = f"this server takes at most {limit / MB:.0f} MB ({flag})"
+        return WireError(413, f"{what} is {more}{size / MB:.1f} MB; {at_most}")
 
-def limited(request: Request, limit: int, what: str, flag: str) -> Request:
-    """The request, refused with 413 when its Content-Length is over `limit` bytes, its body
-    cut off with 413 as soon as it passes `limit` (a body without a length)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise too_large(what, int(declared), limit, flag)
+        raise too_large(int(declared))
     received = 0
 
     async def receive() -> Message:
@@ -216,7 +214,7 @@ def limited(request: Request, limit: int, what: str, flag: str) -> Request:
         message = await request.receive()
         received += len(message.get("body", b""))
         if received > limit:
-            raise too_large(what, received, limit, flag, at_least=True)
+            raise too_large(received, "more than ")
         return message
 
     return Request(request.scope, receive)
@@ -260,7 +258,7 @@ async def chat(service: Service, request: Request) -> Response:
 
 
 async def _chat(service: Service, request: Request) -> Response:
-    limit = service.settings.max_request_bytes
+    limit = service.settings.max_request_mb
     reading = limited(request, limit, "the request body", "--max-request-mb")
     check_open(service)
     await service.places.enter()
@@ -271,14 +269,7 @@ async def _chat(service: Service, request: Request) -> Response:
         del raw
         await _engine_ready(service)
         payload = await _prepare(service, ask)
-        ticket = PageTicket(
-            asyncio.get_running_loop(),
-            max_tokens=ask.max_tokens,
-            streamed=ask.stream,
-            release=service.places.leave,
-            metrics=service.metrics,
-            logprobs=ask.logprobs,
-        )
+        ticket = PageTicket(ask, service.places.leave, service.metrics, service.token_texts)
         try:
             service.engine.submit(ticket, payload)
         except QueueClosed:
@@ -297,14 +288,7 @@ async def _chat(service: Service, request: Request) -> Response:
     if error is not None:  # failed before the engine took it: a plain error answer
         client_gone.cancel()
         return error_response(error)
-    return PageStream(
-        ticket,
-        model=service.policy.model_name,
-        include_usage=ask.include_usage,
-        detokenize=service.engine.detokenize,
-        client_gone=client_gone,
-        token_texts=service.token_texts if ask.logprobs else None,
-    )
+    return PageStream(ticket, service.policy.model_name, service.engine.detokenize, client_gone)
 
 
 async def _answer(
@@ -331,9 +315,7 @@ async def _answer(
         page_usage(outcome, ask.max_tokens),
     )
     if ask.logprobs:
-        token_ids, values = ticket.take_tokens()
-        entries = None if values is None else token_entries(token_ids, values, service.token_texts)
-        with_logprobs(body, entries)
+        with_logprobs(body, ticket.take_tokens()[1])
     return JSONResponse(body)
 
 

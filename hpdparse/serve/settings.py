@@ -151,18 +151,6 @@ class ServeSettings:
         low=0,
     )
 
-    @property
-    def max_request_bytes(self) -> int:
-        return int(self.max_request_mb * MB)
-
-    @property
-    def max_upload_bytes(self) -> int:
-        return int(self.max_upload_mb * MB)
-
-    @property
-    def max_store_bytes(self) -> int | None:
-        return None if self.max_store_mb is None else int(self.max_store_mb * MB)
-
 
 def api_keys_from(options: tuple[str, ...] | list[str]) -> list[str]:
     """The keys given with --api-key, else HPDPARSE_API_KEY (the key `--engine openai` sends),

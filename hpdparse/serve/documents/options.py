@@ -46,13 +46,9 @@ class DocumentOptions:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DocumentOptions:
-        render = {name: data[name] for name in RENDER_FIELDS if name in data}
-        pages = data.get("pages", "all")
-        return cls(
-            RenderOptions(**render),
-            parse_page_ranges(None if pages == "all" else pages),
-            has_password=bool(data.get("has_password")),
-        )
+        options = read_options({name: data[name] for name in FIELDS if name in data})
+        options.has_password = bool(data.get("has_password"))
+        return options
 
     def settings(self, output_dir: str, **run: Any) -> ConvertSettings:
         """The conversion run's settings for the document (`run`: the server's own)."""

@@ -109,7 +109,7 @@ async def _accept(service: Service, request: Request, most: int | None = None) -
         raise WireError(503, "the server is starting; retry")
     check_open(service)
     settings = service.settings
-    upload = limited(request, settings.max_upload_bytes, "the upload", "--max-upload-mb")
+    upload = limited(request, settings.max_upload_mb, "the upload", "--max-upload-mb")
     store = service.documents.store
     incoming = Path(tempfile.mkdtemp(prefix="incoming-", dir=store.root))
     try:
@@ -131,13 +131,14 @@ async def _accept(service: Service, request: Request, most: int | None = None) -
         if waiting + count > settings.max_queued_documents:
             raise WireError(429, f"the queue is full ({waiting} documents waiting); retry later")
         size = sum(path.stat().st_size for _, path in files)
-        if settings.max_store_bytes is not None:
+        if settings.max_store_mb is not None:
+            limit = int(settings.max_store_mb * MB)
             store.expire(settings.keep_results)
             used = await asyncio.to_thread(store.size)
-            if used + size > settings.max_store_bytes:
+            if used + size > limit:
                 raise WireError(
                     507,
-                    f"the store is full ({used / MB:.0f} MB of {settings.max_store_bytes / MB:.0f}"
+                    f"the store is full ({used / MB:.0f} MB of {limit / MB:.0f}"
                     " MB, --max-store-mb); delete documents or retry later",
                 )
         most = settings.max_pages
