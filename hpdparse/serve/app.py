@@ -74,11 +74,14 @@ class Service:
     created: int = field(default_factory=lambda: int(time.time()))
 
     def __post_init__(self) -> None:
-        self.places = QueuePlaces(self.settings.max_queued, self.settings.max_waiting)
+        # Places in the queue: at most --max-queued pages held outside the engine (being read,
+        # decoded, prepared or queued); at most --max-waiting requests wait for one.
+        self._places = asyncio.Semaphore(self.settings.max_queued)
+        self.waiting = 0
         self.metrics = ServeMetrics(
             in_engine=lambda: self.engine.in_engine,
             queued=lambda: self.engine.queued,
-            waiting=lambda: self.places.waiting,
+            waiting=lambda: self.waiting,
             up=lambda: self.up,
             documents=self.documents.store.counts,
         )
@@ -88,18 +91,8 @@ class Service:
     def up(self) -> bool:
         return self.state is State.READY and self.engine.up
 
-
-class QueuePlaces:
-    """Places in the queue: at most `places` pages held outside the engine (being read,
-    decoded, prepared or queued); at most `max_waiting` requests wait for one."""
-
-    def __init__(self, places: int, max_waiting: int) -> None:
-        self._places = asyncio.Semaphore(places)
-        self.max_waiting = max_waiting
-        self.waiting = 0
-
-    async def enter(self) -> None:
-        if self.waiting >= self.max_waiting:
+    async def enter_queue(self) -> None:
+        if self.waiting >= self.settings.max_waiting:
             raise WireError(503, f"the server is busy ({self.waiting} requests waiting); retry")
         self.waiting += 1
         try:
@@ -107,7 +100,7 @@ class QueuePlaces:
         finally:
             self.waiting -= 1
 
-    def leave(self) -> None:
+    def leave_queue(self) -> None:
         self._places.release()
 
 
@@ -244,7 +237,7 @@ def check_open(service: Service) -> None:
     if service.state is State.DRAINING or service.engine.closed:
         raise WireError(503, SHUTTING_DOWN)
     if service.engine.error is not None:
-        raise WireError(503, f"the engine failed: {describe(service.engine.error or '', 300)}")
+        raise WireError(503, f"the engine failed: {describe(service.engine.error, 300)}")
 
 
 async def chat(service: Service, request: Request) -> Response:
@@ -261,7 +254,7 @@ async def _chat(service: Service, request: Request) -> Response:
     limit = service.settings.max_request_mb
     reading = limited(request, limit, "the request body", "--max-request-mb")
     check_open(service)
-    await service.places.enter()
+    await service.enter_queue()
     ticket: PageTicket | None = None
     try:
         raw = await reading.body()
@@ -269,7 +262,7 @@ async def _chat(service: Service, request: Request) -> Response:
         del raw
         await _engine_ready(service)
         payload = await _prepare(service, ask)
-        ticket = PageTicket(ask, service.places.leave, service.metrics, service.token_texts)
+        ticket = PageTicket(ask, service.leave_queue, service.metrics, service.token_texts)
         try:
             service.engine.submit(ticket, payload)
         except QueueClosed:
@@ -278,12 +271,12 @@ async def _chat(service: Service, request: Request) -> Response:
         del payload
     finally:
         if ticket is None:
-            service.places.leave()
+            service.leave_queue()
     client_gone = asyncio.ensure_future(disconnected(request.receive))
     if await first_of(ticket.taken_or_done.wait(), client_gone):
         return _client_left(request, ticket)
     if not ask.stream:
-        return await _answer(service, request, ticket, ask, client_gone)
+        return await _answer(service, request, ticket, client_gone)
     error = error_of(ticket.outcome.result()) if ticket.outcome.done() else None
     if error is not None:  # failed before the engine took it: a plain error answer
         client_gone.cancel()
@@ -292,11 +285,7 @@ async def _chat(service: Service, request: Request) -> Response:
 
 
 async def _answer(
-    service: Service,
-    request: Request,
-    ticket: PageTicket,
-    ask: PageAsk,
-    client_gone: asyncio.Task[None],
+    service: Service, request: Request, ticket: PageTicket, client_gone: asyncio.Task[None]
 ) -> Response:
     try:
         if await first_of(asyncio.shield(ticket.outcome), client_gone):
@@ -312,9 +301,9 @@ async def _answer(
         service.policy.model_name,
         outcome.text,
         outcome.finish_reason,
-        page_usage(outcome, ask.max_tokens),
+        page_usage(outcome, ticket.max_tokens),
     )
-    if ask.logprobs:
+    if ticket.logprobs:
         with_logprobs(body, ticket.take_tokens()[1])
     return JSONResponse(body)
 

@@ -77,19 +77,22 @@ class HpdServer:
         return f"http://{host}:{self.settings.port}/v1"
 
     def _bind(self) -> socket.socket:
-        if self.settings.uds:
-            return _bind_unix(self.settings.uds)
-        host, port = self.settings.host, self.settings.port
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET  # only IPv6 has colons
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        """The listening socket: TCP on --host/--port (port 0: the one picked is kept), or the
+        Unix socket --uds, whose stale file (no one listening) is replaced."""
+        uds, host, port = self.settings.uds, self.settings.host, self.settings.port
+        if uds:
+            _remove_stale_socket(uds)
+        family = socket.AF_UNIX if uds else socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)  # only IPv6 addresses have colons
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((host, port))
+            sock.bind(uds or (host, port))
         except OSError as exc:
             sock.close()
             reason = exc.strerror or describe(exc)
-            raise HpdparseError(f"cannot listen on {host}:{port}: {reason}") from None
-        self.settings.port = sock.getsockname()[1]
+            raise HpdparseError(f"cannot listen on {uds or f'{host}:{port}'}: {reason}") from None
+        if not uds:
+            self.settings.port = sock.getsockname()[1]
         return sock
 
     # ------------------------------------------------------------------------- lifecycle
@@ -152,10 +155,8 @@ class HpdServer:
         )
         server = uvicorn.Server(config)
         self._uvicorn = server
-        assert self._socket is not None
-        sockets = [self._socket]
         self._http_thread = threading.Thread(
-            target=server.run, kwargs={"sockets": sockets}, name="hpdparse-http", daemon=True
+            target=server.run, args=([self._socket],), name="hpdparse-http", daemon=True
         )
         self._http_thread.start()
         began = time.monotonic()
@@ -209,8 +210,9 @@ class HpdServer:
         return self.service.engine.error if self.service is not None else None
 
 
-def _bind_unix(path: str) -> socket.socket:
-    """A Unix socket at `path`; a stale socket file (no one listening) is replaced."""
+def _remove_stale_socket(path: str) -> None:
+    """Remove the Unix socket file at `path` when no one listens there (left behind by a server
+    that is gone); HpdparseError when someone does, or it is no socket."""
     if os.path.exists(path):
         if not stat.S_ISSOCK(os.stat(path).st_mode):
             raise HpdparseError(f"cannot listen on {path}: it exists and is not a socket")
@@ -218,16 +220,9 @@ def _bind_unix(path: str) -> socket.socket:
             try:
                 probe.connect(path)
             except OSError:
-                os.unlink(path)  # left behind by a server that is gone
+                os.unlink(path)
             else:
                 raise HpdparseError(f"cannot listen on {path}: another server is listening there")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(path)
-    except OSError as exc:
-        sock.close()
-        raise HpdparseError(f"cannot listen on {path}: {exc.strerror or describe(exc)}") from None
-    return sock
 
 
 def serve(server: HpdServer, announce: Callable[[str], None]) -> int:
