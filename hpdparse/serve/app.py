@@ -260,7 +260,9 @@ async def _chat(service: Service, request: Request) -> Response:
         raw = await reading.body()
         ask = check_request(wire.read_chat_request(raw), service.policy)
         del raw
-        await _engine_ready(service)
+        while not service.engine.ready.is_set():  # early requests wait for the engine to start
+            await asyncio.sleep(0.1)
+        check_open(service)
         payload = await _prepare(service, ask)
         ticket = PageTicket(ask, service.leave_queue, service.metrics, service.token_texts)
         try:
@@ -312,13 +314,6 @@ def _client_left(request: Request, ticket: PageTicket) -> Response:
     ticket.cancel.set()
     request.scope["hpdparse.status"] = CLIENT_CLOSED
     return Response(status_code=CLIENT_CLOSED)  # nobody reads it
-
-
-async def _engine_ready(service: Service) -> None:
-    """Wait while the engine starts (requests that come early are answered once it is up)."""
-    while not service.engine.ready.is_set():
-        await asyncio.sleep(0.1)
-    check_open(service)
 
 
 async def _prepare(service: Service, ask: PageAsk) -> Any:

@@ -205,10 +205,6 @@ class HpdServer:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.settings.uds)
 
-    @property
-    def engine_error(self) -> BaseException | None:
-        return self.service.engine.error if self.service is not None else None
-
 
 def _remove_stale_socket(path: str) -> None:
     """Remove the Unix socket file at `path` when no one listens there (left behind by a server
@@ -247,6 +243,7 @@ def serve(server: HpdServer, announce: Callable[[str], None]) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if server.engine_error is not None:
-        raise HpdparseError(f"the engine failed: {describe(server.engine_error, 300)}")
+    error = server.service.engine.error if server.service is not None else None
+    if error is not None:
+        raise HpdparseError(f"the engine failed: {describe(error, 300)}")
     return 0

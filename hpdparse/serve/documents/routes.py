@@ -194,8 +194,7 @@ async def _read_request(
                 fields[key] = value
     finally:
         await form.close()
-    url = fields.pop("url", None)
-    return fields, files, url if isinstance(url, str) else None
+    return fields, files, None
 
 
 def _spool(upload: UploadFile, incoming: Path, index: int) -> Path:
