@@ -123,22 +123,14 @@ def build_app(service: Service, document_routes: Sequence[BaseRoute] = ()) -> AS
         *document_routes,
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
-    return GuardAndCount(app, ApiKeys(service.settings.api_keys), service.metrics)
+    keys = ApiKeys(service.settings.api_keys)
 
-
-class GuardAndCount:
-    """The app behind API keys (a 401 before the app sees the request), each answered request
-    counted by route and status (a route handler may override the status it counts as in
-    ``scope["hpdparse.status"]``)."""
-
-    def __init__(self, app: ASGIApp, keys: ApiKeys, metrics: ServeMetrics) -> None:
-        self.app = app
-        self.keys = keys
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def guarded_and_counted(scope: Scope, receive: Receive, send: Send) -> None:
+        """The app behind API keys (a 401 before the app sees the request), each answered
+        request counted by route and status (a route handler may override the status it
+        counts as in ``scope["hpdparse.status"]``)."""
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
             return
         sent: list[int] = []
 
@@ -148,10 +140,12 @@ class GuardAndCount:
             await send(message)
 
         try:
-            await (self.keys.refusal(scope) or self.app)(scope, receive, counting_send)
+            await (keys.refusal(scope) or app)(scope, receive, counting_send)
         finally:
             status = scope.get("hpdparse.status") or (sent[0] if sent else CLIENT_CLOSED)
-            self.metrics.count_request(_route_label(scope["path"]), status)
+            service.metrics.count_request(_route_label(scope["path"]), status)
+
+    return guarded_and_counted
 
 
 def _route_label(path: str) -> str:

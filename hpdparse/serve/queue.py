@@ -109,16 +109,15 @@ class EngineLoop:
         with self._lock:
             return len(self._tickets)
 
-    def submit(self, ticket: Ticket, payload: Any, text_layer: PageText | None = None) -> int:
-        """Queue a prepared page (with its PDF text, --text-layer prefer); its key. QueueClosed
-        once the queue is closed."""
+    def submit(self, ticket: Ticket, payload: Any, text_layer: PageText | None = None) -> None:
+        """Queue a prepared page (with its PDF text, --text-layer prefer); QueueClosed once the
+        queue is closed."""
         with self._lock:
             if self.closed:
                 raise QueueClosed(SHUTTING_DOWN)
             key = next(self._keys)
             self._tickets[key] = ticket
         self._queue.put((key, payload, text_layer))
-        return key
 
     def _requests(self) -> Iterator[PageRequest | None]:
         """The source: a page when one is queued; None when none is but pages are decoding;
