@@ -13,10 +13,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import enum
-import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -116,10 +115,10 @@ def build_app(service: Service, document_routes: Sequence[BaseRoute] = ()) -> AS
         return error_response(WireError(status, message))
 
     routes = [
-        Route(CHAT_ROUTE, answering(functools.partial(chat, service)), methods=["POST"]),
-        Route(MODELS_ROUTE, functools.partial(models, service), methods=["GET"]),
-        Route("/health", functools.partial(health, service), methods=["GET"]),
-        Route("/metrics", functools.partial(metrics, service), methods=["GET"]),
+        route(service, CHAT_ROUTE, chat, "POST"),
+        route(service, MODELS_ROUTE, models, "GET"),
+        route(service, "/health", health, "GET"),
+        route(service, "/metrics", metrics, "GET"),
         *document_routes,
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
@@ -165,13 +164,14 @@ def error_response(error: WireError) -> Response:
     return JSONResponse(error.body(), status_code=error.status, headers=headers or None)
 
 
-def answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[..., Any]:
-    """A route's endpoint: `handler`'s answer, a WireError as its error body, a client that
-    left while its body was read as status 499 (nothing to answer, nothing broke)."""
+def route(service: Service, path: str, handler: Callable[..., Any], method: str) -> Route:
+    """The route answering `method` on `path` with ``handler(service, request)``'s answer, a
+    WireError as its error body, a client that left while its body was read as status 499
+    (nothing to answer, nothing broke)."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            return await handler(request)
+            return await handler(service, request)
         except WireError as error:
             return error_response(error)
         except ClientDisconnect:
@@ -179,7 +179,7 @@ def answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[...
             request.scope["hpdparse.status"] = CLIENT_CLOSED
             return Response(status_code=CLIENT_CLOSED)
 
-    return endpoint
+    return Route(path, endpoint, methods=[method])
 
 
 def limited(request: Request, limit_mb: float, what: str, flag: str) -> Request:

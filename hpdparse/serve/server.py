@@ -12,7 +12,6 @@ closes the connections.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import logging
 import os
@@ -22,6 +21,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -107,15 +107,13 @@ class HpdServer:
         store = DocumentStore(Path(self.settings.store))
         self._socket = self._bind()
         loop = EngineLoop(engine, self.settings.batch_size)
+        pool = ThreadPoolExecutor(min(8, os.cpu_count() or 1), "hpdparse-prepare")
         self.service = service = Service(
             settings=self.settings,
             policy=PagePolicy(self.model_name, self.config.fork, self.config.max_tokens),
             engine=loop,
             documents=DocumentRunner(store, loop, self.settings),
-            prepare_pool=concurrent.futures.ThreadPoolExecutor(
-                max_workers=self.settings.prepare_threads or min(8, os.cpu_count() or 1),
-                thread_name_prefix="hpdparse-prepare",
-            ),
+            prepare_pool=pool,
             root_model=self.config.model,
         )
         self._start_http(service, document_routes(service))
@@ -225,18 +223,14 @@ def serve(server: HpdServer, announce: Callable[[str], None]) -> int:
     """Start `server`, announce ``serving MODEL on URL``, serve until SIGINT/SIGTERM or an engine
     failure, stop. Returns the exit code (0 after a signal); raises after an engine failure."""
     stop = threading.Event()
-
-    def on_signal(signum: int, frame: object) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in signals}
     try:
         try:
             server.start()
             announce(f"serving {server.model_name} on {server.address}")
-            while not stop.wait(0.5):
-                if not server.alive():
-                    break
+            while not stop.wait(0.5) and server.alive():
+                pass
         finally:
             server.stop()
         log.debug("stopped")

@@ -89,7 +89,6 @@ class ServeSettings:
         flag="--shutdown-timeout",
         low=0,
     )
-    prepare_threads: int | None = None
     # ---- documents (POST /v1/documents; docs/service.md)
     store: str = setting(
         default_store(),

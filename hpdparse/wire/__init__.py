@@ -244,13 +244,12 @@ def completion(
     content: str,
     finish_reason: str,
     usage: bodies.Usage,
-    created: int | None = None,
 ) -> bodies.ChatCompletion:
     """A non-streamed answer."""
     return {
         "id": id,
         "object": "chat.completion",
-        "created": int(time.time()) if created is None else created,
+        "created": int(time.time()),
         "model": model,
         "choices": [
             {

@@ -65,12 +65,7 @@ class _DocumentPage(Ticket):
 class QueueEngine(Engine):
     """An `Engine` whose pages go to the server's engine thread through its page queue."""
 
-    def __init__(
-        self,
-        loop: EngineLoop,
-        places: threading.Semaphore,
-        control: RunControl,
-    ) -> None:
+    def __init__(self, loop: EngineLoop, places: threading.Semaphore, control: RunControl) -> None:
         engine = loop.engine
         self.config, self.options, self.name = engine.config, engine.options, engine.name
         self.answers_from_text_layer = engine.answers_from_text_layer  # type: ignore[misc]

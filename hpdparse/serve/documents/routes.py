@@ -19,7 +19,6 @@ document's own folder.
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import shutil
 import tempfile
@@ -34,7 +33,7 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from hpdparse.remote import is_url
-from hpdparse.serve.app import Service, State, answering, check_open, limited
+from hpdparse.serve.app import Service, State, check_open, limited, route
 from hpdparse.serve.auth import bearer_token
 from hpdparse.serve.documents.options import OptionError, read_options
 from hpdparse.serve.documents.results import RESULT_FORMATS, result_response, review_page
@@ -54,20 +53,17 @@ _EVENT_WAKE = 0.25  # seconds between looks at a document for its event stream
 
 
 def document_routes(service: Service) -> list[Route]:
-    def route(path: str, handler: Callable, method: str) -> Route:
-        return Route(path, answering(functools.partial(handler, service)), methods=[method])
-
     return [
-        route("/v1/documents", upload, "POST"),
-        route("/v1/documents", listing, "GET"),
-        route("/v1/documents/{id}", status, "GET"),
-        route("/v1/documents/{id}", delete, "DELETE"),
-        route("/v1/documents/{id}/events", events, "GET"),
-        route("/v1/documents/{id}/result", result, "GET"),
-        route("/v1/documents/{id}/review", review, "GET"),
-        route("/v1/convert", convert, "POST"),
-        route("/openapi.json", _packaged("openapi.json", "application/json"), "GET"),
-        route("/", _packaged("page.html", "text/html"), "GET"),
+        route(service, "/v1/documents", upload, "POST"),
+        route(service, "/v1/documents", listing, "GET"),
+        route(service, "/v1/documents/{id}", status, "GET"),
+        route(service, "/v1/documents/{id}", delete, "DELETE"),
+        route(service, "/v1/documents/{id}/events", events, "GET"),
+        route(service, "/v1/documents/{id}/result", result, "GET"),
+        route(service, "/v1/documents/{id}/review", review, "GET"),
+        route(service, "/v1/convert", convert, "POST"),
+        route(service, "/openapi.json", _packaged("openapi.json", "application/json"), "GET"),
+        route(service, "/", _packaged("page.html", "text/html"), "GET"),
     ]
 
 
