@@ -191,6 +191,11 @@ class PageTicket(Ticket):
         self.changed.clear()
         return token_ids, None if values is None else token_entries(token_ids, values, self._texts)
 
+    def usage(self, result: PageResult) -> Usage:
+        """OpenAI usage, and the token limit the page was decoded with (a request's own, or the
+        server's --max-tokens when the request asked for more or nothing)."""
+        return wire.usage(result.prompt_tokens, result.output_tokens, self.max_tokens)
+
     def _on_taken(self) -> None:
         self.release()
         self.taken_or_done.set()
@@ -230,12 +235,6 @@ def error_of(outcome: Outcome) -> WireError | None:
     if outcome.finish_reason == FINISH_ERROR:
         return WireError(500, outcome.error or "the page failed in the engine")
     return None
-
-
-def page_usage(result: PageResult, max_tokens: int) -> Usage:
-    """OpenAI usage, and the token limit the page was decoded with (a request's own, or the
-    server's --max-tokens when the request asked for more or nothing)."""
-    return wire.usage(result.prompt_tokens, result.output_tokens, max_tokens=max_tokens)
 
 
 class PageStream:
@@ -321,5 +320,5 @@ class PageStream:
             await self._send(send, self._content_chunk(rest))
         await self._send(send, self._chunk(finish_reason=outcome.finish_reason))
         if ticket.ask.include_usage:
-            await self._send(send, self._chunk(usage=page_usage(outcome, ticket.max_tokens)))
+            await self._send(send, self._chunk(usage=ticket.usage(outcome)))
         await self._send(send, wire.SSE_DONE, more=False)

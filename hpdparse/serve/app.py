@@ -33,7 +33,6 @@ from hpdparse.serve.answers import (
     disconnected,
     error_of,
     first_of,
-    page_usage,
     token_texts,
     with_logprobs,
 )
@@ -297,7 +296,7 @@ async def _answer(
         service.policy.model_name,
         outcome.text,
         outcome.finish_reason,
-        page_usage(outcome, ticket.max_tokens),
+        ticket.usage(outcome),
     )
     if ticket.logprobs:
         with_logprobs(body, ticket.take_tokens()[1])
@@ -322,8 +321,7 @@ async def _prepare(service: Service, ask: PageAsk) -> Any:
         except Exception as exc:
             raise WireError(400, f"cannot prepare the image: {describe(exc)}") from None
 
-    loop = asyncio.get_running_loop()
     try:
-        return await loop.run_in_executor(service.prepare_pool, work)
+        return await asyncio.get_running_loop().run_in_executor(service.prepare_pool, work)
     except RuntimeError:  # the pool is shut down
         raise WireError(503, SHUTTING_DOWN) from None

@@ -38,10 +38,7 @@ class ApiKeys:
             problem = "the Authorization header must be Bearer KEY"
         else:
             digest = hashlib.sha256(token.encode()).digest()
-            matched = False
-            for known in self._digests:
-                matched |= secrets.compare_digest(digest, known)
-            if matched:
+            if sum(secrets.compare_digest(digest, known) for known in self._digests):
                 return None
             problem = "invalid API key"
         body = json.dumps(error_body(401, problem))

@@ -169,15 +169,10 @@ class EngineLoop:
         """Answer every open ticket with an error (engine stopped or failed); drop queued pages."""
         with self._lock:
             self.closed = True
-            tickets = list(self._tickets.values())
-            self._tickets.clear()
+            tickets, self._tickets = list(self._tickets.values()), {}
+            self._queue = queue.Queue()  # the queued pages dropped (nothing reads the queue now)
         for ticket in tickets:
             ticket.fail(status, message)
-        while True:
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                break
 
     @property
     def up(self) -> bool:
