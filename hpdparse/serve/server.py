@@ -151,8 +151,7 @@ class HpdServer:
             timeout_graceful_shutdown=int(_GRACE_SECONDS),
             server_header=False,
         )
-        server = uvicorn.Server(config)
-        self._uvicorn = server
+        self._uvicorn = server = uvicorn.Server(config)
         self._http_thread = threading.Thread(
             target=server.run, args=([self._socket],), name="hpdparse-http", daemon=True
         )
