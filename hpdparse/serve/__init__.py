@@ -11,7 +11,7 @@ A chat request flows through these modules in this order:
     pages.py       what this server decodes for a request; the page image out of it
     queue.py       the bounded page queue and the engine thread (queue.EngineLoop)
     answers.py     the engine's results back to the request: JSON or a server-sent event stream
-    detokenize.py  a streamed page's text, piece by piece
+                   (a streamed page's text piece by piece, the tokens' logprobs)
     metrics.py     /metrics (Prometheus)
     settings.py    the options and their defaults
     server.py      the lifecycle: socket, uvicorn thread, engine thread, drain at a signal

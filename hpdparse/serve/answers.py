@@ -3,61 +3,148 @@ loop, the non-streamed JSON answer, and the server-sent event stream.
 
 A client that goes away (the connection closes) before its answer sets the ticket's `cancel`:
 the queue drops the page, or the engine drops it between two steps.
+
+The ``logprobs`` of an answer in the OpenAI shape: ``{"content": [{"token", "logprob",
+"bytes", "top_logprobs"}, ...]}``, one entry per chosen token, as vLLM's OpenAI server gives
+them: `token` is the token decoded alone (special tokens kept, so ``<BLOCK>``, ``<CHILD>`` and
+``<FORK>`` read as themselves; a token holding part of a UTF-8 character decodes to U+FFFD),
+`bytes` the UTF-8 bytes of that text, `logprob` the chosen token's natural-log probability under
+greedy decoding (a child's ``<CHILD>`` carries its ``<FORK>``'s), `top_logprobs` empty: the
+engines report the chosen token only, so a request may ask for ``top_logprobs`` 0 at most.
+The page's stop token is not among them, as it is not in the text.
+
+A streamed page's text is detokenized incrementally (`IncrementalText`), as vLLM's own
+incremental detokenizer does it: each new batch of settled tokens is decoded together with the
+previous batch (so that a character split across the two decodes whole) and the new text is the
+difference. While the text ends in U+FFFD (an incomplete UTF-8 sequence) it is held back until
+the next tokens complete it; what is still held at the end comes from the page's final text.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
+import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from starlette.types import Receive, Scope, Send
 
 from hpdparse import wire
 from hpdparse.engines.base import CANCELLED, FINISH_ERROR, PageResult
-from hpdparse.serve.detokenize import IncrementalText
-from hpdparse.serve.logprobs import TokenTexts, token_entries, with_logprobs
 from hpdparse.serve.metrics import CLIENT_CLOSED, ServeMetrics
+from hpdparse.serve.pages import PageAsk
 from hpdparse.serve.queue import Ticket
 from hpdparse.wire import WireError
-from hpdparse.wire.bodies import TokenLogprob, Usage
+from hpdparse.wire.bodies import ChatCompletion, ChatCompletionChunk, TokenLogprob, Usage
 
 log = logging.getLogger(__name__)
+
+_FLOOR = -9999.0  # what vLLM answers for a log-probability of -inf (JSON has no infinity)
+
+
+TokenTexts = Callable[[int], str]  # token id -> its text decoded alone (`token_texts`)
+
+
+def token_texts(detokenize: Callable[[list[int]], str]) -> TokenTexts:
+    """Token id -> its text decoded alone, remembered (a page has thousands of tokens, a
+    vocabulary far fewer)."""
+    return functools.cache(lambda token_id: detokenize([token_id]))
+
+
+def token_entries(
+    token_ids: Sequence[int], values: Sequence[float], texts: TokenTexts
+) -> list[TokenLogprob]:
+    """The ``logprobs.content`` entries of these tokens."""
+    entries = []
+    for token_id, value in zip(token_ids, values, strict=True):
+        token = texts(token_id)
+        entries.append(
+            {
+                "token": token,
+                "logprob": value if math.isfinite(value) else _FLOOR,
+                "bytes": list(token.encode("utf-8")),
+                "top_logprobs": [],
+            }
+        )
+    return entries
+
+
+def with_logprobs(
+    answer: ChatCompletion | ChatCompletionChunk, entries: list[TokenLogprob] | None
+) -> None:
+    """A completion or stream chunk with its choice's ``logprobs`` set (null for None)."""
+    answer["choices"][0]["logprobs"] = None if entries is None else {"content": entries}
+
+
+_INCOMPLETE = "\ufffd"
+
+
+class IncrementalText:
+    """The text of a growing token sequence, handed out in pieces."""
+
+    def __init__(self, detokenize: Callable[[list[int]], str]) -> None:
+        self._detokenize = detokenize
+        self._ids: list[int] = []
+        self._prefix = 0  # start of the window decoded for context
+        self._read = 0  # tokens whose text has been handed out
+        self._sent: list[str] = []
+
+    def add(self, token_ids: list[int]) -> str:
+        """The new text these tokens complete ("" while it ends in an incomplete character)."""
+        if not token_ids:
+            return ""
+        self._ids.extend(token_ids)
+        before = self._detokenize(self._ids[self._prefix : self._read])
+        now = self._detokenize(self._ids[self._prefix :])
+        if len(now) <= len(before) or now.endswith(_INCOMPLETE):
+            return ""
+        self._prefix, self._read = self._read, len(self._ids)
+        delta = now[len(before) :]
+        self._sent.append(delta)
+        return delta
+
+    def rest(self, final_text: str) -> str:
+        """What is left to send once the page's final text is known. ValueError if the text
+        handed out is not the start of it (the client could not be given the right answer)."""
+        sent = "".join(self._sent)
+        if not final_text.startswith(sent):
+            raise ValueError(
+                f"streamed text ({len(sent)} characters) is not the start of the page's text"
+            )
+        self._sent = [final_text]
+        return final_text[len(sent) :]
+
 
 Outcome = PageResult | WireError
 
 
 class PageTicket(Ticket):
-    """A page's way back to its HTTP request. The engine-thread methods only hand over to the
-    event loop; everything else, `release` included, runs there."""
+    """A page's way back to its HTTP request (made on the event loop). The engine-thread
+    methods only hand over to the event loop; everything else, `release` included, runs there."""
 
     def __init__(
-        self,
-        loop: asyncio.AbstractEventLoop,
-        *,
-        max_tokens: int,
-        streamed: bool,
-        release: Callable[[], None],
-        metrics: ServeMetrics,
-        logprobs: bool = False,
+        self, ask: PageAsk, release: Callable[[], None], metrics: ServeMetrics, texts: TokenTexts
     ) -> None:
         super().__init__(release)
-        self.max_tokens = max_tokens
-        self.streamed = streamed
-        self.logprobs = logprobs
+        self.ask = ask
+        self.max_tokens = ask.max_tokens
+        self.streamed = ask.stream
+        self.logprobs = ask.logprobs
         self.accepted = time.perf_counter()
-        self.outcome: asyncio.Future[Outcome] = loop.create_future()
+        self._loop = asyncio.get_running_loop()
+        self.outcome: asyncio.Future[Outcome] = self._loop.create_future()
         self.taken_or_done = asyncio.Event()
         self.changed = asyncio.Event()  # new tokens or the outcome
-        self._loop = loop
         self._metrics = metrics
+        self._texts = texts
         self._lock = threading.Lock()
         self._token_ids: list[int] = []
-        self._values: list[float] | None = [] if logprobs else None  # None: some came without
+        self._values: list[float] | None = [] if ask.logprobs else None  # None: some came without
         self._next_values: list[float] | None = None
         self._wake_pending = False
 
@@ -92,9 +179,9 @@ class PageTicket(Ticket):
             self._loop.call_soon_threadsafe(function, *args)
 
     # ------------------------------------------------------------------- event loop
-    def take_tokens(self) -> tuple[list[int], list[float] | None]:
-        """The tokens settled since the last call and their log-probabilities (None when the
-        answer asked for none, or the engine did not report some)."""
+    def take_tokens(self) -> tuple[list[int], list[TokenLogprob] | None]:
+        """The tokens settled since the last call and their ``logprobs.content`` entries (None
+        when the answer asked for none, or the engine did not report some)."""
         with self._lock:
             token_ids, self._token_ids = self._token_ids, []
             values = self._values
@@ -102,7 +189,12 @@ class PageTicket(Ticket):
                 self._values = []
             self._wake_pending = False
         self.changed.clear()
-        return token_ids, values
+        return token_ids, None if values is None else token_entries(token_ids, values, self._texts)
+
+    def usage(self, result: PageResult) -> Usage:
+        """OpenAI usage, and the token limit the page was decoded with (a request's own, or the
+        server's --max-tokens when the request asked for more or nothing)."""
+        return wire.usage(result.prompt_tokens, result.output_tokens, self.max_tokens)
 
     def _on_taken(self) -> None:
         self.release()
@@ -145,12 +237,6 @@ def error_of(outcome: Outcome) -> WireError | None:
     return None
 
 
-def page_usage(result: PageResult, max_tokens: int) -> Usage:
-    """OpenAI usage, and the token limit the page was decoded with (a request's own, or the
-    server's --max-tokens when the request asked for more or nothing)."""
-    return wire.usage(result.prompt_tokens, result.output_tokens, max_tokens=max_tokens)
-
-
 class PageStream:
     """The ASGI response of a streamed page (started once the engine has taken the page).
     A client that leaves mid-stream cancels the page and counts as status 499."""
@@ -158,18 +244,13 @@ class PageStream:
     def __init__(
         self,
         ticket: PageTicket,
-        *,
         model: str,
-        include_usage: bool,
         detokenize: Callable[[list[int]], str],
         client_gone: asyncio.Task[None],
-        token_texts: TokenTexts | None = None,
     ) -> None:
         self.ticket = ticket
         self.model = model
-        self.include_usage = include_usage
         self.text = IncrementalText(detokenize)
-        self.token_texts = token_texts  # set: the content chunks carry their tokens' logprobs
         self.unsent: list[TokenLogprob] | None = []  # entries of tokens whose text is held
         self.client_gone = client_gone
         self.id = wire.completion_id()
@@ -201,18 +282,15 @@ class PageStream:
     def _content_chunk(self, content: str) -> bytes:
         """A content delta; with logprobs, those of the tokens whose text it completes."""
         data = wire.chunk(self.id, self.model, self.created, content=content)
-        if self.token_texts is not None:
+        if self.ticket.logprobs:
             with_logprobs(data, self.unsent)
             self.unsent = [] if self.unsent is not None else None
         return wire.sse_event(data)
 
     def _take(self) -> list[int]:
-        token_ids, values = self.ticket.take_tokens()
-        if self.token_texts is not None and self.unsent is not None:
-            if values is None:
-                self.unsent = None
-            else:
-                self.unsent.extend(token_entries(token_ids, values, self.token_texts))
+        token_ids, entries = self.ticket.take_tokens()
+        if self.ticket.logprobs and self.unsent is not None:
+            self.unsent = None if entries is None else self.unsent + entries
         return token_ids
 
     async def _events(self, send: Send) -> None:
@@ -241,6 +319,6 @@ class PageStream:
         if rest or self.unsent:
             await self._send(send, self._content_chunk(rest))
         await self._send(send, self._chunk(finish_reason=outcome.finish_reason))
-        if self.include_usage:
-            await self._send(send, self._chunk(usage=page_usage(outcome, ticket.max_tokens)))
+        if ticket.ask.include_usage:
+            await self._send(send, self._chunk(usage=ticket.usage(outcome)))
         await self._send(send, wire.SSE_DONE, more=False)

@@ -13,10 +13,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import enum
-import functools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,13 +33,14 @@ from hpdparse.serve.answers import (
     disconnected,
     error_of,
     first_of,
-    page_usage,
+    token_texts,
+    with_logprobs,
 )
-from hpdparse.serve.auth import ApiKeys, AuthMiddleware
-from hpdparse.serve.logprobs import token_entries, token_texts, with_logprobs
+from hpdparse.serve.auth import ApiKeys
+from hpdparse.serve.documents.runner import DocumentRunner
 from hpdparse.serve.metrics import CLIENT_CLOSED, CONTENT_TYPE, ServeMetrics
 from hpdparse.serve.pages import PageAsk, PagePolicy, check_request, decode_image, describe
-from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue, QueueClosed
+from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, QueueClosed
 from hpdparse.serve.settings import MB, ServeSettings
 from hpdparse.wire import WireError
 from hpdparse.wire.bodies import ModelCard
@@ -56,7 +56,6 @@ class State(enum.Enum):
     STARTING = "starting"
     READY = "ready"
     DRAINING = "draining"
-    FAILED = "failed"
 
 
 @dataclass
@@ -65,35 +64,33 @@ class Service:
 
     settings: ServeSettings
     policy: PagePolicy
-    pages: PageQueue
     engine: EngineLoop
+    documents: DocumentRunner
     prepare_pool: concurrent.futures.ThreadPoolExecutor
     root_model: str
     state: State = State.STARTING
     created: int = field(default_factory=lambda: int(time.time()))
 
     def __post_init__(self) -> None:
-        self.places = QueuePlaces(self.settings.max_queued, self.settings.max_waiting)
+        # Places in the queue: at most --max-queued pages held outside the engine (being read,
+        # decoded, prepared or queued); at most --max-waiting requests wait for one.
+        self._places = asyncio.Semaphore(self.settings.max_queued)
+        self.waiting = 0
         self.metrics = ServeMetrics(
-            in_engine=lambda: self.pages.in_engine,
-            queued=lambda: self.pages.queued,
-            waiting=lambda: self.places.waiting,
-            up=lambda: self.state is State.READY and self.engine.up,
+            in_engine=lambda: self.engine.in_engine,
+            queued=lambda: self.engine.queued,
+            waiting=lambda: self.waiting,
+            up=lambda: self.up,
+            documents=self.documents.store.counts,
         )
         self.token_texts = token_texts(self.engine.detokenize)
 
+    @property
+    def up(self) -> bool:
+        return self.state is State.READY and self.engine.up
 
-class QueuePlaces:
-    """Places in the queue: at most `places` pages held outside the engine (being read,
-    decoded, prepared or queued); at most `max_waiting` requests wait for one."""
-
-    def __init__(self, places: int, max_waiting: int) -> None:
-        self._places = asyncio.Semaphore(places)
-        self.max_waiting = max_waiting
-        self.waiting = 0
-
-    async def enter(self) -> None:
-        if self.waiting >= self.max_waiting:
+    async def enter_queue(self) -> None:
+        if self.waiting >= self.settings.max_waiting:
             raise WireError(503, f"the server is busy ({self.waiting} requests waiting); retry")
         self.waiting += 1
         try:
@@ -101,7 +98,7 @@ class QueuePlaces:
         finally:
             self.waiting -= 1
 
-    def leave(self) -> None:
+    def leave_queue(self) -> None:
         self._places.release()
 
 
@@ -117,28 +114,21 @@ def build_app(service: Service, document_routes: Sequence[BaseRoute] = ()) -> AS
         return error_response(WireError(status, message))
 
     routes = [
-        Route(CHAT_ROUTE, answering(functools.partial(chat, service)), methods=["POST"]),
-        Route(MODELS_ROUTE, functools.partial(models, service), methods=["GET"]),
-        Route("/health", functools.partial(health, service), methods=["GET"]),
-        Route("/metrics", functools.partial(metrics, service), methods=["GET"]),
+        route(service, CHAT_ROUTE, chat, "POST"),
+        route(service, MODELS_ROUTE, models, "GET"),
+        route(service, "/health", health, "GET"),
+        route(service, "/metrics", metrics, "GET"),
         *document_routes,
     ]
     app = Starlette(routes=routes, exception_handlers={404: not_found, 405: not_found})
-    guarded = AuthMiddleware(app, ApiKeys(service.settings.api_keys))
-    return CountRequests(guarded, service.metrics)
+    keys = ApiKeys(service.settings.api_keys)
 
-
-class CountRequests:
-    """Counts each answered request by route and status (a route handler may override the
-    status it counts as in ``scope["hpdparse.status"]``)."""
-
-    def __init__(self, app: ASGIApp, metrics: ServeMetrics) -> None:
-        self.app = app
-        self.metrics = metrics
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def guarded_and_counted(scope: Scope, receive: Receive, send: Send) -> None:
+        """The app behind API keys (a 401 before the app sees the request), each answered
+        request counted by route and status (a route handler may override the status it
+        counts as in ``scope["hpdparse.status"]``)."""
         if scope["type"] != "http":
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
             return
         sent: list[int] = []
 
@@ -148,10 +138,12 @@ class CountRequests:
             await send(message)
 
         try:
-            await self.app(scope, receive, counting_send)
+            await (keys.refusal(scope) or app)(scope, receive, counting_send)
         finally:
             status = scope.get("hpdparse.status") or (sent[0] if sent else CLIENT_CLOSED)
-            self.metrics.count_request(_route_label(scope["path"]), status)
+            service.metrics.count_request(_route_label(scope["path"]), status)
+
+    return guarded_and_counted
 
 
 def _route_label(path: str) -> str:
@@ -171,13 +163,14 @@ def error_response(error: WireError) -> Response:
     return JSONResponse(error.body(), status_code=error.status, headers=headers or None)
 
 
-def answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[..., Any]:
-    """A route's endpoint: `handler`'s answer, a WireError as its error body, a client that
-    left while its body was read as status 499 (nothing to answer, nothing broke)."""
+def route(service: Service, path: str, handler: Callable[..., Any], method: str) -> Route:
+    """The route answering `method` on `path` with ``handler(service, request)``'s answer, a
+    WireError as its error body, a client that left while its body was read as status 499
+    (nothing to answer, nothing broke)."""
 
     async def endpoint(request: Request) -> Response:
         try:
-            return await handler(request)
+            return await handler(service, request)
         except WireError as error:
             return error_response(error)
         except ClientDisconnect:
@@ -185,24 +178,21 @@ def answering(handler: Callable[[Request], Awaitable[Response]]) -> Callable[...
             request.scope["hpdparse.status"] = CLIENT_CLOSED
             return Response(status_code=CLIENT_CLOSED)
 
-    return endpoint
+    return Route(path, endpoint, methods=[method])
 
 
-def too_large(what: str, size: int, limit: int, flag: str, at_least: bool = False) -> WireError:
-    more = "more than " if at_least else ""
-    return WireError(
-        413,
-        f"{what} is {more}{size / MB:.1f} MB; this server takes at most {limit / MB:.0f} MB "
-        f"({flag})",
-    )
+def limited(request: Request, limit_mb: float, what: str, flag: str) -> Request:
+    """The request, refused with 413 when its Content-Length is over `limit_mb`, its body cut
+    off with 413 as soon as it passes the limit (a body without a length)."""
+    limit = int(limit_mb * MB)
 
+    def too_large(size: int, more: str = "") -> WireError:
+        at_most = f"this server takes at most {limit / MB:.0f} MB ({flag})"
+        return WireError(413, f"{what} is {more}{size / MB:.1f} MB; {at_most}")
 
-def limited(request: Request, limit: int, what: str, flag: str) -> Request:
-    """The request, refused with 413 when its Content-Length is over `limit` bytes, its body
-    cut off with 413 as soon as it passes `limit` (a body without a length)."""
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
-        raise too_large(what, int(declared), limit, flag)
+        raise too_large(int(declared))
     received = 0
 
     async def receive() -> Message:
@@ -210,7 +200,7 @@ def limited(request: Request, limit: int, what: str, flag: str) -> Request:
         message = await request.receive()
         received += len(message.get("body", b""))
         if received > limit:
-            raise too_large(what, received, limit, flag, at_least=True)
+            raise too_large(received, "more than ")
         return message
 
     return Request(request.scope, receive)
@@ -228,8 +218,7 @@ async def models(service: Service, request: Request) -> Response:
 
 
 async def health(service: Service, request: Request) -> Response:
-    up = service.state is State.READY and service.engine.up
-    return Response(status_code=200 if up else 503)
+    return Response(status_code=200 if service.up else 503)
 
 
 async def metrics(service: Service, request: Request) -> Response:
@@ -238,10 +227,10 @@ async def metrics(service: Service, request: Request) -> Response:
 
 def check_open(service: Service) -> None:
     """WireError 503 when the server takes no page now (shutting down, engine failed)."""
-    if service.state is State.DRAINING or service.pages.closed:
+    if service.state is State.DRAINING or service.engine.closed:
         raise WireError(503, SHUTTING_DOWN)
-    if service.state is State.FAILED or service.engine.error is not None:
-        raise WireError(503, f"the engine failed: {describe(service.engine.error or '', 300)}")
+    if service.engine.error is not None:
+        raise WireError(503, f"the engine failed: {describe(service.engine.error, 300)}")
 
 
 async def chat(service: Service, request: Request) -> Response:
@@ -255,59 +244,43 @@ async def chat(service: Service, request: Request) -> Response:
 
 
 async def _chat(service: Service, request: Request) -> Response:
-    limit = service.settings.max_request_bytes
+    limit = service.settings.max_request_mb
     reading = limited(request, limit, "the request body", "--max-request-mb")
     check_open(service)
-    await service.places.enter()
+    await service.enter_queue()
     ticket: PageTicket | None = None
     try:
         raw = await reading.body()
         ask = check_request(wire.read_chat_request(raw), service.policy)
         del raw
-        await _engine_ready(service)
+        while not service.engine.ready.is_set():  # early requests wait for the engine to start
+            await asyncio.sleep(0.1)
+        check_open(service)
         payload = await _prepare(service, ask)
-        ticket = PageTicket(
-            asyncio.get_running_loop(),
-            max_tokens=ask.max_tokens,
-            streamed=ask.stream,
-            release=service.places.leave,
-            metrics=service.metrics,
-            logprobs=ask.logprobs,
-        )
+        ticket = PageTicket(ask, service.leave_queue, service.metrics, service.token_texts)
         try:
-            service.pages.submit(ticket, payload)
+            service.engine.submit(ticket, payload)
         except QueueClosed:
             ticket.release()
             raise WireError(503, SHUTTING_DOWN) from None
         del payload
     finally:
         if ticket is None:
-            service.places.leave()
+            service.leave_queue()
     client_gone = asyncio.ensure_future(disconnected(request.receive))
     if await first_of(ticket.taken_or_done.wait(), client_gone):
         return _client_left(request, ticket)
     if not ask.stream:
-        return await _answer(service, request, ticket, ask, client_gone)
+        return await _answer(service, request, ticket, client_gone)
     error = error_of(ticket.outcome.result()) if ticket.outcome.done() else None
     if error is not None:  # failed before the engine took it: a plain error answer
         client_gone.cancel()
         return error_response(error)
-    return PageStream(
-        ticket,
-        model=service.policy.model_name,
-        include_usage=ask.include_usage,
-        detokenize=service.engine.detokenize,
-        client_gone=client_gone,
-        token_texts=service.token_texts if ask.logprobs else None,
-    )
+    return PageStream(ticket, service.policy.model_name, service.engine.detokenize, client_gone)
 
 
 async def _answer(
-    service: Service,
-    request: Request,
-    ticket: PageTicket,
-    ask: PageAsk,
-    client_gone: asyncio.Task[None],
+    service: Service, request: Request, ticket: PageTicket, client_gone: asyncio.Task[None]
 ) -> Response:
     try:
         if await first_of(asyncio.shield(ticket.outcome), client_gone):
@@ -323,12 +296,10 @@ async def _answer(
         service.policy.model_name,
         outcome.text,
         outcome.finish_reason,
-        page_usage(outcome, ask.max_tokens),
+        ticket.usage(outcome),
     )
-    if ask.logprobs:
-        token_ids, values = ticket.take_tokens()
-        entries = None if values is None else token_entries(token_ids, values, service.token_texts)
-        with_logprobs(body, entries)
+    if ticket.logprobs:
+        with_logprobs(body, ticket.take_tokens()[1])
     return JSONResponse(body)
 
 
@@ -336,13 +307,6 @@ def _client_left(request: Request, ticket: PageTicket) -> Response:
     ticket.cancel.set()
     request.scope["hpdparse.status"] = CLIENT_CLOSED
     return Response(status_code=CLIENT_CLOSED)  # nobody reads it
-
-
-async def _engine_ready(service: Service) -> None:
-    """Wait while the engine starts (requests that come early are answered once it is up)."""
-    while not service.engine.ready.is_set():
-        await asyncio.sleep(0.1)
-    check_open(service)
 
 
 async def _prepare(service: Service, ask: PageAsk) -> Any:
@@ -357,8 +321,7 @@ async def _prepare(service: Service, ask: PageAsk) -> Any:
         except Exception as exc:
             raise WireError(400, f"cannot prepare the image: {describe(exc)}") from None
 
-    loop = asyncio.get_running_loop()
     try:
-        return await loop.run_in_executor(service.prepare_pool, work)
+        return await asyncio.get_running_loop().run_in_executor(service.prepare_pool, work)
     except RuntimeError:  # the pool is shut down
         raise WireError(503, SHUTTING_DOWN) from None

@@ -7,7 +7,9 @@ import hashlib
 import json
 import secrets
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.datastructures import Headers
+from starlette.responses import Response
+from starlette.types import Scope
 
 from hpdparse.wire import error_body
 
@@ -21,59 +23,30 @@ class ApiKeys:
     def __init__(self, keys: list[str]) -> None:
         self._digests = [hashlib.sha256(key.encode()).digest() for key in keys]
 
-    def __bool__(self) -> bool:
-        return bool(self._digests)
-
-    def problem(self, authorization: str | None) -> str | None:
-        """Why a request with this Authorization header is refused, or None if it is not."""
-        if not authorization:
-            return "this server needs an API key: send the header Authorization: Bearer KEY"
+    def refusal(self, scope: Scope) -> Response | None:
+        """The 401 answer (an OpenAI error body) to an HTTP request without an accepted key;
+        None for a server without keys, an open path or a CORS preflight (OPTIONS)."""
+        if not self._digests or scope.get("method") == "OPTIONS":
+            return None
+        if scope["path"].rstrip("/") in OPEN_PATHS:
+            return None
+        authorization = Headers(scope=scope).get("authorization")
         token = bearer_token(authorization)
-        if token is None:
-            return "the Authorization header must be Bearer KEY"
-        digest = hashlib.sha256(token.encode()).digest()
-        matched = False
-        for known in self._digests:
-            matched |= secrets.compare_digest(digest, known)
-        return None if matched else "invalid API key"
+        if not authorization:
+            problem = "this server needs an API key: send the header Authorization: Bearer KEY"
+        elif token is None:
+            problem = "the Authorization header must be Bearer KEY"
+        else:
+            digest = hashlib.sha256(token.encode()).digest()
+            if sum(secrets.compare_digest(digest, known) for known in self._digests):
+                return None
+            problem = "invalid API key"
+        body = json.dumps(error_body(401, problem))
+        headers = {"WWW-Authenticate": "Bearer"}
+        return Response(body, 401, headers, media_type="application/json")
 
 
 def bearer_token(authorization: str | None) -> str | None:
     """The KEY of an Authorization header ``Bearer KEY``; None for any other header."""
     scheme, _, token = (authorization or "").partition(" ")
     return token.strip() if scheme.lower() == "bearer" and token.strip() else None
-
-
-class AuthMiddleware:
-    """Pure ASGI middleware: a 401 in the OpenAI error format before the app sees the request."""
-
-    def __init__(self, app: ASGIApp, keys: ApiKeys) -> None:
-        self.app = app
-        self.keys = keys
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or not self.keys
-            or scope.get("method") == "OPTIONS"
-            or scope["path"].rstrip("/") in OPEN_PATHS
-        ):
-            await self.app(scope, receive, send)
-            return
-        header = None
-        for name, value in scope.get("headers", ()):
-            if name == b"authorization":
-                header = value.decode("latin-1")
-                break
-        problem = self.keys.problem(header)
-        if problem is None:
-            await self.app(scope, receive, send)
-            return
-        body = json.dumps(error_body(401, problem)).encode()
-        headers = [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", b"Bearer"),
-        ]
-        await send({"type": "http.response.start", "status": 401, "headers": headers})
-        await send({"type": "http.response.body", "body": body})

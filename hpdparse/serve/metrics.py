@@ -49,6 +49,7 @@ class ServeMetrics:
         queued: Callable[[], int],
         waiting: Callable[[], int],
         up: Callable[[], bool],
+        documents: StatusCounts,
     ) -> None:
         self.registry = registry = CollectorRegistry()
         self._requests = Counter(
@@ -80,17 +81,10 @@ class ServeMetrics:
         self._counters = {
             stat: Counter(name, text, registry=registry) for stat, name, text in _PAGE_COUNTERS
         }
-        self._documents: tuple[Gauge, StatusCounts] | None = None
-
-    def watch_documents(self, count: StatusCounts) -> None:
-        """Report the document service's documents by status (`count()` at each scrape)."""
-        gauge = Gauge(
-            "hpdparse_documents",
-            "Documents in the store, by status",
-            ["status"],
-            registry=self.registry,
+        self._documents = Gauge(
+            "hpdparse_documents", "Documents in the store, by status", ["status"], registry=registry
         )
-        self._documents = (gauge, count)
+        self._count_documents = documents
 
     def count_request(self, route: str, status: int) -> None:
         self._requests.labels(route=route, status=str(status)).inc()
@@ -110,8 +104,6 @@ class ServeMetrics:
                 counter.inc(value)
 
     def render(self) -> bytes:
-        if self._documents is not None:
-            gauge, count = self._documents
-            for status, documents in count().items():
-                gauge.labels(status=status).set(documents)
+        for status, documents in self._count_documents().items():
+            self._documents.labels(status=status).set(documents)
         return generate_latest(self.registry)

@@ -1,7 +1,7 @@
-"""The bounded page queue between the HTTP side and the engine, and the engine loop.
+"""The engine loop and its page queue, between the HTTP side and the engine.
 
 One engine thread owns the engine (vLLM is not thread-safe): it starts it, runs `Engine.run` over
-`PageQueue.requests()`, a live source, and hands each result to the page's Ticket. The HTTP side
+the page queue, a live source, and hands each result to the page's Ticket. The HTTP side
 submits prepared pages with a Ticket each; the Ticket hears, on the engine thread, when the engine
 takes its page (`taken`: the page no longer holds a place in the queue), the newly settled tokens
 of a streamed page or one whose answer has log-probabilities (`tokens`, after their
@@ -71,13 +71,20 @@ class _ShuttingDown(Exception):
     """Raised by the live source to end the engine's run when the server stops."""
 
 
-class PageQueue:
-    """The live request source for Engine.run, and the tickets its results go to.
+class EngineLoop:
+    """The engine thread: start the engine, then run it over the page queue (its live request
+    source) until the queue closes; each result goes to its page's ticket.
 
-    `submit` runs on HTTP threads; `requests` and `complete` on the engine thread.
+    `submit` runs on HTTP threads; `_requests` and `_finish` on the engine thread.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, engine: Engine, batch_size: int) -> None:
+        self.engine = engine
+        self.batch_size = batch_size
+        self.preparer: Callable[[Any], Any] | None = None
+        self.error: BaseException | None = None
+        self.ready = threading.Event()  # set when the engine is up, or failed to start
+        self._thread = threading.Thread(target=self._main, name="hpdparse-engine", daemon=True)
         self._queue: queue.Queue[tuple[int, Any, PageText | None] | None] = queue.Queue()
         self._tickets: dict[int, Ticket] = {}
         self._lock = threading.Lock()
@@ -102,28 +109,17 @@ class PageQueue:
         with self._lock:
             return len(self._tickets)
 
-    def submit(self, ticket: Ticket, payload: Any, text_layer: PageText | None = None) -> int:
-        """Queue a prepared page (with its PDF text, --text-layer prefer); its key. QueueClosed
-        once the queue is closed."""
+    def submit(self, ticket: Ticket, payload: Any, text_layer: PageText | None = None) -> None:
+        """Queue a prepared page (with its PDF text, --text-layer prefer); QueueClosed once the
+        queue is closed."""
         with self._lock:
             if self.closed:
                 raise QueueClosed(SHUTTING_DOWN)
             key = next(self._keys)
             self._tickets[key] = ticket
         self._queue.put((key, payload, text_layer))
-        return key
 
-    def close(self) -> None:
-        """No more pages: the source raises at its next call; pages in the engine are cancelled
-        so that an engine with no room calls it soon. Wakes the engine thread if it waits."""
-        with self._lock:
-            self.closed = True
-            tickets = list(self._tickets.values())
-        for ticket in tickets:
-            ticket.cancel.set()
-        self._queue.put(None)
-
-    def requests(self) -> Iterator[PageRequest | None]:
+    def _requests(self) -> Iterator[PageRequest | None]:
         """The source: a page when one is queued; None when none is but pages are decoding;
         blocks while nothing is decoding; raises _ShuttingDown once closed."""
         while True:
@@ -135,7 +131,7 @@ class PageQueue:
             except queue.Empty:
                 yield None
                 continue
-            if item is None:  # close()'s wake-up
+            if item is None:  # stop()'s wake-up
                 continue
             key, payload, text_layer = item
             del item
@@ -159,17 +155,12 @@ class PageQueue:
             )
             del payload
 
-    def complete(self, result: PageResult) -> None:
-        """A result from the engine (engine thread)."""
-        self._completed += 1
-        self._finish(result.key, result)  # type: ignore[arg-type]
-
     def _finish(self, key: int, result: PageResult) -> None:
         with self._lock:
             ticket = self._tickets.pop(key, None)
         if ticket is None:
             return
-        if result.error == CANCELLED and self.closed:  # cancelled by close(), not its client
+        if result.error == CANCELLED and self.closed:  # cancelled by stop(), not its client
             ticket.fail(503, SHUTTING_DOWN)
         else:
             ticket.finish(result)
@@ -178,28 +169,10 @@ class PageQueue:
         """Answer every open ticket with an error (engine stopped or failed); drop queued pages."""
         with self._lock:
             self.closed = True
-            tickets = list(self._tickets.values())
-            self._tickets.clear()
+            tickets, self._tickets = list(self._tickets.values()), {}
+            self._queue = queue.Queue()  # the queued pages dropped (nothing reads the queue now)
         for ticket in tickets:
             ticket.fail(status, message)
-        while True:
-            try:
-                self._queue.get_nowait()
-            except queue.Empty:
-                break
-
-
-class EngineLoop:
-    """The engine thread: start the engine, then run it over the queue until it closes."""
-
-    def __init__(self, engine: Engine, pages: PageQueue, batch_size: int) -> None:
-        self.engine = engine
-        self.pages = pages
-        self.batch_size = batch_size
-        self.preparer: Callable[[Any], Any] | None = None
-        self.error: BaseException | None = None
-        self.ready = threading.Event()  # set when the engine is up, or failed to start
-        self._thread = threading.Thread(target=self._main, name="hpdparse-engine", daemon=True)
 
     @property
     def up(self) -> bool:
@@ -216,8 +189,15 @@ class EngineLoop:
         self._thread.start()
 
     def stop(self) -> None:
-        """Close the queue and wait for the engine to drop its pages and close."""
-        self.pages.close()
+        """Close the queue and wait for the engine to drop its pages and close: the source
+        raises at its next call; pages in the engine are cancelled so that an engine with no
+        room calls it soon; the engine thread is woken if it waits."""
+        with self._lock:
+            self.closed = True
+            tickets = list(self._tickets.values())
+        for ticket in tickets:
+            ticket.cancel.set()
+        self._queue.put(None)
         if self._thread.is_alive():
             self._thread.join()
 
@@ -231,14 +211,15 @@ class EngineLoop:
             return
         self.ready.set()
         try:
-            for result in self.engine.run(self.pages.requests(), self.batch_size):
-                self.pages.complete(result)
+            for result in self.engine.run(self._requests(), self.batch_size):
+                self._completed += 1
+                self._finish(result.key, result)  # type: ignore[arg-type]
         except _ShuttingDown:
             log.debug("engine run stopped for shutdown")
         except BaseException as exc:
             self.error = exc
             log.error("engine failed: %s", " ".join(str(exc).split()))
-            self.pages.fail_all(500, f"the engine failed: {' '.join(str(exc).split())[:300]}")
+            self.fail_all(500, f"the engine failed: {' '.join(str(exc).split())[:300]}")
         finally:
             began = time.perf_counter()
             try:

@@ -12,9 +12,7 @@ closes the connections.
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
-import ipaddress
 import logging
 import os
 import signal
@@ -23,6 +21,7 @@ import stat
 import threading
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -32,14 +31,13 @@ from hpdparse.engines.base import EngineConfig
 from hpdparse.engines.options import EngineOptions
 from hpdparse.engines.registry import create_engine, get_entry
 from hpdparse.errors import EngineError, HpdparseError
-from hpdparse.serve.app import Service, State, build_app, check_open
-from hpdparse.serve.documents.routes import DocumentService, document_routes
+from hpdparse.serve.app import Service, State, build_app
+from hpdparse.serve.documents.routes import document_routes
 from hpdparse.serve.documents.runner import DocumentRunner
 from hpdparse.serve.documents.store import DocumentStore
 from hpdparse.serve.pages import PagePolicy, describe
-from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop, PageQueue
+from hpdparse.serve.queue import SHUTTING_DOWN, EngineLoop
 from hpdparse.serve.settings import ServeSettings
-from hpdparse.wire import WireError
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +63,6 @@ class HpdServer:
         self._uvicorn: object | None = None
         self._http_thread: threading.Thread | None = None
         self.service: Service | None = None
-        self.runner: DocumentRunner | None = None
         self._stopped = threading.Event()
 
     # ------------------------------------------------------------------------- addresses
@@ -80,19 +77,22 @@ class HpdServer:
         return f"http://{host}:{self.settings.port}/v1"
 
     def _bind(self) -> socket.socket:
-        if self.settings.uds:
-            return _bind_unix(self.settings.uds)
-        host, port = self.settings.host, self.settings.port
-        family = socket.AF_INET6 if _is_ipv6(host) else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        """The listening socket: TCP on --host/--port (port 0: the one picked is kept), or the
+        Unix socket --uds, whose stale file (no one listening) is replaced."""
+        uds, host, port = self.settings.uds, self.settings.host, self.settings.port
+        if uds:
+            _remove_stale_socket(uds)
+        family = socket.AF_UNIX if uds else socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.socket(family, socket.SOCK_STREAM)  # only IPv6 addresses have colons
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind((host, port))
+            sock.bind(uds or (host, port))
         except OSError as exc:
             sock.close()
             reason = exc.strerror or describe(exc)
-            raise HpdparseError(f"cannot listen on {host}:{port}: {reason}") from None
-        self.settings.port = sock.getsockname()[1]
+            raise HpdparseError(f"cannot listen on {uds or f'{host}:{port}'}: {reason}") from None
+        if not uds:
+            self.settings.port = sock.getsockname()[1]
         return sock
 
     # ------------------------------------------------------------------------- lifecycle
@@ -106,41 +106,28 @@ class HpdServer:
         engine = create_engine(self.engine_name, self.config, self.options)
         store = DocumentStore(Path(self.settings.store))
         self._socket = self._bind()
-        pages = PageQueue()
+        loop = EngineLoop(engine, self.settings.batch_size)
+        pool = ThreadPoolExecutor(min(8, os.cpu_count() or 1), "hpdparse-prepare")
         self.service = service = Service(
             settings=self.settings,
             policy=PagePolicy(self.model_name, self.config.fork, self.config.max_tokens),
-            pages=pages,
-            engine=EngineLoop(engine, pages, self.settings.batch_size),
-            prepare_pool=concurrent.futures.ThreadPoolExecutor(
-                max_workers=self.settings.prepare_threads or min(8, os.cpu_count() or 1),
-                thread_name_prefix="hpdparse-prepare",
-            ),
+            engine=loop,
+            documents=DocumentRunner(store, loop, self.settings),
+            prepare_pool=pool,
             root_model=self.config.model,
         )
-        self.runner = DocumentRunner(store, service.engine, pages, self.settings)
-        service.metrics.watch_documents(store.counts)
-        documents = DocumentService(store, self.runner, self.settings, self._check_open)
-        self._start_http(service, document_routes(documents))
-        service.engine.start()
-        service.engine.ready.wait()
-        if service.engine.error is not None:
-            service.state = State.FAILED
+        self._start_http(service, document_routes(service))
+        loop.start()
+        loop.ready.wait()
+        error = loop.error
+        if error is not None:
             self._stop_http()
-            error = service.engine.error
             if isinstance(error, HpdparseError):
                 raise error
             raise HpdparseError(f"cannot start the {self.engine_name} engine: {describe(error)}")
-        self.runner.start()
+        service.documents.start()
         service.state = State.READY
         threading.Thread(target=self._expire, args=(store,), daemon=True).start()
-
-    def _check_open(self) -> None:
-        """WireError 503 when the server takes no document now: stopping, failed, or its engine
-        starting."""
-        if self.service is None or self.service.state is State.STARTING:
-            raise WireError(503, "the server is starting; retry")
-        check_open(self.service)
 
     def _expire(self, store: DocumentStore) -> None:
         """Remove finished documents older than --keep-results, every minute or so."""
@@ -164,12 +151,9 @@ class HpdServer:
             timeout_graceful_shutdown=int(_GRACE_SECONDS),
             server_header=False,
         )
-        server = uvicorn.Server(config)
-        self._uvicorn = server
-        assert self._socket is not None
-        sockets = [self._socket]
+        self._uvicorn = server = uvicorn.Server(config)
         self._http_thread = threading.Thread(
-            target=server.run, kwargs={"sockets": sockets}, name="hpdparse-http", daemon=True
+            target=server.run, args=([self._socket],), name="hpdparse-http", daemon=True
         )
         self._http_thread.start()
         began = time.monotonic()
@@ -190,18 +174,17 @@ class HpdServer:
             self._stop_http()
             return
         began = time.perf_counter()
-        if service.state is not State.FAILED:
-            service.state = State.DRAINING
+        service.state = State.DRAINING
         self._stopped.set()
-        if self.runner is not None:
-            self.runner.stop(self.settings.shutdown_timeout)
-            log.debug("stop: documents saved after %.2f s", time.perf_counter() - began)
+        service.documents.stop(self.settings.shutdown_timeout)
+        log.debug("stop: documents saved after %.2f s", time.perf_counter() - began)
         deadline = time.monotonic() + self.settings.shutdown_timeout
-        while service.pages.open_tickets and time.monotonic() < deadline and service.engine.alive():
+        engine = service.engine
+        while engine.open_tickets and time.monotonic() < deadline and engine.alive():
             time.sleep(0.05)
-        service.engine.stop()
+        engine.stop()
         log.debug("stop: engine stopped after %.2f s", time.perf_counter() - began)
-        service.pages.fail_all(503, SHUTTING_DOWN)
+        engine.fail_all(503, SHUTTING_DOWN)
         self._stop_http()
         service.prepare_pool.shutdown(wait=False, cancel_futures=True)
         log.debug("stop: done after %.2f s", time.perf_counter() - began)
@@ -219,20 +202,10 @@ class HpdServer:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.settings.uds)
 
-    @property
-    def engine_error(self) -> BaseException | None:
-        return self.service.engine.error if self.service is not None else None
 
-
-def _is_ipv6(host: str) -> bool:
-    try:
-        return isinstance(ipaddress.ip_address(host.strip("[]")), ipaddress.IPv6Address)
-    except ValueError:
-        return False
-
-
-def _bind_unix(path: str) -> socket.socket:
-    """A Unix socket at `path`; a stale socket file (no one listening) is replaced."""
+def _remove_stale_socket(path: str) -> None:
+    """Remove the Unix socket file at `path` when no one listens there (left behind by a server
+    that is gone); HpdparseError when someone does, or it is no socket."""
     if os.path.exists(path):
         if not stat.S_ISSOCK(os.stat(path).st_mode):
             raise HpdparseError(f"cannot listen on {path}: it exists and is not a socket")
@@ -240,40 +213,30 @@ def _bind_unix(path: str) -> socket.socket:
             try:
                 probe.connect(path)
             except OSError:
-                os.unlink(path)  # left behind by a server that is gone
+                os.unlink(path)
             else:
                 raise HpdparseError(f"cannot listen on {path}: another server is listening there")
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.bind(path)
-    except OSError as exc:
-        sock.close()
-        raise HpdparseError(f"cannot listen on {path}: {exc.strerror or describe(exc)}") from None
-    return sock
 
 
 def serve(server: HpdServer, announce: Callable[[str], None]) -> int:
     """Start `server`, announce ``serving MODEL on URL``, serve until SIGINT/SIGTERM or an engine
     failure, stop. Returns the exit code (0 after a signal); raises after an engine failure."""
     stop = threading.Event()
-
-    def on_signal(signum: int, frame: object) -> None:
-        stop.set()
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, lambda signum, frame: stop.set()) for sig in signals}
     try:
         try:
             server.start()
             announce(f"serving {server.model_name} on {server.address}")
-            while not stop.wait(0.5):
-                if not server.alive():
-                    break
+            while not stop.wait(0.5) and server.alive():
+                pass
         finally:
             server.stop()
         log.debug("stopped")
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if server.engine_error is not None:
-        raise HpdparseError(f"the engine failed: {describe(server.engine_error, 300)}")
+    error = server.service.engine.error if server.service is not None else None
+    if error is not None:
+        raise HpdparseError(f"the engine failed: {describe(error, 300)}")
     return 0

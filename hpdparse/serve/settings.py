@@ -12,12 +12,6 @@ from hpdparse.runner.settings import DEFAULT_BATCH_SIZE
 from hpdparse.settings import setting
 
 API_KEY_ENV = "HPDPARSE_API_KEY"
-DEFAULT_HOST = "127.0.0.1"
-DEFAULT_PORT = 8118
-# Pages decoded, prepared or queued but not yet taken by the engine. A prepared page holds its
-# tiles (~15 MB at 200 dpi A4); the engine takes only what it can start (see the vllm engine's
-# admission control), so without this bound many clients would pile pages up in host memory.
-DEFAULT_MAX_QUEUED = 32
 DEFAULT_KEEP_RESULTS = "7d"
 MB = 2**20
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -46,12 +40,12 @@ class ServeSettings:
     """Everything `hpdparse serve` takes besides the engine's own options."""
 
     host: str = setting(
-        DEFAULT_HOST,
+        "127.0.0.1",
         "Address to listen on: an IPv4 or IPv6 address (:: for every interface) or a name.",
         flag="--host",
     )
     port: int = setting(
-        DEFAULT_PORT, "Port to listen on; 0 picks a free one.", flag="--port", low=0, high=65535
+        8118, "Port to listen on; 0 picks a free one.", flag="--port", low=0, high=65535
     )
     uds: str | None = setting(
         None, "Listen on this Unix socket instead of --host/--port.", flag="--uds", metavar="PATH"
@@ -63,8 +57,11 @@ class ServeSettings:
     )
     api_keys: list[str] = field(default_factory=list)  # --api-key, repeatable (commands/serve)
     batch_size: int = DEFAULT_BATCH_SIZE
+    # Pages decoded, prepared or queued but not yet taken by the engine. A prepared page holds its
+    # tiles (~15 MB at 200 dpi A4); the engine takes only what it can start (see the vllm engine's
+    # admission control), so without this bound many clients would pile pages up in host memory.
     max_queued: int = setting(
-        DEFAULT_MAX_QUEUED,
+        32,
         "Pages held in memory (read, decoded, tiled, queued) before the engine takes them; "
         "further requests wait.",
         flag="--max-queued",
@@ -92,7 +89,6 @@ class ServeSettings:
         flag="--shutdown-timeout",
         low=0,
     )
-    prepare_threads: int | None = None
     # ---- documents (POST /v1/documents; docs/service.md)
     store: str = setting(
         default_store(),
@@ -150,18 +146,6 @@ class ServeSettings:
         flag="--sync-timeout",
         low=0,
     )
-
-    @property
-    def max_request_bytes(self) -> int:
-        return int(self.max_request_mb * MB)
-
-    @property
-    def max_upload_bytes(self) -> int:
-        return int(self.max_upload_mb * MB)
-
-    @property
-    def max_store_bytes(self) -> int | None:
-        return None if self.max_store_mb is None else int(self.max_store_mb * MB)
 
 
 def api_keys_from(options: tuple[str, ...] | list[str]) -> list[str]:

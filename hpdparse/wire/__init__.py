@@ -152,21 +152,20 @@ def read_chat_request(raw: bytes | str) -> ChatRequest:
     model = _optional(body, "model", str, "a string")
     urls, texts = _read_messages(body.get("messages"))
     stream = _optional(body, "stream", bool, "true or false")
-    options = _optional(body, "stream_options", dict, "an object")
-    include_usage = bool((options or {}).get("include_usage"))
-    max_tokens = _optional_int(body, "max_completion_tokens", 1)
+    options = _optional(body, "stream_options", dict, "an object") or {}
+    max_tokens = _optional(body, "max_completion_tokens", int, _AT_LEAST_1)
     if max_tokens is None:
-        max_tokens = _optional_int(body, "max_tokens", 1)
+        max_tokens = _optional(body, "max_tokens", int, _AT_LEAST_1)
     temperature = _optional(body, "temperature", (int, float), "a number")
     return ChatRequest(
         model=model,
         image_urls=urls,
         texts=texts,
         stream=bool(stream),
-        include_usage=include_usage,
+        include_usage=bool(options.get("include_usage")),
         max_tokens=max_tokens,
         temperature=None if temperature is None else float(temperature),
-        n=_optional_int(body, "n", 1),
+        n=_optional(body, "n", int, _AT_LEAST_1),
         logprobs=body.get("logprobs"),
         top_logprobs=body.get("top_logprobs"),
         echo=body.get("echo"),
@@ -203,25 +202,21 @@ def _read_messages(messages: Any) -> tuple[list[str], list[str]]:
     return urls, texts
 
 
+_AT_LEAST_1 = "an integer of at least 1"  # what the integer fields (token counts, n) take
+
+
 def _optional(
     body: Mapping[str, object], name: str, kind: type | tuple[type, ...], what: str
 ) -> Any:
-    """The field `name` when it is absent (None) or a `kind` (true and false are no numbers);
-    WireError 400 saying it must be `what` otherwise."""
+    """The field `name` when it is absent (None) or a `kind` (true and false are no numbers, an
+    int is at least 1); WireError 400 saying it must be `what` otherwise."""
     value = body.get(name)
     if value is not None and (
-        not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool)
+        not isinstance(value, kind)
+        or (isinstance(value, bool) and kind is not bool)
+        or (kind is int and value < 1)
     ):
         raise WireError(400, f"{name} must be {what}", name)
-    return value
-
-
-def _optional_int(body: Mapping[str, object], name: str, least: int) -> int | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < least:
-        raise WireError(400, f"{name} must be an integer of at least {least}", name)
     return value
 
 
@@ -249,13 +244,12 @@ def completion(
     content: str,
     finish_reason: str,
     usage: bodies.Usage,
-    created: int | None = None,
 ) -> bodies.ChatCompletion:
     """A non-streamed answer."""
     return {
         "id": id,
         "object": "chat.completion",
-        "created": int(time.time()) if created is None else created,
+        "created": int(time.time()),
         "model": model,
         "choices": [
             {

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("tokenizers")
 
 from hpdparse.hpd.prompt import load_tokenizer
-from hpdparse.serve.detokenize import IncrementalText
+from hpdparse.serve.answers import IncrementalText
 from tests.helpers.paths import TINY
 
 TEXT = "<BLOCK>text [1, 2, 3, 4]<CHILD>Ünïcödé 数学公式 ∑ x² € 🙂 done<BLOCK>page_number"

@@ -21,7 +21,7 @@ from typing import Any
 from PIL import Image
 
 from hpdparse.engines.base import FINISH_ERROR, Engine, EngineInfo, PageRequest, PageResult
-from hpdparse.serve.queue import EngineLoop, PageQueue, QueueClosed, Ticket
+from hpdparse.serve.queue import EngineLoop, QueueClosed, Ticket
 
 _WAKE = 0.2  # seconds between looks at the run's control while it waits
 
@@ -65,17 +65,11 @@ class _DocumentPage(Ticket):
 class QueueEngine(Engine):
     """An `Engine` whose pages go to the server's engine thread through its page queue."""
 
-    def __init__(
-        self,
-        loop: EngineLoop,
-        pages: PageQueue,
-        places: threading.Semaphore,
-        control: RunControl,
-    ) -> None:
+    def __init__(self, loop: EngineLoop, places: threading.Semaphore, control: RunControl) -> None:
         engine = loop.engine
         self.config, self.options, self.name = engine.config, engine.options, engine.name
         self.answers_from_text_layer = engine.answers_from_text_layer  # type: ignore[misc]
-        self._engine, self._loop, self._pages = engine, loop, pages
+        self._engine, self._loop = engine, loop
         self._places, self._control = places, control
 
     @property
@@ -124,7 +118,7 @@ class QueueEngine(Engine):
                 return False
         page = _DocumentPage(request.key, results, self._places.release)
         try:
-            self._pages.submit(page, request.payload, request.text_layer)
+            self._loop.submit(page, request.payload, request.text_layer)
         except QueueClosed:
             page.taken()
             return False

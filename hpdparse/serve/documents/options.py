@@ -16,9 +16,8 @@ from hpdparse.runner.settings import ConvertSettings
 from hpdparse.settings import choices, declaration, field_types, value_kind
 from hpdparse.sources.page_ranges import PageRanges, parse_page_ranges
 
-RENDER_FIELDS = tuple(
-    f.name for f in dataclasses.fields(RenderOptions) if f.name != "chunk_tokenizer"
-)
+_RENDER = {f.name: f for f in dataclasses.fields(RenderOptions) if f.name != "chunk_tokenizer"}
+RENDER_FIELDS = tuple(_RENDER)
 RUN_FIELDS = ("pages", "password")
 FIELDS = RUN_FIELDS + RENDER_FIELDS
 _TRUE, _FALSE = {"true", "1", "yes", "on"}, {"false", "0", "no", "off"}
@@ -46,13 +45,9 @@ class DocumentOptions:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DocumentOptions:
-        render = {name: data[name] for name in RENDER_FIELDS if name in data}
-        pages = data.get("pages", "all")
-        return cls(
-            RenderOptions(**render),
-            parse_page_ranges(None if pages == "all" else pages),
-            has_password=bool(data.get("has_password")),
-        )
+        options = read_options({name: data[name] for name in FIELDS if name in data})
+        options.has_password = bool(data.get("has_password"))
+        return options
 
     def settings(self, output_dir: str, **run: Any) -> ConvertSettings:
         """The conversion run's settings for the document (`run`: the server's own)."""
@@ -67,9 +62,7 @@ def read_options(fields: Mapping[str, object]) -> DocumentOptions:
     unknown = sorted(set(fields) - set(FIELDS))
     if unknown:
         raise OptionError(f"unknown option {unknown[0]!r}; the options are: {', '.join(FIELDS)}")
-    render = {
-        name: _value(RenderOptions, name, fields[name]) for name in RENDER_FIELDS if name in fields
-    }
+    render = {name: _value(name, fields[name]) for name in RENDER_FIELDS if name in fields}
     pages = fields.get("pages")
     password = fields.get("password")
     try:
@@ -80,32 +73,31 @@ def read_options(fields: Mapping[str, object]) -> DocumentOptions:
     return DocumentOptions(options, ranges, str(password) if password else None)
 
 
-def _value(settings: type, name: str, value: object) -> object:
-    """`value` as the field `name` of `settings` takes it."""
-    declared = declaration({f.name: f for f in dataclasses.fields(settings)}[name])
-    hint = field_types(settings)[name]
+def _value(name: str, value: object) -> object:
+    """`value` as the `RenderOptions` field `name` takes it."""
+    hint = field_types(RenderOptions)[name]
     if value is None or value == "":
         if type(None) in typing.get_args(hint):
             return None
         raise OptionError(f"{name}: a value is needed")
-    kind = value_kind(hint)
+    kind, text = value_kind(hint), str(value)
     if kind is bool:
-        text = str(value).lower()
-        if isinstance(value, bool) or text in _TRUE | _FALSE:
-            return value if isinstance(value, bool) else text in _TRUE
+        if isinstance(value, bool) or text.lower() in _TRUE | _FALSE:
+            return value if isinstance(value, bool) else text.lower() in _TRUE
         raise OptionError(f"{name}: expected true or false, got {value!r}")
     allowed = choices(kind)
     if allowed:
-        if str(value) not in allowed:
+        if text not in allowed:
             raise OptionError(f"{name}: expected one of {', '.join(allowed)}, got {value!r}")
-        return kind(str(value)) if isinstance(kind, type) else str(value)
+        return kind(text) if isinstance(kind, type) else text
     if kind in (int, float):
         try:
             number = kind(value)
         except (TypeError, ValueError):
             raise OptionError(f"{name}: expected a number, got {value!r}") from None
+        declared = declaration(_RENDER[name])
         low, high = declared.low, declared.high
         if (low is not None and number < low) or (high is not None and number > high):
             raise OptionError(f"{name}: {number} is out of range [{low}, {high}]")
         return number
-    return str(value)
+    return text

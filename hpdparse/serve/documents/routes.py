@@ -19,8 +19,6 @@ document's own folder.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import functools
 import json
 import shutil
 import tempfile
@@ -35,57 +33,46 @@ from starlette.responses import FileResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Route
 
 from hpdparse.remote import is_url
-from hpdparse.serve.app import answering, limited
+from hpdparse.serve.app import Service, State, check_open, limited, route
 from hpdparse.serve.auth import bearer_token
 from hpdparse.serve.documents.options import OptionError, read_options
 from hpdparse.serve.documents.results import RESULT_FORMATS, result_response, review_page
-from hpdparse.serve.documents.runner import DocumentRunner, pages_over_limit
+from hpdparse.serve.documents.runner import pages_over_limit
 from hpdparse.serve.documents.store import (
     DONE,
     FINAL,
+    QUEUED,
     DocumentJob,
-    DocumentStore,
     owner_of,
     safe_name,
 )
-from hpdparse.serve.settings import MB, ServeSettings
+from hpdparse.serve.settings import MB
 from hpdparse.wire import WireError
 
 _EVENT_WAKE = 0.25  # seconds between looks at a document for its event stream
 
 
-@dataclasses.dataclass
-class DocumentService:
-    store: DocumentStore
-    runner: DocumentRunner
-    settings: ServeSettings
-    check_open: Callable[[], None]  # WireError 503 when the server takes no document now
-
-
-def document_routes(service: DocumentService) -> list[Route]:
-    def route(path: str, handler: Callable, method: str) -> Route:
-        return Route(path, answering(functools.partial(handler, service)), methods=[method])
-
+def document_routes(service: Service) -> list[Route]:
     return [
-        route("/v1/documents", upload, "POST"),
-        route("/v1/documents", listing, "GET"),
-        route("/v1/documents/{id}", status, "GET"),
-        route("/v1/documents/{id}", delete, "DELETE"),
-        route("/v1/documents/{id}/events", events, "GET"),
-        route("/v1/documents/{id}/result", result, "GET"),
-        route("/v1/documents/{id}/review", review, "GET"),
-        route("/v1/convert", convert, "POST"),
-        route("/openapi.json", _packaged("openapi.json", "application/json"), "GET"),
-        route("/", _packaged("page.html", "text/html"), "GET"),
+        route(service, "/v1/documents", upload, "POST"),
+        route(service, "/v1/documents", listing, "GET"),
+        route(service, "/v1/documents/{id}", status, "GET"),
+        route(service, "/v1/documents/{id}", delete, "DELETE"),
+        route(service, "/v1/documents/{id}/events", events, "GET"),
+        route(service, "/v1/documents/{id}/result", result, "GET"),
+        route(service, "/v1/documents/{id}/review", review, "GET"),
+        route(service, "/v1/convert", convert, "POST"),
+        route(service, "/openapi.json", _packaged("openapi.json", "application/json"), "GET"),
+        route(service, "/", _packaged("page.html", "text/html"), "GET"),
     ]
 
 
 # ---------------------------------------------------------------------- accepting documents
-async def upload(service: DocumentService, request: Request) -> Response:
+async def upload(service: Service, request: Request) -> Response:
     jobs = await _accept(service, request)
     answer = _accepted(jobs)  # as accepted: queued
     for job in jobs:
-        service.runner.submit(job)
+        service.documents.submit(job)
     return answer
 
 
@@ -96,7 +83,7 @@ def _accepted(jobs: list[DocumentJob]) -> Response:
     return JSONResponse(body, status_code=202, headers=headers)
 
 
-async def convert(service: DocumentService, request: Request) -> Response:
+async def convert(service: Service, request: Request) -> Response:
     """One document, answered when done within --sync-timeout (its Markdown, or the zip with
     format=zip); past that, 202 with its id as POST /v1/documents answers."""
     wanted = request.query_params.get("format", "markdown")
@@ -104,22 +91,22 @@ async def convert(service: DocumentService, request: Request) -> Response:
         raise WireError(400, f"format must be markdown or zip, not {wanted!r}", "format")
     jobs = await _accept(service, request, most=1)
     job = jobs[0]
-    service.runner.submit(job)
+    service.documents.submit(job)
     deadline = time.monotonic() + service.settings.sync_timeout
     while job.status not in FINAL and time.monotonic() < deadline:
         await asyncio.sleep(_EVENT_WAKE)
     if job.status not in FINAL:
         return _accepted(jobs)
-    return await result_response(service.store, job, wanted)
+    return await result_response(service.documents.store, job, wanted)
 
 
-async def _accept(
-    service: DocumentService, request: Request, most: int | None = None
-) -> list[DocumentJob]:
-    service.check_open()
+async def _accept(service: Service, request: Request, most: int | None = None) -> list[DocumentJob]:
+    if service.state is State.STARTING:
+        raise WireError(503, "the server is starting; retry")
+    check_open(service)
     settings = service.settings
-    upload = limited(request, settings.max_upload_bytes, "the upload", "--max-upload-mb")
-    store = service.store
+    upload = limited(request, settings.max_upload_mb, "the upload", "--max-upload-mb")
+    store = service.documents.store
     incoming = Path(tempfile.mkdtemp(prefix="incoming-", dir=store.root))
     try:
         fields, files, url = await _read_request(upload, incoming)
@@ -136,17 +123,18 @@ async def _accept(
             raise WireError(400, "this server takes no URLs (start it with --allow-urls)", "url")
         if url is not None and not is_url(url):
             raise WireError(400, f"not a URL: {url!r}", "url")
-        waiting = service.runner.queued
+        waiting = store.counts()[QUEUED]
         if waiting + count > settings.max_queued_documents:
             raise WireError(429, f"the queue is full ({waiting} documents waiting); retry later")
         size = sum(path.stat().st_size for _, path in files)
-        if settings.max_store_bytes is not None:
+        if settings.max_store_mb is not None:
+            limit = int(settings.max_store_mb * MB)
             store.expire(settings.keep_results)
             used = await asyncio.to_thread(store.size)
-            if used + size > settings.max_store_bytes:
+            if used + size > limit:
                 raise WireError(
                     507,
-                    f"the store is full ({used / MB:.0f} MB of {settings.max_store_bytes / MB:.0f}"
+                    f"the store is full ({used / MB:.0f} MB of {limit / MB:.0f}"
                     " MB, --max-store-mb); delete documents or retry later",
                 )
         most = settings.max_pages
@@ -202,8 +190,7 @@ async def _read_request(
                 fields[key] = value
     finally:
         await form.close()
-    url = fields.pop("url", None)
-    return fields, files, url if isinstance(url, str) else None
+    return fields, files, None
 
 
 def _spool(upload: UploadFile, incoming: Path, index: int) -> Path:
@@ -221,9 +208,9 @@ def _owner(request: Request) -> str:
 
 
 # ---------------------------------------------------------------------- reading documents
-def _job(service: DocumentService, request: Request) -> DocumentJob:
+def _job(service: Service, request: Request) -> DocumentJob:
     job_id = request.path_params["id"]
-    job = service.store.get(job_id, _owner(request))
+    job = service.documents.store.get(job_id, _owner(request))
     if job is None:
         raise WireError(404, f"no document {job_id!r}")
     return job
@@ -233,11 +220,11 @@ def _summary(job: DocumentJob) -> dict[str, object]:
     return {"id": job.id, "name": job.name, "status": job.status}
 
 
-async def status(service: DocumentService, request: Request) -> Response:
+async def status(service: Service, request: Request) -> Response:
     return JSONResponse(_job(service, request).status_body())
 
 
-async def listing(service: DocumentService, request: Request) -> Response:
+async def listing(service: Service, request: Request) -> Response:
     """?limit=N (at most 1000, default 100) &offset=M."""
     try:
         limit = min(int(request.query_params.get("limit", 100)), 1000)
@@ -246,12 +233,12 @@ async def listing(service: DocumentService, request: Request) -> Response:
         raise WireError(400, "limit and offset must be whole numbers") from None
     if limit < 1 or offset < 0:
         raise WireError(400, "limit must be at least 1 and offset at least 0")
-    jobs = service.store.listed(_owner(request))
+    jobs = service.documents.store.listed(_owner(request))
     page = [job.status_body() for job in jobs[offset : offset + limit]]
     return JSONResponse({"documents": page, "total": len(jobs), "offset": offset, "limit": limit})
 
 
-async def events(service: DocumentService, request: Request) -> Response:
+async def events(service: Service, request: Request) -> Response:
     """A `status` event (the status body) at each change, then `end` once it has ended."""
     job = _job(service, request)
 
@@ -271,16 +258,16 @@ async def events(service: DocumentService, request: Request) -> Response:
     return StreamingResponse(stream(), media_type="text/event-stream", headers=headers)
 
 
-async def result(service: DocumentService, request: Request) -> Response:
+async def result(service: Service, request: Request) -> Response:
     wanted = request.query_params.get("format", "markdown")
     if wanted not in RESULT_FORMATS:
         raise WireError(400, f"format must be one of {', '.join(RESULT_FORMATS)}", "format")
-    return await result_response(service.store, _job(service, request), wanted)
+    return await result_response(service.documents.store, _job(service, request), wanted)
 
 
-async def review(service: DocumentService, request: Request) -> Response:
+async def review(service: Service, request: Request) -> Response:
     job = _job(service, request)
-    doc_dir = service.store.document_dir(job)
+    doc_dir = service.documents.store.document_dir(job)
     if job.status != DONE or doc_dir is None:
         raise WireError(409, f"document {job.id} is {job.status}; it has no review page")
 
@@ -288,13 +275,13 @@ async def review(service: DocumentService, request: Request) -> Response:
     return FileResponse(page_path, media_type="text/html")
 
 
-async def delete(service: DocumentService, request: Request) -> Response:
+async def delete(service: Service, request: Request) -> Response:
     """A queued or running document is cancelled (202); an ended one deleted with its files."""
     job = _job(service, request)
     if job.status not in FINAL:
-        service.runner.cancel(job)
+        service.documents.cancel(job)
         return JSONResponse(_summary(job), status_code=202)
-    service.store.delete(job)
+    service.documents.store.delete(job)
     return JSONResponse({"id": job.id, "deleted": True})
 
 
@@ -302,7 +289,7 @@ async def delete(service: DocumentService, request: Request) -> Response:
 def _packaged(name: str, media_type: str) -> Callable[..., Awaitable[Response]]:
     """A route answering the file `name` of this package (openapi.json, page.html)."""
 
-    async def answer(service: DocumentService, request: Request) -> Response:
+    async def answer(service: Service, request: Request) -> Response:
         text = resources.files("hpdparse.serve.documents").joinpath(name).read_text("utf-8")
         return Response(text, media_type=media_type)
 

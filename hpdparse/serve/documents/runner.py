@@ -31,7 +31,7 @@ from hpdparse.serve.documents.store import (
     DocumentJob,
     DocumentStore,
 )
-from hpdparse.serve.queue import EngineLoop, PageQueue
+from hpdparse.serve.queue import EngineLoop
 from hpdparse.serve.settings import ServeSettings
 from hpdparse.sources.discover import discover_inputs
 from hpdparse.sources.location import UrlSource
@@ -50,11 +50,9 @@ RESTARTED_WITHOUT_PASSWORD = (
 class DocumentRunner:
     """Runs the store's accepted documents (see the module doc)."""
 
-    def __init__(
-        self, store: DocumentStore, loop: EngineLoop, pages: PageQueue, settings: ServeSettings
-    ) -> None:
+    def __init__(self, store: DocumentStore, loop: EngineLoop, settings: ServeSettings) -> None:
         self.store, self.settings = store, settings
-        self._loop, self._pages = loop, pages
+        self._loop = loop
         self._places = threading.Semaphore(settings.max_queued)
         self._read_ahead = 2
         self._threads = concurrent.futures.ThreadPoolExecutor(
@@ -63,12 +61,6 @@ class DocumentRunner:
         self._controls: dict[str, RunControl] = {}
         self._lock = threading.Lock()
         self._shared: SharedPool | None = None
-
-    @property
-    def queued(self) -> int:
-        with self._lock:
-            ids = list(self._controls)
-        return sum(1 for job_id in ids if self.store.status_of(job_id) == QUEUED)
 
     def start(self) -> None:
         """Start the rasterizer processes (the engine is up) and take up the documents an
@@ -158,7 +150,7 @@ class DocumentRunner:
             batch_size=self.settings.batch_size,
             read_ahead=self._read_ahead,
         )
-        engine = QueueEngine(self._loop, self._pages, self._places, control)
+        engine = QueueEngine(self._loop, self._places, control)
         progress = _JobProgress(job, self.store)
         run = Converter(engine, settings, progress, start_engine=False, shared_pool=self._shared)
         (report,) = ReportSettings().close(run.run(sources, errors)).documents

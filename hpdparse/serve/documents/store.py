@@ -189,11 +189,6 @@ class DocumentStore:
         with self._lock:
             job.version += 1
 
-    def status_of(self, job_id: str) -> str | None:
-        with self._lock:
-            job = self._jobs.get(job_id)
-            return None if job is None else job.status
-
     def counts(self) -> dict[str, int]:
         """How many documents have each status (every status, 0 included)."""
         with self._lock:
@@ -225,15 +220,12 @@ class DocumentStore:
         shutil.rmtree(self.folder(job.id), ignore_errors=True)
         self._size_at = (0.0, 0)
 
-    def expire(self, keep_seconds: float, now: float | None = None) -> list[str]:
-        """Remove the documents that ended more than `keep_seconds` ago; their ids."""
-        now = time.time() if now is None else now
-        old = self._where(
-            lambda job: job.status in FINAL and (job.finished or job.created) + keep_seconds < now
-        )
-        for job in old:
-            self.delete(job)
-        return [job.id for job in old]
+    def expire(self, keep_seconds: float) -> None:
+        """Remove the documents that ended more than `keep_seconds` ago."""
+        since = time.time() - keep_seconds
+        for job in self._where(lambda job: job.status in FINAL):
+            if (job.finished or job.created) < since:
+                self.delete(job)
 
     def size(self) -> int:
         """Bytes the store holds (counted at most every 5 s)."""
