@@ -299,8 +299,9 @@ def _processes_mentioning(text: str) -> list[int]:
                 continue
             if text.encode() in cmdline:
                 found.append(int(entry.name))
-    if found:  # a killed process may take a moment to be gone from /proc
-        time.sleep(1)
+    deadline = time.monotonic() + 10  # a killed process may take a moment to be gone from /proc
+    while found and time.monotonic() < deadline:
+        time.sleep(0.2)
         found = [pid for pid in found if Path(f"/proc/{pid}").exists()]
     return found
 
