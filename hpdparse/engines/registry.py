@@ -48,14 +48,17 @@ class EngineEntry:
 
     def available(self) -> bool:
         """Whether the third-party module it needs can be imported (without importing it)."""
-        if self.requires is None:
-            return True
-        if self.requires in sys.modules:
-            return sys.modules[self.requires] is not None
-        try:
-            return importlib.util.find_spec(self.requires) is not None
-        except (ImportError, ValueError):
-            return False
+        return self.requires is None or importable(self.requires)
+
+
+def importable(module: str) -> bool:
+    """Whether `module` can be imported, without importing it."""
+    if module in sys.modules:
+        return sys.modules[module] is not None
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 ENGINES: dict[str, EngineEntry] = {

@@ -39,8 +39,13 @@ _BREAKDOWN = [
 
 def write_json(report: Report, path: Path) -> None:
     public = {f.name: getattr(report, f.name) for f in fields(report) if f.name != "scored"}
-    strict = json.loads(json.dumps(public), parse_constant=lambda _: None)  # NaN -> null
+    strict = json.loads(json.dumps(public), parse_constant=_nan_as_null)
     path.write_text(json.dumps(strict, indent=2, ensure_ascii=False) + "\n", "utf-8")
+
+
+def _nan_as_null(constant: str) -> float | None:
+    """NaN (a figure with nothing to average) as JSON's null; +-Infinity stays as it was."""
+    return None if constant == "NaN" else float(constant)
 
 
 def _figure(value: Any) -> str:

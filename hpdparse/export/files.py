@@ -3,9 +3,9 @@ and `<stem>.chunks.jsonl`, built from a rendered document (the runners write the
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 
+from hpdparse.engines.registry import importable
 from hpdparse.errors import HpdparseError
 from hpdparse.markdown.render import RenderedDocument, RenderOptions, gc_paused
 
@@ -30,7 +30,7 @@ def check_export_options(options: RenderOptions) -> None:
     if not (options.docling or options.chunks):
         return
     modules = {**_DOCLING_MODULES, **(_CHUNK_MODULES if options.chunks else {})}
-    missing = [package for module, package in modules.items() if not _installed(module)]
+    missing = [package for module, package in modules.items() if not importable(module)]
     if missing:
         what = "--chunks" if options.chunks else "--docling"
         raise DoclingMissing(
@@ -63,10 +63,3 @@ def build_exports(rendered: RenderedDocument, options: RenderOptions) -> Exports
             records = chunk_records(export, limit, tokenizer)
             exports.chunks = chunks_jsonl(records).encode("utf-8")
     return exports
-
-
-def _installed(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False

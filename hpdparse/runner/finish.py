@@ -92,13 +92,14 @@ class DocumentFinish:
         checked = [p.text_layer for p in pages if p.text_layer is not None]
         report.text_layer = {k: sum(getattr(c, k) for c in checked) for k in TEXT_LAYER_KEYS}
         crops = None
-        if rendered.images and options.images:
-            crops = self.images.crops(folder, state, group_crops(rendered.images))
+        images = rendered.images  # a walk over every block: once
+        if images and options.images:
+            crops = self.images.crops(folder, state, group_crops(images))
         drawing = self.images.overlay(folder, state, pages) if self.images.layout else None
         state.failed_pages = failed
         state.render_options = dataclasses.asdict(options)
 
-        keep = {crop.filename for crop in rendered.images} if crops is not None else set()
+        keep = {crop.filename for crop in images} if crops is not None else set()
 
         def write() -> FinishedDocument:
             if not self.unfinished:

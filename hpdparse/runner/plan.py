@@ -55,6 +55,8 @@ def finished_earlier(
 ) -> bool:
     """True when planning would skip `source`: converted earlier with these settings (what
     needs no conversion of an Office file by LibreOffice to know)."""
+    if settings.overwrite:  # before anything is read: a URL's identity may cost a download
+        return False
     try:
         old = folder.load_state()
         return _same_source(old, source) and _finished(folder, old, settings, info)

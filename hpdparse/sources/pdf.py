@@ -156,14 +156,14 @@ class PdfDocument(SourceDocument):
                 zoom = capped_scale(width, height, zoom, upscale=False)
             pix = page.get_pixmap(matrix=pymupdf.Matrix(zoom, zoom), alpha=False)
             image = Image.frombytes("RGB", (pix.width, pix.height), pix.samples_mv)
-            label = page_label(self.label_rules, number - 1) if self.label_rules else None
-            return image, PageGeometry(image.width, image.height, used_dpi, label, width, height)
         except InputError:
             raise
-        except Exception as error:
+        except Exception as error:  # MuPDF's, on this page: the page fails, not the document
             raise self._page_error(number, one_line_error(error)) from None
         finally:
             self._note_warnings(f"rasterizing page {number}")
+        label = page_label(self.label_rules, number - 1) if self.label_rules else None
+        return image, PageGeometry(image.width, image.height, used_dpi, label, width, height)
 
     def _not_pdf_reason(self, doc: pymupdf.Document) -> str:
         kind = (doc.metadata or {}).get("format") or "another format"

@@ -205,3 +205,7 @@ def test_a_url_or_a_misshapen_request_gets_400(docs: DocumentsClient) -> None:
     assert _error(answer, 400) == "the body must be a JSON object"
     answer = docs.http.post(f"{docs.base}/v1/convert", files=[("file", ("a.pdf", b"1"))] * 2)
     assert _error(answer, 400) == "this route takes one document, got 2"
+    # a form's url counts with the files sent after it (they were dropped once)
+    form = {"url": "https://example.com/paper.pdf"}
+    answer = docs.http.post(f"{docs.base}/v1/convert", data=form, files={"file": ("a.pdf", b"1")})
+    assert _error(answer, 400) == "this route takes one document, got 2"

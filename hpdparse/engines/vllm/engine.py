@@ -138,6 +138,7 @@ class VllmEngine(LocalEngine):
                     engine_args, enable_multiprocessing=self._core_process
                 )
         except Exception as exc:
+            self._tokenizer = None  # detokenize: not started
             detail = " ".join(line.strip() for line in str(exc).splitlines() if line.strip())
             raise EngineError(
                 f"vllm engine: cannot start model {self.config.model}: "
@@ -192,6 +193,8 @@ class VllmEngine(LocalEngine):
         # P-MTP (speculative decoding with the checkpoint's draft head) when asked for and present.
         pmtp = pmtp_engine_args(self.checkpoint.path, cfg)
         if pmtp:  # vLLM's V1 EAGLE proposer reads the image token from the target's config
+            if self.ids is None:  # engine args asked for before start
+                self._load_tokenizer()
             kwargs["hf_overrides"]["image_token_index"] = self.ids.img_context
         kwargs.update(pmtp)
         # The other options must name an EngineArgs field; they are passed through.

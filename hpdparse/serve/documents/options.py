@@ -45,9 +45,15 @@ class DocumentOptions:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> DocumentOptions:
-        options = read_options({name: data[name] for name in FIELDS if name in data})
-        options.has_password = bool(data.get("has_password"))
-        return options
+        """A stored record's options, as they were accepted (not checked again: a later version's
+        tighter checks must not refuse a document accepted earlier)."""
+        render = {name: data[name] for name in RENDER_FIELDS if name in data}
+        pages = data.get("pages", "all")
+        return cls(
+            RenderOptions(**render),
+            parse_page_ranges(None if pages == "all" else pages),
+            has_password=bool(data.get("has_password")),
+        )
 
     def settings(self, output_dir: str, **run: Any) -> ConvertSettings:
         """The conversion run's settings for the document (`run`: the server's own)."""

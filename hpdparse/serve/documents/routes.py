@@ -101,9 +101,9 @@ async def convert(service: Service, request: Request) -> Response:
 
 
 async def _accept(service: Service, request: Request, most: int | None = None) -> list[DocumentJob]:
+    check_open(service)  # first: an engine that failed to start is no server starting
     if service.state is State.STARTING:
         raise WireError(503, "the server is starting; retry")
-    check_open(service)
     settings = service.settings
     upload = limited(request, settings.max_upload_mb, "the upload", "--max-upload-mb")
     store = service.documents.store
@@ -178,6 +178,7 @@ async def _read_request(
         raise WireError(400, f"the body is not a form upload: {exc}") from None
     fields: dict[str, object] = {}
     files: list[tuple[str, Path]] = []
+    url: str | None = None
     try:
         for key, value in form.multi_items():
             if isinstance(value, UploadFile):
@@ -185,12 +186,12 @@ async def _read_request(
                     raise WireError(400, f'files go in the form field "file", not {key!r}')
                 files.append((value.filename or "document", _spool(value, incoming, len(files))))
             elif key == "url":
-                return fields, files, value
+                url = value
             else:
                 fields[key] = value
     finally:
         await form.close()
-    return fields, files, None
+    return fields, files, url
 
 
 def _spool(upload: UploadFile, incoming: Path, index: int) -> Path:
